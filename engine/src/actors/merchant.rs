@@ -1,0 +1,359 @@
+//! `MerchantActor`: one per merchant, the only writer of that merchant's
+//! money and settings. It validates against its in-memory book, queues the
+//! journal record and moves on; the reply is released by the journal's
+//! applier once the record is synced and applied to sled.
+
+use crate::actors::registry::ActorRegistry;
+use crate::clock::SharedClock;
+use crate::domain::{MerchantRecord, MerchantSettings, StoredCredentials};
+use crate::error::EngineError;
+use crate::ledger::{Entry, EntryKind, EntryProposal, LedgerError, MerchantBook};
+use crate::limits;
+use crate::money::MinorUnits;
+use crate::store::journal::Journal;
+use crate::store::record::JournalRecord;
+use crate::store::Store;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use uuid::Uuid;
+
+/// What a durable ledger entry looks like to its caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostReceipt {
+    /// The entry's per-merchant sequence number.
+    pub seq: u64,
+    /// The wallet balance right after this entry.
+    pub wallet_balance: MinorUnits,
+}
+
+/// A change of a merchant's record.
+#[derive(Clone, Debug)]
+pub enum MerchantChange {
+    /// Fees, limits, flags, URLs.
+    Settings(MerchantSettings),
+    /// A validated PEM public key.
+    PublicKey(String),
+    /// New credentials (rotation).
+    Credentials(StoredCredentials),
+}
+
+/// Messages a merchant actor handles, one at a time.
+pub enum MerchantMsg {
+    /// Record one entry.
+    Post {
+        proposal: EntryProposal,
+        reply: RpcReplyPort<Result<PostReceipt, LedgerError>>,
+    },
+    /// Record many entries; replies once all are durable.
+    PostBatch {
+        proposals: Vec<EntryProposal>,
+        reply: RpcReplyPort<Vec<Result<PostReceipt, LedgerError>>>,
+    },
+    /// Reverse entry `seq` (at most once).
+    Reverse {
+        seq: u64,
+        memo: String,
+        reply: RpcReplyPort<Result<PostReceipt, LedgerError>>,
+    },
+    /// The book as of every durable entry so far.
+    Book { reply: RpcReplyPort<MerchantBook> },
+    /// Change the merchant's record.
+    Change {
+        change: MerchantChange,
+        reply: RpcReplyPort<Result<MerchantRecord, EngineError>>,
+    },
+    /// Stop if idle for long enough.
+    IdleCheck,
+}
+
+/// The actor behaviour; state lives in `MerchantState`.
+pub struct MerchantActor;
+
+/// What a merchant actor needs to start.
+pub struct MerchantArgs {
+    /// Whose actor.
+    pub merchant_id: Uuid,
+    /// sled state.
+    pub store: Arc<Store>,
+    /// The journal.
+    pub journal: Journal,
+    /// Time.
+    pub clock: SharedClock,
+    /// Where to deregister on idle stop.
+    pub registry: Arc<ActorRegistry<MerchantMsg>>,
+}
+
+/// A merchant actor's state.
+pub struct MerchantState {
+    args: MerchantArgs,
+    profile: MerchantRecord,
+    book: MerchantBook,
+    recent_keys: HashMap<String, u64>,
+    recent_key_order: VecDeque<String>,
+    recent_entries: VecDeque<Entry>,
+    in_flight: Arc<AtomicUsize>,
+    last_activity: Instant,
+}
+
+impl Actor for MerchantActor {
+    type Msg = MerchantMsg;
+    type State = MerchantState;
+    type Arguments = MerchantArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<MerchantMsg>,
+        args: MerchantArgs,
+    ) -> Result<MerchantState, ActorProcessingErr> {
+        let profile = args
+            .store
+            .directory()
+            .get(&args.merchant_id)
+            .ok_or("merchant not found")?;
+        let book = args.store.load_book(&args.merchant_id)?;
+        myself.send_interval(limits::ACTOR_IDLE_CHECK_INTERVAL, || MerchantMsg::IdleCheck);
+        Ok(MerchantState {
+            profile: (*profile).clone(),
+            book,
+            args,
+            recent_keys: HashMap::new(),
+            recent_key_order: VecDeque::new(),
+            recent_entries: VecDeque::new(),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            last_activity: Instant::now(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<MerchantMsg>,
+        message: MerchantMsg,
+        state: &mut MerchantState,
+    ) -> Result<(), ActorProcessingErr> {
+        if !matches!(message, MerchantMsg::IdleCheck) {
+            state.last_activity = Instant::now();
+        }
+        match message {
+            MerchantMsg::Post { proposal, reply } => {
+                state.wait_for_room().await?;
+                match state.record_entry(proposal) {
+                    Ok((entry, receipt)) => {
+                        state
+                            .journal_entry(entry, Box::new(move || drop(reply.send(Ok(receipt)))))
+                            .await?;
+                    }
+                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+                }
+            }
+            MerchantMsg::PostBatch { proposals, reply } => {
+                let mut results = Vec::with_capacity(proposals.len());
+                for proposal in proposals.into_iter().take(limits::POST_BATCH_MAX) {
+                    state.wait_for_room().await?;
+                    match state.record_entry(proposal) {
+                        Ok((entry, receipt)) => {
+                            state.journal_entry(entry, Box::new(|| {})).await?;
+                            results.push(Ok(receipt));
+                        }
+                        Err(refusal) => results.push(Err(refusal)),
+                    }
+                }
+                state.reply_when_durable(reply, results).await?;
+            }
+            MerchantMsg::Reverse { seq, memo, reply } => {
+                state.wait_for_room().await?;
+                let proposal = state.reversal_of(seq, memo);
+                match proposal.and_then(|p| state.record_entry(p)) {
+                    Ok((entry, receipt)) => {
+                        state
+                            .journal_entry(entry, Box::new(move || drop(reply.send(Ok(receipt)))))
+                            .await?;
+                    }
+                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+                }
+            }
+            MerchantMsg::Book { reply } => {
+                let book = state.book.clone();
+                state.reply_when_durable(reply, book).await?;
+            }
+            MerchantMsg::Change { change, reply } => {
+                let mut next = state.profile.clone();
+                match change {
+                    MerchantChange::Settings(settings) => settings.apply_to(&mut next),
+                    MerchantChange::PublicKey(pem) => next.public_key_pem = Some(pem),
+                    MerchantChange::Credentials(credentials) => next.credentials = credentials,
+                }
+                next.updated_at_ms = state.args.clock.now().timestamp_millis();
+                state.profile = next.clone();
+                let record = JournalRecord::MerchantSaved(next.clone());
+                state
+                    .journal_record(record, Box::new(move || drop(reply.send(Ok(next)))))
+                    .await?;
+            }
+            MerchantMsg::IdleCheck => {
+                let idle = state.last_activity.elapsed() >= limits::ACTOR_IDLE_TIMEOUT;
+                if idle && state.in_flight.load(Ordering::Acquire) == 0 {
+                    // Everything is applied to sled, so the snapshot cannot run ahead of the entries.
+                    state.args.store.save_book(&state.book)?;
+                    state
+                        .args
+                        .registry
+                        .remove(&state.args.merchant_id, myself.get_id());
+                    myself.stop(Some("idle".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MerchantState {
+    /// Validates a proposal and applies it to the in-memory book.
+    fn record_entry(
+        &mut self,
+        proposal: EntryProposal,
+    ) -> Result<(Entry, PostReceipt), LedgerError> {
+        if let Some(key) = &proposal.idempotency_key {
+            if let Some(seq) = self.find_idempotency_key(key) {
+                return Err(LedgerError::DuplicateIdempotencyKey(seq));
+            }
+        }
+        let entry = self
+            .book
+            .prepare(proposal, self.args.clock.now().timestamp_millis())?;
+        self.book.apply(&entry)?;
+        assert!(
+            self.book.total() == 0,
+            "a merchant book must sum to zero after every entry"
+        );
+        if let Some(key) = &entry.idempotency_key {
+            self.remember_key(key.clone(), entry.seq);
+        }
+        if self.recent_entries.len() >= limits::RECENT_ENTRIES_MAX {
+            self.recent_entries.pop_front();
+        }
+        self.recent_entries.push_back(entry.clone());
+        let receipt = PostReceipt {
+            seq: entry.seq,
+            wallet_balance: self.book.balance(crate::ledger::Account::Wallet),
+        };
+        Ok((entry, receipt))
+    }
+
+    fn find_idempotency_key(&self, key: &str) -> Option<u64> {
+        if let Some(seq) = self.recent_keys.get(key) {
+            return Some(*seq);
+        }
+        match self
+            .args
+            .store
+            .idempotency_lookup(&self.args.merchant_id, key)
+        {
+            Ok(found) => found,
+            Err(error) => {
+                // Refusing is the safe answer when the index cannot be read.
+                tracing::error!(%error, "idempotency index unreadable");
+                Some(0)
+            }
+        }
+    }
+
+    fn remember_key(&mut self, key: String, seq: u64) {
+        // Keys evicted here are far older than any in-flight entry
+        // (MERCHANT_IN_FLIGHT_MAX is much smaller), so sled already has them.
+        if self.recent_key_order.len() >= limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX {
+            if let Some(old) = self.recent_key_order.pop_front() {
+                self.recent_keys.remove(&old);
+            }
+        }
+        self.recent_key_order.push_back(key.clone());
+        self.recent_keys.insert(key, seq);
+    }
+
+    fn reversal_of(&self, seq: u64, memo: String) -> Result<EntryProposal, LedgerError> {
+        if seq == 0 || seq > self.book.last_seq {
+            return Err(LedgerError::EntryNotFound(seq));
+        }
+        let original = match self.recent_entries.iter().find(|e| e.seq == seq) {
+            Some(entry) => entry.clone(),
+            None => self
+                .args
+                .store
+                .entry(&self.args.merchant_id, seq)
+                .ok()
+                .flatten()
+                .ok_or(LedgerError::EntryNotFound(seq))?,
+        };
+        if original.kind == EntryKind::Reversal {
+            return Err(LedgerError::ReversalOfReversal(seq));
+        }
+        Ok(original.reversal(memo))
+    }
+
+    /// Backpressure: a merchant with too many records not yet durable waits.
+    async fn wait_for_room(&self) -> Result<(), ActorProcessingErr> {
+        if self.in_flight.load(Ordering::Acquire) >= limits::MERCHANT_IN_FLIGHT_MAX {
+            self.args.journal.sync_point().await?;
+        }
+        Ok(())
+    }
+
+    async fn journal_entry(
+        &mut self,
+        entry: Entry,
+        then: Box<dyn FnOnce() + Send>,
+    ) -> Result<(), ActorProcessingErr> {
+        self.journal_record(JournalRecord::EntryPosted(entry), then)
+            .await
+    }
+
+    /// Queues a record whose effect is already in this actor's memory; `then`
+    /// runs after it is durable and applied to sled. If the journal refuses,
+    /// memory is ahead of the disk, so the actor stops and is rebuilt from storage.
+    async fn journal_record(
+        &mut self,
+        record: JournalRecord,
+        then: Box<dyn FnOnce() + Send>,
+    ) -> Result<(), ActorProcessingErr> {
+        let payload = record.encode();
+        let store = self.args.store.clone();
+        let in_flight = self.in_flight.clone();
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        let stored = payload.clone();
+        self.args
+            .journal
+            .append(
+                payload,
+                Box::new(move |_| {
+                    if let Err(error) = store.apply(&record, &stored) {
+                        tracing::error!(%error, "applying a durable record to sled failed; aborting (the journal will replay it)");
+                        std::process::abort();
+                    }
+                    in_flight.fetch_sub(1, Ordering::AcqRel);
+                    then();
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Replies at once when nothing is in flight, else once everything this
+    /// actor queued is durable: a reply never reveals state the disk could lose.
+    async fn reply_when_durable<T: Send + 'static>(
+        &self,
+        reply: RpcReplyPort<T>,
+        value: T,
+    ) -> Result<(), ActorProcessingErr> {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            let _ = reply.send(value);
+            return Ok(());
+        }
+        self.args
+            .journal
+            .barrier(Box::new(move |_| drop(reply.send(value))))
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,8 @@
+//! Actors: one merchant actor per merchant (the only writer of its money),
+//! and the registry that spawns them on demand and lets idle ones stop.
+
+pub mod merchant;
+pub mod registry;
+
+pub use merchant::{MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt};
+pub use registry::ActorRegistry;

@@ -1,0 +1,95 @@
+//! Spawns actors on first use and forgets them when they stop, so memory
+//! follows live work. Order and disbursement actors will use it too.
+
+use crate::error::EngineError;
+use ractor::{ActorId, ActorRef, Message};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::RwLock;
+use uuid::Uuid;
+
+/// Live actors of one kind by resource id.
+pub struct ActorRegistry<M: Message> {
+    live: RwLock<HashMap<Uuid, ActorRef<M>>>,
+    // Spawns are serialized so two callers never build two actors for one id.
+    spawn_lock: tokio::sync::Mutex<()>,
+}
+
+impl<M: Message> Default for ActorRegistry<M> {
+    fn default() -> Self {
+        ActorRegistry {
+            live: RwLock::new(HashMap::new()),
+            spawn_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl<M: Message> ActorRegistry<M> {
+    /// The live actor for `id`, if any.
+    pub fn get(&self, id: &Uuid) -> Option<ActorRef<M>> {
+        self.live.read().expect("registry lock").get(id).cloned()
+    }
+
+    /// The live actor for `id`, spawning it with `spawn` if there is none.
+    pub async fn get_or_spawn<F, Fut>(&self, id: Uuid, spawn: F) -> Result<ActorRef<M>, EngineError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<ActorRef<M>, EngineError>>,
+    {
+        if let Some(actor) = self.get(&id) {
+            return Ok(actor);
+        }
+        let _guard = self.spawn_lock.lock().await;
+        if let Some(actor) = self.get(&id) {
+            return Ok(actor);
+        }
+        let actor = spawn().await?;
+        self.live
+            .write()
+            .expect("registry lock")
+            .insert(id, actor.clone());
+        Ok(actor)
+    }
+
+    /// Forgets `id` if it is still the actor `actor_id`; the actor calls this
+    /// just before it stops itself. Returns whether it was removed.
+    pub fn remove(&self, id: &Uuid, actor_id: ActorId) -> bool {
+        let mut live = self.live.write().expect("registry lock");
+        if live.get(id).map(|a| a.get_id()) == Some(actor_id) {
+            live.remove(id);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Every live actor.
+    pub fn live(&self) -> Vec<(Uuid, ActorRef<M>)> {
+        self.live
+            .read()
+            .expect("registry lock")
+            .iter()
+            .map(|(id, a)| (*id, a.clone()))
+            .collect()
+    }
+
+    /// How many actors are live.
+    pub fn len(&self) -> usize {
+        self.live.read().expect("registry lock").len()
+    }
+
+    /// True when no actor is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Forgets every actor (shutdown); returns them so they can be stopped.
+    pub fn drain(&self) -> Vec<ActorRef<M>> {
+        self.live
+            .write()
+            .expect("registry lock")
+            .drain()
+            .map(|(_, a)| a)
+            .collect()
+    }
+}

@@ -1,0 +1,367 @@
+//! Merchants: settlement type, fees, limits, credentials and keys.
+
+use crate::limits::defaults;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use uuid::Uuid;
+
+/// How a merchant receives its money (SPEC.md 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SettlementType {
+    /// Funds accumulate in a wallet and are disbursed on demand.
+    #[serde(rename = "WALLET")]
+    Wallet,
+    /// The platform pays out in scheduled settlements.
+    #[serde(rename = "MANUAL")]
+    Manual,
+}
+
+impl SettlementType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettlementType::Wallet => "WALLET",
+            SettlementType::Manual => "MANUAL",
+        }
+    }
+}
+
+/// Per-merchant fees of DESIGN.md 3, all in minor units except the bps rate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fees {
+    /// QRIS MDR in basis points.
+    pub qris_mdr_bps: i64,
+    /// Flat bank-transfer MDR.
+    pub bank_transfer_mdr_minor: i64,
+    /// Per paid order.
+    pub platform_fee_minor: i64,
+    /// Per paid order.
+    pub aggregator_fee_minor: i64,
+    /// Per bank disbursement.
+    pub disbursement_fee_bank_minor: i64,
+    /// Per e-wallet disbursement.
+    pub disbursement_fee_ewallet_minor: i64,
+}
+
+impl Default for Fees {
+    fn default() -> Self {
+        Fees {
+            qris_mdr_bps: defaults::QRIS_MDR_BPS,
+            bank_transfer_mdr_minor: defaults::BANK_TRANSFER_MDR_MINOR,
+            platform_fee_minor: defaults::PLATFORM_FEE_MINOR,
+            aggregator_fee_minor: defaults::AGGREGATOR_FEE_MINOR,
+            disbursement_fee_bank_minor: defaults::DISBURSEMENT_FEE_BANK_MINOR,
+            disbursement_fee_ewallet_minor: defaults::DISBURSEMENT_FEE_EWALLET_MINOR,
+        }
+    }
+}
+
+/// Per-merchant limits of DESIGN.md 3.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Largest single disbursement request amount.
+    pub per_transaction_minor: i64,
+    /// Sum of a WIB day's disbursement request amounts.
+    pub daily_minor: i64,
+    /// At or above: manual review.
+    pub review_threshold_minor: i64,
+    /// Sustained requests per second per API key.
+    pub rate_limit_per_second: i64,
+    /// Burst per API key.
+    pub rate_limit_burst: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            per_transaction_minor: defaults::PER_TRANSACTION_MINOR,
+            daily_minor: defaults::DAILY_MINOR,
+            review_threshold_minor: defaults::REVIEW_THRESHOLD_MINOR,
+            rate_limit_per_second: defaults::RATE_LIMIT_PER_SECOND,
+            rate_limit_burst: defaults::RATE_LIMIT_BURST,
+        }
+    }
+}
+
+/// Where a MANUAL merchant's settlements are paid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettlementBank {
+    /// A bank of the catalog.
+    pub bank_short_code: String,
+    /// Destination account.
+    pub account_number: String,
+    /// Holder's name.
+    pub account_name: String,
+}
+
+/// Credentials as shown once to the operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credentials {
+    /// V1 `X-API-Key`: 64 lowercase hex characters.
+    pub api_key: String,
+    /// Legacy `clientId`.
+    pub client_id: String,
+    /// Legacy `clientSecret`.
+    pub client_secret: String,
+    /// `whsec_` + base64 of 32 random bytes.
+    pub webhook_secret: String,
+}
+
+/// Credentials as kept: the API key only as its SHA-256. The secrets are kept
+/// whole because the Legacy signatures and webhook HMACs need them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredCredentials {
+    /// SHA-256 of the API key.
+    pub api_key_sha256: [u8; 32],
+    /// Legacy `clientId`; stays the same across rotations.
+    pub client_id: String,
+    /// Legacy `clientSecret`.
+    pub client_secret: String,
+    /// Webhook and `X-Signature` secret.
+    pub webhook_secret: String,
+}
+
+/// SHA-256 of an API key, the form in which keys are stored and looked up.
+pub fn api_key_hash(api_key: &str) -> [u8; 32] {
+    Sha256::digest(api_key.as_bytes()).into()
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    bytes
+}
+
+fn random_client_id() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    let bytes = random_bytes::<14>();
+    let tail: String = bytes
+        .iter()
+        .map(|b| ALPHABET[(*b as usize) % ALPHABET.len()] as char)
+        .collect();
+    format!("PG{tail}")
+}
+
+impl Credentials {
+    /// Fresh credentials with a new client id.
+    pub fn generate() -> Credentials {
+        Credentials::rotate(random_client_id())
+    }
+
+    /// Fresh key and secrets for an existing client id.
+    pub fn rotate(client_id: String) -> Credentials {
+        use base64::Engine as _;
+        Credentials {
+            api_key: hex::encode(random_bytes::<32>()),
+            client_id,
+            client_secret: hex::encode(random_bytes::<24>()),
+            webhook_secret: format!(
+                "whsec_{}",
+                base64::engine::general_purpose::STANDARD.encode(random_bytes::<32>())
+            ),
+        }
+    }
+
+    /// The form kept on disk.
+    pub fn to_stored(&self) -> StoredCredentials {
+        StoredCredentials {
+            api_key_sha256: api_key_hash(&self.api_key),
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            webhook_secret: self.webhook_secret.clone(),
+        }
+    }
+}
+
+impl StoredCredentials {
+    /// Constant-time check of a presented API key.
+    pub fn api_key_matches(&self, api_key: &str) -> bool {
+        self.api_key_sha256.ct_eq(&api_key_hash(api_key)).into()
+    }
+}
+
+/// Everything the platform knows about a merchant except its money.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MerchantRecord {
+    /// Merchant id.
+    pub id: Uuid,
+    /// Owning organization (white-label aggregator).
+    pub organization_id: Uuid,
+    /// Display name.
+    pub name: String,
+    /// WALLET or MANUAL.
+    pub settlement_type: SettlementType,
+    /// Payout destination for settlements.
+    pub settlement_bank: Option<SettlementBank>,
+    /// Fees.
+    pub fees: Fees,
+    /// Limits.
+    pub limits: Limits,
+    /// Webhook URL used when a resource has none.
+    pub default_notify_url: Option<String>,
+    /// Inactive merchants are refused (403 `MERCHANT_INACTIVE`).
+    pub is_active: bool,
+    /// Makes `X-Signature` mandatory on V1 writes.
+    pub require_signature: bool,
+    /// Key hash and secrets.
+    pub credentials: StoredCredentials,
+    /// PEM of the RSA public key for Legacy disbursements.
+    pub public_key_pem: Option<String>,
+    /// Creation time, Unix ms.
+    pub created_at_ms: i64,
+    /// Last change, Unix ms.
+    pub updated_at_ms: i64,
+}
+
+/// A partial change of `Fees`: absent fields stay as they are.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeesPatch {
+    /// See `Fees`.
+    pub qris_mdr_bps: Option<i64>,
+    /// See `Fees`.
+    pub bank_transfer_mdr_minor: Option<i64>,
+    /// See `Fees`.
+    pub platform_fee_minor: Option<i64>,
+    /// See `Fees`.
+    pub aggregator_fee_minor: Option<i64>,
+    /// See `Fees`.
+    pub disbursement_fee_bank_minor: Option<i64>,
+    /// See `Fees`.
+    pub disbursement_fee_ewallet_minor: Option<i64>,
+}
+
+/// A partial change of `Limits`: absent fields stay as they are.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsPatch {
+    /// See `Limits`.
+    pub per_transaction_minor: Option<i64>,
+    /// See `Limits`.
+    pub daily_minor: Option<i64>,
+    /// See `Limits`.
+    pub review_threshold_minor: Option<i64>,
+    /// See `Limits`.
+    pub rate_limit_per_second: Option<i64>,
+    /// See `Limits`.
+    pub rate_limit_burst: Option<i64>,
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *slot = value;
+    }
+}
+
+impl FeesPatch {
+    /// `fees` with this patch applied, or the field that is out of range.
+    pub fn apply_to(&self, fees: &Fees) -> Result<Fees, (String, String)> {
+        let mut next = fees.clone();
+        set(&mut next.qris_mdr_bps, self.qris_mdr_bps);
+        set(
+            &mut next.bank_transfer_mdr_minor,
+            self.bank_transfer_mdr_minor,
+        );
+        set(&mut next.platform_fee_minor, self.platform_fee_minor);
+        set(&mut next.aggregator_fee_minor, self.aggregator_fee_minor);
+        set(
+            &mut next.disbursement_fee_bank_minor,
+            self.disbursement_fee_bank_minor,
+        );
+        set(
+            &mut next.disbursement_fee_ewallet_minor,
+            self.disbursement_fee_ewallet_minor,
+        );
+        if !(0..=10_000).contains(&next.qris_mdr_bps) {
+            return Err((
+                "fees.qris_mdr_bps".into(),
+                "must be between 0 and 10000".into(),
+            ));
+        }
+        for (name, value) in [
+            ("fees.bank_transfer_mdr_minor", next.bank_transfer_mdr_minor),
+            ("fees.platform_fee_minor", next.platform_fee_minor),
+            ("fees.aggregator_fee_minor", next.aggregator_fee_minor),
+            (
+                "fees.disbursement_fee_bank_minor",
+                next.disbursement_fee_bank_minor,
+            ),
+            (
+                "fees.disbursement_fee_ewallet_minor",
+                next.disbursement_fee_ewallet_minor,
+            ),
+        ] {
+            if value < 0 {
+                return Err((name.into(), "must not be negative".into()));
+            }
+        }
+        Ok(next)
+    }
+}
+
+impl LimitsPatch {
+    /// `limits` with this patch applied, or the field that is out of range.
+    pub fn apply_to(&self, limits: &Limits) -> Result<Limits, (String, String)> {
+        let mut next = limits.clone();
+        set(&mut next.per_transaction_minor, self.per_transaction_minor);
+        set(&mut next.daily_minor, self.daily_minor);
+        set(
+            &mut next.review_threshold_minor,
+            self.review_threshold_minor,
+        );
+        set(&mut next.rate_limit_per_second, self.rate_limit_per_second);
+        set(&mut next.rate_limit_burst, self.rate_limit_burst);
+        for (name, value) in [
+            ("limits.per_transaction_minor", next.per_transaction_minor),
+            ("limits.daily_minor", next.daily_minor),
+            ("limits.review_threshold_minor", next.review_threshold_minor),
+            ("limits.rate_limit_per_second", next.rate_limit_per_second),
+            ("limits.rate_limit_burst", next.rate_limit_burst),
+        ] {
+            if value < 1 {
+                return Err((name.into(), "must be at least 1".into()));
+            }
+        }
+        if next.rate_limit_per_second > 1_000_000 || next.rate_limit_burst > 1_000_000 {
+            return Err((
+                "limits.rate_limit_per_second".into(),
+                "must be at most 1000000".into(),
+            ));
+        }
+        Ok(next)
+    }
+}
+
+/// An admin change of a merchant's settings (`PATCH /admin/v1/merchants/{id}`),
+/// already validated.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MerchantSettings {
+    /// New fees, whole.
+    pub fees: Option<Fees>,
+    /// New limits, whole.
+    pub limits: Option<Limits>,
+    /// `Some(None)` clears the URL.
+    pub default_notify_url: Option<Option<String>>,
+    /// Activate or deactivate.
+    pub is_active: Option<bool>,
+    /// Make `X-Signature` mandatory or optional.
+    pub require_signature: Option<bool>,
+    /// New payout destination.
+    pub settlement_bank: Option<SettlementBank>,
+}
+
+impl MerchantSettings {
+    /// Applies the change to a record.
+    pub fn apply_to(self, record: &mut MerchantRecord) {
+        set(&mut record.fees, self.fees);
+        set(&mut record.limits, self.limits);
+        set(&mut record.default_notify_url, self.default_notify_url);
+        set(&mut record.is_active, self.is_active);
+        set(&mut record.require_signature, self.require_signature);
+        if let Some(bank) = self.settlement_bank {
+            record.settlement_bank = Some(bank);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The records the engine keeps besides money: merchants and their
+//! credentials, organizations, and the bank and e-wallet catalog.
+
+pub mod catalog;
+pub mod merchant;
+
+pub use catalog::{Bank, Catalog, Ewallet, Organization};
+pub use merchant::{
+    Credentials, Fees, FeesPatch, Limits, LimitsPatch, MerchantRecord, MerchantSettings,
+    SettlementBank, SettlementType, StoredCredentials,
+};

@@ -1,0 +1,27 @@
+//! paygate's engine: money, the double-entry ledger, actors and durable storage.
+//!
+//! - `money`: `MinorUnits`, the only money type.
+//! - `limits`: every bound and default, with its reason.
+//! - `clock`: injectable time.
+//! - `ledger`: pure double-entry domain (accounts, entries, a merchant's book).
+//! - `domain`: merchants, credentials, organizations, banks and e-wallets.
+//! - `store`: the group-committed journal and the sled state built from it.
+//! - `actors`: `MerchantActor` and the registry that spawns actors on demand.
+//! - `signing`: RSA key parsing for Legacy signatures.
+//! - `engine`: the `Engine` handle the HTTP layer calls.
+//! - `error`: `EngineError`.
+
+pub mod actors;
+pub mod clock;
+pub mod domain;
+pub mod engine;
+pub mod error;
+pub mod ledger;
+pub mod limits;
+pub mod money;
+pub mod signing;
+pub mod store;
+
+pub use engine::{Engine, EngineConfig, LedgerReport, MerchantPatch, NewMerchant};
+pub use error::EngineError;
+pub use money::MinorUnits;

@@ -1,0 +1,97 @@
+//! Every bound and default of the engine, each with its reason.
+
+use std::time::Duration;
+
+/// A journal segment is closed and a new one started past this size, so
+/// old segments can be dropped once a checkpoint covers them.
+pub const JOURNAL_SEGMENT_BYTES_MAX: u64 = 64 * 1024 * 1024;
+
+/// One group commit writes at most this many bytes before syncing, so a
+/// burst cannot hold every waiter behind one giant write.
+pub const JOURNAL_BATCH_BYTES_MAX: usize = 8 * 1024 * 1024;
+
+/// One group commit takes at most this many records.
+pub const JOURNAL_BATCH_RECORDS_MAX: usize = 32 * 1024;
+
+/// A single journal record may not exceed this: a length prefix above it is
+/// treated as a torn or corrupt tail rather than trusted for an allocation.
+pub const JOURNAL_RECORD_BYTES_MAX: usize = 16 * 1024 * 1024;
+
+/// Records queued for the journal writer before appenders wait: bounds
+/// memory under overload and pushes back on callers.
+pub const JOURNAL_QUEUE_RECORDS_MAX: usize = 256 * 1024;
+
+/// How often the checkpointer flushes sled and drops covered journal segments.
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Every call into an actor gives up after this long (the operation may still
+/// complete; callers rely on idempotency keys to retry safely).
+pub const ACTOR_CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// An actor with no message for this long stops; it is rebuilt from storage
+/// on its next message, so memory follows live work rather than history.
+pub const ACTOR_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How often an actor checks whether it has been idle long enough to stop.
+pub const ACTOR_IDLE_CHECK_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Recent idempotency keys a merchant actor keeps in memory; older ones are
+/// looked up in sled. Keeps a hot merchant's memory bounded.
+pub const IDEMPOTENCY_KEYS_IN_MEMORY_MAX: usize = 100_000;
+
+/// Longest idempotency key accepted.
+pub const IDEMPOTENCY_KEY_CHARS_MAX: usize = 255;
+
+/// Longest merchant or organization name accepted.
+pub const NAME_CHARS_MAX: usize = 255;
+
+/// Longest free-text reason or memo stored on a ledger entry.
+pub const MEMO_CHARS_MAX: usize = 1024;
+
+/// Longest URL accepted (notify URLs).
+pub const URL_CHARS_MAX: usize = 2048;
+
+/// Smallest RSA modulus accepted for Legacy disbursement signatures.
+pub const RSA_KEY_BITS_MIN: usize = 2048;
+
+/// Retries of an actor call whose actor stopped (idle) between lookup and send.
+pub const ACTOR_CALL_RETRIES_MAX: usize = 3;
+
+/// The merchant defaults of DESIGN.md 3.
+pub mod defaults {
+    /// 0.7% QRIS MDR.
+    pub const QRIS_MDR_BPS: i64 = 70;
+    /// IDR 4,000 flat bank-transfer MDR.
+    pub const BANK_TRANSFER_MDR_MINOR: i64 = 400_000;
+    /// No platform fee per paid order by default.
+    pub const PLATFORM_FEE_MINOR: i64 = 0;
+    /// No aggregator fee per paid order by default.
+    pub const AGGREGATOR_FEE_MINOR: i64 = 0;
+    /// IDR 2,500 per bank disbursement.
+    pub const DISBURSEMENT_FEE_BANK_MINOR: i64 = 250_000;
+    /// Free e-wallet disbursements.
+    pub const DISBURSEMENT_FEE_EWALLET_MINOR: i64 = 0;
+    /// IDR 50,000,000 per disbursement.
+    pub const PER_TRANSACTION_MINOR: i64 = 5_000_000_000;
+    /// IDR 500,000,000 per WIB calendar day.
+    pub const DAILY_MINOR: i64 = 50_000_000_000;
+    /// IDR 25,000,000 and above goes to manual review.
+    pub const REVIEW_THRESHOLD_MINOR: i64 = 2_500_000_000;
+    /// Requests per second per API key.
+    pub const RATE_LIMIT_PER_SECOND: i64 = 100;
+    /// Burst per API key.
+    pub const RATE_LIMIT_BURST: i64 = 200;
+}
+
+/// Ledger records one merchant may have queued for the journal before its
+/// actor waits for them to become durable: backpressure per merchant, and
+/// the bound that keeps every in-flight entry among the recent ones kept in
+/// memory (see `RECENT_ENTRIES_MAX`).
+pub const MERCHANT_IN_FLIGHT_MAX: usize = 4096;
+
+/// Entries a merchant actor keeps in memory for reversals of entries that may
+/// not have reached sled yet. Must be at least `MERCHANT_IN_FLIGHT_MAX`.
+pub const RECENT_ENTRIES_MAX: usize = 4096;
+
+/// Proposals accepted in one batch message.
+pub const POST_BATCH_MAX: usize = 8192;

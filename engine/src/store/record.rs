@@ -1,0 +1,83 @@
+//! The journal's record types and their bincode 2 encoding.
+
+use crate::domain::{Bank, Ewallet, MerchantRecord, Organization};
+use crate::ledger::Entry;
+use serde::{Deserialize, Serialize};
+
+/// One durable change. Every record carries the whole new state of what it
+/// changes (or a whole ledger entry), so applying it twice is harmless:
+/// recovery may replay records sled already holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JournalRecord {
+    /// An organization was created.
+    OrganizationSaved(Organization),
+    /// A bank was added or changed.
+    BankSaved(Bank),
+    /// An e-wallet was added or changed.
+    EwalletSaved(Ewallet),
+    /// A merchant was created or changed (credentials, key, settings).
+    MerchantSaved(MerchantRecord),
+    /// Money moved.
+    EntryPosted(Entry),
+}
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard()
+}
+
+/// Why a stored record could not be read back.
+#[derive(Debug, thiserror::Error)]
+#[error("undecodable record: {0}")]
+pub struct DecodeError(String);
+
+impl JournalRecord {
+    /// The bytes written to the journal and sled.
+    pub fn encode(&self) -> Vec<u8> {
+        bincode::serde::encode_to_vec(self, config()).expect("journal records always encode")
+    }
+
+    /// Reads a record back.
+    pub fn decode(bytes: &[u8]) -> Result<JournalRecord, DecodeError> {
+        decode_value(bytes)
+    }
+}
+
+/// Encodes any stored value with the journal's configuration.
+pub fn encode_value<T: Serialize>(value: &T) -> Vec<u8> {
+    bincode::serde::encode_to_vec(value, config()).expect("stored values always encode")
+}
+
+/// Decodes any stored value with the journal's configuration.
+pub fn decode_value<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let (value, used) = bincode::serde::decode_from_slice::<T, _>(bytes, config())
+        .map_err(|e| DecodeError(e.to_string()))?;
+    if used != bytes.len() {
+        return Err(DecodeError(format!(
+            "{} trailing bytes",
+            bytes.len() - used
+        )));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::{wallet_credit, MerchantBook};
+    use crate::money::MinorUnits;
+    use uuid::Uuid;
+
+    #[test]
+    fn entries_round_trip_through_bincode() {
+        let book = MerchantBook::new(Uuid::new_v4());
+        let entry = book
+            .prepare(
+                wallet_credit(MinorUnits::new(42), "x".into(), Some("k".into())),
+                5,
+            )
+            .unwrap();
+        let record = JournalRecord::EntryPosted(entry);
+        assert_eq!(JournalRecord::decode(&record.encode()).unwrap(), record);
+        assert!(JournalRecord::decode(&[0xff, 0xff]).is_err());
+    }
+}
