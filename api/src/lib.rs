@@ -1,1 +1,100 @@
+//! paygate's HTTP layer: thin axum routers for V1, admin and operations over
+//! one engine. Handlers extract, validate, call the engine and map the reply.
+//!
+//! - `v1`: merchant API (SPEC.md 4). `admin`: operator API (DESIGN.md 7).
+//! - `extract`: JSON body, API key and admin token extractors.
+//! - `error`: the V1 envelope and the engine-error mapping table.
+//! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
+//! - `ops`: healthz, metrics, 404/405.
 
+pub mod admin;
+pub mod error;
+pub mod extract;
+pub mod ops;
+pub mod ratelimit;
+pub mod v1;
+pub mod wire;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::Router;
+use paygate_engine::Engine;
+use std::sync::Arc;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+
+/// Request bodies above this are refused (DESIGN.md 5).
+pub const BODY_BYTES_MAX: usize = 64 * 1024;
+
+/// Whether sandbox-only routes and behaviours are on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Test money; sandbox endpoints on.
+    Sandbox,
+    /// Real money; sandbox endpoints answer 404.
+    Live,
+}
+
+/// Settings the HTTP layer needs.
+#[derive(Clone, Debug)]
+pub struct ApiConfig {
+    /// Sandbox or live.
+    pub mode: Mode,
+    /// Base of absolute URLs handed to clients (`qr_url`).
+    pub public_url: String,
+    /// Bearer token of the admin API.
+    pub admin_token: String,
+    /// Base URL of e-wallet logos.
+    pub cdn_url: String,
+    /// Multiplier of the webhook retry schedule.
+    pub webhook_retry_scale: f64,
+    /// Delay before the sandbox vendor completes a disbursement.
+    pub sandbox_disbursement_delay_ms: u64,
+}
+
+/// Shared state of every handler.
+#[derive(Clone)]
+pub struct AppState {
+    /// The engine.
+    pub engine: Engine,
+    /// Settings.
+    pub config: Arc<ApiConfig>,
+    /// Per-key rate limiters.
+    pub rate_limits: Arc<ratelimit::RateLimits>,
+    /// The cached e-wallet list.
+    pub ewallet_cache: Arc<v1::EwalletCache>,
+    /// HTTP metrics.
+    pub http_metrics: Arc<ops::HttpMetrics>,
+}
+
+impl AppState {
+    /// State for `engine` with `config`.
+    pub fn new(engine: Engine, config: ApiConfig) -> AppState {
+        AppState {
+            engine,
+            config: Arc::new(config),
+            rate_limits: Arc::default(),
+            ewallet_cache: Arc::default(),
+            http_metrics: Arc::default(),
+        }
+    }
+}
+
+/// The whole service: V1, admin and operations routes with request ids,
+/// metrics and the body limit.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .merge(v1::routes())
+        .merge(admin::routes())
+        .route("/healthz", get(ops::healthz))
+        .route("/metrics", get(ops::metrics))
+        .fallback(ops::not_found)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ops::track,
+        ))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(state)
+}

@@ -1,0 +1,24 @@
+//! `GET /admin/v1/ledger/verify`.
+
+use crate::error::V1Error;
+use crate::extract::Admin;
+use crate::wire::Data;
+use crate::AppState;
+use axum::extract::State;
+use serde_json::{json, Value};
+
+/// GET /admin/v1/ledger/verify: recomputes every balance from the stored
+/// journal entries and checks the invariants of DESIGN.md 2.
+pub async fn verify_ledger(
+    State(state): State<AppState>,
+    _admin: Admin,
+) -> Result<Data<Value>, V1Error> {
+    let report = state.engine.verify_ledger().await?;
+    Ok(Data(json!({
+        "balanced": report.balanced,
+        "entries": report.entries,
+        "merchants": report.merchants,
+        "problems": report.problems,
+        "accounts": report.accounts,
+    })))
+}

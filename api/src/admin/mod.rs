@@ -1,0 +1,46 @@
+//! The operator API under `/admin/v1/` (DESIGN.md 7), bearer-token protected,
+//! in the V1 envelopes.
+
+mod catalog;
+mod ledger;
+mod merchants;
+
+use crate::error::V1Error;
+use crate::AppState;
+use axum::routing::{get, post, put};
+use axum::Router;
+use uuid::Uuid;
+
+/// Every `/admin/v1/` route.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/admin/v1/merchants", post(merchants::create_merchant))
+        .route(
+            "/admin/v1/merchants/{id}",
+            get(merchants::get_merchant).patch(merchants::update_merchant),
+        )
+        .route(
+            "/admin/v1/merchants/{id}/public-key",
+            put(merchants::set_public_key),
+        )
+        .route(
+            "/admin/v1/merchants/{id}/rotate-credentials",
+            post(merchants::rotate_credentials),
+        )
+        .route(
+            "/admin/v1/merchants/{id}/wallet/credit",
+            post(merchants::credit_wallet),
+        )
+        .route("/admin/v1/ledger/verify", get(ledger::verify_ledger))
+        .route(
+            "/admin/v1/organizations",
+            post(catalog::create_organization),
+        )
+        .route("/admin/v1/banks/{code}", put(catalog::save_bank))
+        .route("/admin/v1/ewallets/{code}", put(catalog::save_ewallet))
+}
+
+/// Parses a path id: 400 `INVALID_ID` when it is not a UUID.
+fn parse_id(raw: &str) -> Result<Uuid, V1Error> {
+    Uuid::parse_str(raw).map_err(|_| V1Error::invalid_id())
+}

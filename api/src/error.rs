@@ -1,0 +1,143 @@
+//! The V1 error envelope (also used by the admin API) and the one mapping
+//! table from engine errors to HTTP statuses and codes.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use paygate_engine::ledger::LedgerError;
+use paygate_engine::EngineError;
+use serde_json::{json, Value};
+
+/// An error answered as `{success: false, error: {code, message}}`.
+#[derive(Debug)]
+pub struct V1Error {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Stable machine-readable code.
+    pub code: &'static str,
+    /// Human-readable message.
+    pub message: String,
+    /// The existing resource, for 409 duplicates.
+    pub data: Option<Value>,
+    /// Seconds for `Retry-After` (429).
+    pub retry_after_seconds: Option<u64>,
+}
+
+impl V1Error {
+    /// An error with a status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> V1Error {
+        V1Error {
+            status,
+            code,
+            message: message.into(),
+            data: None,
+            retry_after_seconds: None,
+        }
+    }
+
+    /// 400 `INVALID_BODY`.
+    pub fn invalid_body(message: impl Into<String>) -> V1Error {
+        V1Error::new(StatusCode::BAD_REQUEST, "INVALID_BODY", message)
+    }
+
+    /// 400 `INVALID_ID`.
+    pub fn invalid_id() -> V1Error {
+        V1Error::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ID",
+            "id is not a valid UUID",
+        )
+    }
+
+    /// 404 `NOT_FOUND` for routes.
+    pub fn route_not_found() -> V1Error {
+        V1Error::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route")
+    }
+
+    /// 500 `INTERNAL`; the cause is logged, never sent.
+    pub fn internal(cause: impl std::fmt::Display) -> V1Error {
+        tracing::error!(%cause, "internal error");
+        V1Error::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "internal error",
+        )
+    }
+
+    /// Attaches the existing resource (409 duplicates).
+    pub fn with_data(mut self, data: Value) -> V1Error {
+        self.data = Some(data);
+        self
+    }
+}
+
+impl IntoResponse for V1Error {
+    fn into_response(self) -> Response {
+        let mut body =
+            json!({ "success": false, "error": { "code": self.code, "message": self.message } });
+        if let Some(data) = self.data {
+            body["data"] = data;
+        }
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after_seconds {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+impl From<EngineError> for V1Error {
+    fn from(error: EngineError) -> V1Error {
+        use StatusCode as S;
+        match error {
+            EngineError::InvalidInput { field, reason } => {
+                V1Error::invalid_body(format!("{field}: {reason}"))
+            }
+            EngineError::MerchantNotFound => {
+                V1Error::new(S::NOT_FOUND, "MERCHANT_NOT_FOUND", "merchant not found")
+            }
+            EngineError::NotWalletMerchant => V1Error::new(
+                S::FORBIDDEN,
+                "NOT_WALLET_MERCHANT",
+                "merchant is not a WALLET merchant",
+            ),
+            EngineError::OrganizationNotFound => V1Error::new(
+                S::NOT_FOUND,
+                "ORGANIZATION_NOT_FOUND",
+                "organization not found",
+            ),
+            EngineError::BankNotFound => {
+                V1Error::new(S::BAD_REQUEST, "BANK_NOT_FOUND", "bank not found")
+            }
+            EngineError::EwalletNotFound => {
+                V1Error::new(S::BAD_REQUEST, "EWALLET_NOT_FOUND", "e-wallet not found")
+            }
+            EngineError::Ledger(LedgerError::InsufficientBalance) => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "INSUFFICIENT_BALANCE",
+                "insufficient balance",
+            ),
+            EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(_)) => V1Error::new(
+                S::CONFLICT,
+                "DUPLICATE_IDEMPOTENCY_KEY",
+                "idempotency key already used",
+            ),
+            EngineError::Ledger(LedgerError::Overflow) => {
+                V1Error::invalid_body("amount_minor: too large")
+            }
+            EngineError::Timeout => V1Error::new(
+                S::SERVICE_UNAVAILABLE,
+                "TIMEOUT",
+                "the operation did not finish in time; retry with the same idempotency key",
+            ),
+            EngineError::ShuttingDown => V1Error::new(
+                S::SERVICE_UNAVAILABLE,
+                "UNAVAILABLE",
+                "service is shutting down",
+            ),
+            other @ (EngineError::Ledger(_) | EngineError::Store(_)) => V1Error::internal(other),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Operations: `/healthz`, `/metrics`, per-request metrics, and the 404/405
+//! answers in the envelope of the API the path belongs to.
+
+use crate::error::V1Error;
+use crate::AppState;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
+};
+use serde_json::json;
+use std::time::Instant;
+
+/// HTTP metrics, registered in their own registry.
+pub struct HttpMetrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    latency: HistogramVec,
+}
+
+impl Default for HttpMetrics {
+    fn default() -> Self {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "paygate_http_requests_total",
+                "HTTP requests by route and status.",
+            ),
+            &["method", "route", "status"],
+        )
+        .expect("valid metric");
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "paygate_http_request_seconds",
+                "HTTP request latency by route.",
+            ),
+            &["method", "route"],
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(requests.clone()))
+            .expect("register once");
+        registry
+            .register(Box::new(latency.clone()))
+            .expect("register once");
+        HttpMetrics {
+            registry,
+            requests,
+            latency,
+        }
+    }
+}
+
+/// Middleware counting every request by matched route and status.
+pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let response = next.run(request).await;
+    let metrics = &state.http_metrics;
+    metrics
+        .requests
+        .with_label_values(&[&method, &route, response.status().as_str()])
+        .inc();
+    metrics
+        .latency
+        .with_label_values(&[&method, &route])
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+/// GET /healthz.
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// GET /metrics: Prometheus text.
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let mut buffer = Vec::new();
+    let _ = TextEncoder::new().encode(&state.http_metrics.registry.gather(), &mut buffer);
+    let mut text = String::from_utf8(buffer).unwrap_or_default();
+    text.push_str(&state.engine.metrics_text());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+fn is_legacy(uri: &axum::http::Uri) -> bool {
+    uri.path().starts_with("/api/")
+}
+
+/// Unknown routes: 404 in the envelope of the API the path belongs to.
+pub async fn not_found(uri: axum::http::Uri) -> Response {
+    if is_legacy(&uri) {
+        return legacy_error(StatusCode::NOT_FOUND, "Not Found");
+    }
+    V1Error::route_not_found().into_response()
+}
+
+/// Known route, wrong method: 405 in the API's envelope.
+pub async fn method_not_allowed(uri: axum::http::Uri) -> Response {
+    if is_legacy(&uri) {
+        return legacy_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    }
+    V1Error::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        "method not allowed on this route",
+    )
+    .into_response()
+}
+
+/// The Legacy error body: HTTP status equals `code`, `data` null.
+pub fn legacy_error(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Json(json!({ "code": status.as_u16(), "message": message, "data": null })),
+    )
+        .into_response()
+}

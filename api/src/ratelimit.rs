@@ -1,0 +1,57 @@
+//! Per-API-key rate limits (GCRA via governor) with each merchant's own
+//! `limits.rate_limit_per_second` and `limits.rate_limit_burst`.
+
+use crate::error::V1Error;
+use axum::http::StatusCode;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use paygate_engine::domain::MerchantRecord;
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+
+/// One limiter per API key, rebuilt when the merchant's limits change.
+#[derive(Default)]
+pub struct RateLimits {
+    limiters: Mutex<HashMap<[u8; 32], (i64, i64, Arc<DefaultDirectRateLimiter>)>>,
+}
+
+fn non_zero(value: i64) -> NonZeroU32 {
+    NonZeroU32::new(value.clamp(1, u32::MAX as i64) as u32).unwrap_or(NonZeroU32::MIN)
+}
+
+impl RateLimits {
+    /// Counts one request against the merchant's current API key; 429
+    /// `RATE_LIMITED` with `Retry-After` when over the limit.
+    pub fn check(&self, merchant: &MerchantRecord) -> Result<(), V1Error> {
+        let per_second = merchant.limits.rate_limit_per_second;
+        let burst = merchant.limits.rate_limit_burst;
+        let limiter = {
+            let mut limiters = self.limiters.lock().expect("rate limit lock");
+            let slot = limiters
+                .entry(merchant.credentials.api_key_sha256)
+                .or_insert_with(|| (0, 0, new_limiter(1, 1)));
+            if slot.0 != per_second || slot.1 != burst {
+                *slot = (per_second, burst, new_limiter(per_second, burst));
+            }
+            slot.2.clone()
+        };
+        limiter.check().map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            let mut error = V1Error::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RATE_LIMITED",
+                "rate limit exceeded",
+            );
+            error.retry_after_seconds = Some(seconds.max(1));
+            error
+        })
+    }
+}
+
+fn new_limiter(per_second: i64, burst: i64) -> Arc<DefaultDirectRateLimiter> {
+    Arc::new(RateLimiter::direct(
+        Quota::per_second(non_zero(per_second)).allow_burst(non_zero(burst)),
+    ))
+}

@@ -1,0 +1,155 @@
+//! Command line, `PAYGATE_*` environment and `--config` TOML file, resolved
+//! in that order of precedence over the embedded defaults (DESIGN.md 7).
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+use paygate_api::Mode;
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// Base URL of e-wallet logos.
+pub const CDN_URL: &str = "https://cdn.paygate.id";
+
+/// paygate: payment gateway for Indonesian merchants.
+#[derive(Parser)]
+#[command(version, about)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the HTTP service.
+    Serve(ServeArgs),
+}
+
+impl Default for Command {
+    fn default() -> Self {
+        Command::Serve(ServeArgs::default())
+    }
+}
+
+/// Flags of `paygate serve`; each also reads a `PAYGATE_*` variable.
+#[derive(Args, Default, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "PAYGATE_LISTEN")]
+    pub listen: Option<String>,
+    /// Data directory [default: ./data].
+    #[arg(long, env = "PAYGATE_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// sandbox or live [default: sandbox].
+    #[arg(long, env = "PAYGATE_MODE")]
+    pub mode: Option<String>,
+    /// Admin bearer token [default: generated into <data-dir>/admin-token].
+    #[arg(long, env = "PAYGATE_ADMIN_TOKEN")]
+    pub admin_token: Option<String>,
+    /// TOML file with any of these settings (snake_case keys).
+    #[arg(long, env = "PAYGATE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Base of absolute URLs given to clients [default: http://<listen address>].
+    #[arg(long, env = "PAYGATE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Multiplier of the webhook retry schedule [default: 1].
+    #[arg(long, env = "PAYGATE_WEBHOOK_RETRY_SCALE")]
+    pub webhook_retry_scale: Option<f64>,
+    /// Sandbox vendor's disbursement completion delay [default: 2000].
+    #[arg(long, env = "PAYGATE_SANDBOX_DISBURSEMENT_DELAY_MS")]
+    pub sandbox_disbursement_delay_ms: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    mode: Option<String>,
+    admin_token: Option<String>,
+    public_url: Option<String>,
+    webhook_retry_scale: Option<f64>,
+    sandbox_disbursement_delay_ms: Option<u64>,
+}
+
+/// The settings in force.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: String,
+    pub data_dir: PathBuf,
+    pub mode: Mode,
+    pub admin_token: Option<String>,
+    pub public_url: Option<String>,
+    pub webhook_retry_scale: f64,
+    pub sandbox_disbursement_delay_ms: u64,
+}
+
+impl Settings {
+    /// Flags and env first, then the config file, then defaults.
+    pub fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
+        let file: FileSettings = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
+            }
+            None => FileSettings::default(),
+        };
+        let mode = match args.mode.or(file.mode).as_deref().unwrap_or("sandbox") {
+            "sandbox" => Mode::Sandbox,
+            "live" => Mode::Live,
+            other => bail!("--mode must be sandbox or live, not {other:?}"),
+        };
+        let webhook_retry_scale = args
+            .webhook_retry_scale
+            .or(file.webhook_retry_scale)
+            .unwrap_or(1.0);
+        if !(webhook_retry_scale.is_finite() && webhook_retry_scale > 0.0) {
+            bail!("--webhook-retry-scale must be a positive number");
+        }
+        let admin_token = args
+            .admin_token
+            .or(file.admin_token)
+            .filter(|t| !t.is_empty());
+        Ok(Settings {
+            listen: args
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| "127.0.0.1:8080".into()),
+            data_dir: args
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from("./data")),
+            mode,
+            admin_token,
+            public_url: args
+                .public_url
+                .or(file.public_url)
+                .map(|u| u.trim_end_matches('/').to_string()),
+            webhook_retry_scale,
+            sandbox_disbursement_delay_ms: args
+                .sandbox_disbursement_delay_ms
+                .or(file.sandbox_disbursement_delay_ms)
+                .unwrap_or(2000),
+        })
+    }
+}
+
+/// 32 random bytes as hex.
+pub fn random_token() -> String {
+    use std::fmt::Write;
+    let mut bytes = [0u8; 32];
+    getrandom_fill(&mut bytes);
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+fn getrandom_fill(bytes: &mut [u8]) {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(bytes))
+        .expect("/dev/urandom readable");
+}
