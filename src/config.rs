@@ -90,8 +90,7 @@ impl Settings {
     pub fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
         let file: FileSettings = match &args.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading {}", path.display()))?;
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
                 toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
             }
             None => FileSettings::default(),
@@ -101,22 +100,13 @@ impl Settings {
             "live" => Mode::Live,
             other => bail!("--mode must be sandbox or live, not {other:?}"),
         };
-        let webhook_retry_scale = args
-            .webhook_retry_scale
-            .or(file.webhook_retry_scale)
-            .unwrap_or(1.0);
+        let webhook_retry_scale = args.webhook_retry_scale.or(file.webhook_retry_scale).unwrap_or(1.0);
         if !(webhook_retry_scale.is_finite() && webhook_retry_scale > 0.0) {
             bail!("--webhook-retry-scale must be a positive number");
         }
-        let admin_token = args
-            .admin_token
-            .or(file.admin_token)
-            .filter(|t| !t.is_empty());
+        let admin_token = args.admin_token.or(file.admin_token).filter(|t| !t.is_empty());
         Ok(Settings {
-            listen: args
-                .listen
-                .or(file.listen)
-                .unwrap_or_else(|| "127.0.0.1:8080".into()),
+            listen: args.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".into()),
             data_dir: args
                 .data_dir
                 .or(file.data_dir)

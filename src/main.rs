@@ -20,8 +20,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PAYGATE_LOG")
-                .unwrap_or_else(|_| "info,sled=warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("PAYGATE_LOG").unwrap_or_else(|_| "info,sled=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -77,8 +76,8 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
 
 async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {
         _ = interrupt => {}
         _ = terminate.recv() => {}

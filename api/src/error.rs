@@ -42,11 +42,7 @@ impl V1Error {
 
     /// 400 `INVALID_ID`.
     pub fn invalid_id() -> V1Error {
-        V1Error::new(
-            StatusCode::BAD_REQUEST,
-            "INVALID_ID",
-            "id is not a valid UUID",
-        )
+        V1Error::new(StatusCode::BAD_REQUEST, "INVALID_ID", "id is not a valid UUID")
     }
 
     /// 404 `NOT_FOUND` for routes.
@@ -57,11 +53,7 @@ impl V1Error {
     /// 500 `INTERNAL`; the cause is logged, never sent.
     pub fn internal(cause: impl std::fmt::Display) -> V1Error {
         tracing::error!(%cause, "internal error");
-        V1Error::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            "internal error",
-        )
+        V1Error::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
     }
 
     /// Attaches the existing resource (409 duplicates).
@@ -73,8 +65,7 @@ impl V1Error {
 
 impl IntoResponse for V1Error {
     fn into_response(self) -> Response {
-        let mut body =
-            json!({ "success": false, "error": { "code": self.code, "message": self.message } });
+        let mut body = json!({ "success": false, "error": { "code": self.code, "message": self.message } });
         if let Some(data) = self.data {
             body["data"] = data;
         }
@@ -92,51 +83,31 @@ impl From<EngineError> for V1Error {
     fn from(error: EngineError) -> V1Error {
         use StatusCode as S;
         match error {
-            EngineError::InvalidInput { field, reason } => {
-                V1Error::invalid_body(format!("{field}: {reason}"))
+            EngineError::InvalidInput { field, reason } => V1Error::invalid_body(format!("{field}: {reason}")),
+            EngineError::MerchantNotFound => V1Error::new(S::NOT_FOUND, "MERCHANT_NOT_FOUND", "merchant not found"),
+            EngineError::NotWalletMerchant => {
+                V1Error::new(S::FORBIDDEN, "NOT_WALLET_MERCHANT", "merchant is not a WALLET merchant")
             }
-            EngineError::MerchantNotFound => {
-                V1Error::new(S::NOT_FOUND, "MERCHANT_NOT_FOUND", "merchant not found")
+            EngineError::OrganizationNotFound => {
+                V1Error::new(S::NOT_FOUND, "ORGANIZATION_NOT_FOUND", "organization not found")
             }
-            EngineError::NotWalletMerchant => V1Error::new(
-                S::FORBIDDEN,
-                "NOT_WALLET_MERCHANT",
-                "merchant is not a WALLET merchant",
-            ),
-            EngineError::OrganizationNotFound => V1Error::new(
-                S::NOT_FOUND,
-                "ORGANIZATION_NOT_FOUND",
-                "organization not found",
-            ),
-            EngineError::BankNotFound => {
-                V1Error::new(S::BAD_REQUEST, "BANK_NOT_FOUND", "bank not found")
+            EngineError::BankNotFound => V1Error::new(S::BAD_REQUEST, "BANK_NOT_FOUND", "bank not found"),
+            EngineError::EwalletNotFound => V1Error::new(S::BAD_REQUEST, "EWALLET_NOT_FOUND", "e-wallet not found"),
+            EngineError::Ledger(LedgerError::InsufficientBalance) => {
+                V1Error::new(S::UNPROCESSABLE_ENTITY, "INSUFFICIENT_BALANCE", "insufficient balance")
             }
-            EngineError::EwalletNotFound => {
-                V1Error::new(S::BAD_REQUEST, "EWALLET_NOT_FOUND", "e-wallet not found")
+            EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(_)) => {
+                V1Error::new(S::CONFLICT, "DUPLICATE_IDEMPOTENCY_KEY", "idempotency key already used")
             }
-            EngineError::Ledger(LedgerError::InsufficientBalance) => V1Error::new(
-                S::UNPROCESSABLE_ENTITY,
-                "INSUFFICIENT_BALANCE",
-                "insufficient balance",
-            ),
-            EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(_)) => V1Error::new(
-                S::CONFLICT,
-                "DUPLICATE_IDEMPOTENCY_KEY",
-                "idempotency key already used",
-            ),
-            EngineError::Ledger(LedgerError::Overflow) => {
-                V1Error::invalid_body("amount_minor: too large")
-            }
+            EngineError::Ledger(LedgerError::Overflow) => V1Error::invalid_body("amount_minor: too large"),
             EngineError::Timeout => V1Error::new(
                 S::SERVICE_UNAVAILABLE,
                 "TIMEOUT",
                 "the operation did not finish in time; retry with the same idempotency key",
             ),
-            EngineError::ShuttingDown => V1Error::new(
-                S::SERVICE_UNAVAILABLE,
-                "UNAVAILABLE",
-                "service is shutting down",
-            ),
+            EngineError::ShuttingDown => {
+                V1Error::new(S::SERVICE_UNAVAILABLE, "UNAVAILABLE", "service is shutting down")
+            }
             other @ (EngineError::Ledger(_) | EngineError::Store(_)) => V1Error::internal(other),
         }
     }

@@ -21,19 +21,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for V1Json<T> {
     type Rejection = V1Error;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, V1Error> {
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    V1Error::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "PAYLOAD_TOO_LARGE",
-                        "request body exceeds 64 KiB",
-                    )
-                } else {
-                    V1Error::invalid_body("request body could not be read")
-                }
-            })?;
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                V1Error::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "PAYLOAD_TOO_LARGE",
+                    "request body exceeds 64 KiB",
+                )
+            } else {
+                V1Error::invalid_body("request body could not be read")
+            }
+        })?;
         parse_json(&bytes).map(V1Json)
     }
 }
@@ -89,13 +87,10 @@ impl FromRequestParts<AppState> for V1Merchant {
                 ))
             }
         };
-        let merchant = state.engine.authenticate_api_key(&api_key).ok_or_else(|| {
-            V1Error::new(
-                StatusCode::UNAUTHORIZED,
-                "INVALID_API_KEY",
-                "invalid API key",
-            )
-        })?;
+        let merchant = state
+            .engine
+            .authenticate_api_key(&api_key)
+            .ok_or_else(|| V1Error::new(StatusCode::UNAUTHORIZED, "INVALID_API_KEY", "invalid API key"))?;
         if !merchant.is_active {
             return Err(V1Error::new(
                 StatusCode::FORBIDDEN,

@@ -90,10 +90,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            ops::track,
-        ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), ops::track))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)

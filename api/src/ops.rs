@@ -8,9 +8,7 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
-};
+use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder};
 use serde_json::json;
 use std::time::Instant;
 
@@ -25,27 +23,17 @@ impl Default for HttpMetrics {
     fn default() -> Self {
         let registry = Registry::new();
         let requests = IntCounterVec::new(
-            Opts::new(
-                "paygate_http_requests_total",
-                "HTTP requests by route and status.",
-            ),
+            Opts::new("paygate_http_requests_total", "HTTP requests by route and status."),
             &["method", "route", "status"],
         )
         .expect("valid metric");
         let latency = HistogramVec::new(
-            HistogramOpts::new(
-                "paygate_http_request_seconds",
-                "HTTP request latency by route.",
-            ),
+            HistogramOpts::new("paygate_http_request_seconds", "HTTP request latency by route."),
             &["method", "route"],
         )
         .expect("valid metric");
-        registry
-            .register(Box::new(requests.clone()))
-            .expect("register once");
-        registry
-            .register(Box::new(latency.clone()))
-            .expect("register once");
+        registry.register(Box::new(requests.clone())).expect("register once");
+        registry.register(Box::new(latency.clone())).expect("register once");
         HttpMetrics {
             registry,
             requests,
@@ -88,10 +76,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut text = String::from_utf8(buffer).unwrap_or_default();
     text.push_str(&state.engine.metrics_text());
     (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,
     )
         .into_response()

@@ -39,11 +39,7 @@ impl RateLimits {
         limiter.check().map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            let mut error = V1Error::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "RATE_LIMITED",
-                "rate limit exceeded",
-            );
+            let mut error = V1Error::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", "rate limit exceeded");
             error.retry_after_seconds = Some(seconds.max(1));
             error
         })

@@ -21,11 +21,7 @@ pub struct Data<T>(pub T);
 
 impl<T: Serialize> IntoResponse for Data<T> {
     fn into_response(self) -> Response {
-        (
-            StatusCode::OK,
-            Json(json!({ "success": true, "data": self.0 })),
-        )
-            .into_response()
+        (StatusCode::OK, Json(json!({ "success": true, "data": self.0 }))).into_response()
     }
 }
 
@@ -34,11 +30,7 @@ pub struct Created<T>(pub T);
 
 impl<T: Serialize> IntoResponse for Created<T> {
     fn into_response(self) -> Response {
-        (
-            StatusCode::CREATED,
-            Json(json!({ "success": true, "data": self.0 })),
-        )
-            .into_response()
+        (StatusCode::CREATED, Json(json!({ "success": true, "data": self.0 }))).into_response()
     }
 }
 

@@ -1,14 +1,12 @@
 //! `Engine`: the handle the API holds. Opens storage, recovers, starts the
 //! journal and checkpointer, and turns typed commands into actor messages.
 
-use crate::actors::{
-    ActorRegistry, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt,
-};
+use crate::actors::{ActorRegistry, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt};
 use crate::clock::SharedClock;
 use crate::domain::catalog::{self, DEFAULT_ORGANIZATION_ID};
 use crate::domain::{
-    Bank, Catalog, Credentials, Ewallet, FeesPatch, LimitsPatch, MerchantRecord, MerchantSettings,
-    Organization, SettlementBank, SettlementType,
+    Bank, Catalog, Credentials, Ewallet, FeesPatch, LimitsPatch, MerchantRecord, MerchantSettings, Organization,
+    SettlementBank, SettlementType,
 };
 use crate::error::EngineError;
 use crate::ledger::{self, Account, EntryProposal, LedgerError, MerchantBook};
@@ -206,8 +204,7 @@ impl Engine {
                 name: "Platform".into(),
                 created_at_ms: self.now_ms(),
             };
-            self.write(JournalRecord::OrganizationSaved(organization))
-                .await?;
+            self.write(JournalRecord::OrganizationSaved(organization)).await?;
         }
         Ok(())
     }
@@ -253,11 +250,7 @@ impl Engine {
                 }
             }
         });
-        self.inner
-            .background
-            .lock()
-            .expect("background lock")
-            .push(task);
+        self.inner.background.lock().expect("background lock").push(task);
     }
 
     /// Snapshots live books, makes sled durable and drops journal segments
@@ -267,10 +260,7 @@ impl Engine {
         let mut books = Vec::new();
         for (_, actor) in self.inner.merchants.live() {
             if let Ok(CallResult::Success(book)) = actor
-                .call(
-                    |reply| MerchantMsg::Book { reply },
-                    Some(limits::ACTOR_CALL_TIMEOUT),
-                )
+                .call(|reply| MerchantMsg::Book { reply }, Some(limits::ACTOR_CALL_TIMEOUT))
                 .await
             {
                 books.push(book);
@@ -324,10 +314,7 @@ impl Engine {
         let _ = self.inner.store.flush();
     }
 
-    async fn merchant_actor(
-        &self,
-        merchant_id: Uuid,
-    ) -> Result<ActorRef<MerchantMsg>, EngineError> {
+    async fn merchant_actor(&self, merchant_id: Uuid) -> Result<ActorRef<MerchantMsg>, EngineError> {
         if self.inner.store.directory().get(&merchant_id).is_none() {
             return Err(EngineError::MerchantNotFound);
         }
@@ -342,13 +329,10 @@ impl Engine {
                     clock: inner.clock.clone(),
                     registry: inner.merchants.clone(),
                 };
-                let (actor, _) =
-                    Actor::spawn(None, MerchantActor, args)
-                        .await
-                        .map_err(|error| {
-                            tracing::error!(%error, %merchant_id, "merchant actor failed to start");
-                            EngineError::ShuttingDown
-                        })?;
+                let (actor, _) = Actor::spawn(None, MerchantActor, args).await.map_err(|error| {
+                    tracing::error!(%error, %merchant_id, "merchant actor failed to start");
+                    EngineError::ShuttingDown
+                })?;
                 Ok(actor)
             })
             .await
@@ -384,10 +368,7 @@ impl Engine {
     pub fn authenticate_api_key(&self, api_key: &str) -> Option<Arc<MerchantRecord>> {
         let hash = crate::domain::merchant::api_key_hash(api_key);
         let merchant = self.inner.store.directory().by_api_key_hash(&hash)?;
-        merchant
-            .credentials
-            .api_key_matches(api_key)
-            .then_some(merchant)
+        merchant.credentials.api_key_matches(api_key).then_some(merchant)
     }
 
     /// The merchant a Legacy client id belongs to.
@@ -401,10 +382,7 @@ impl Engine {
     }
 
     /// Creates a merchant and returns it with its credentials (shown once).
-    pub async fn create_merchant(
-        &self,
-        new: NewMerchant,
-    ) -> Result<(MerchantRecord, Credentials), EngineError> {
+    pub async fn create_merchant(&self, new: NewMerchant) -> Result<(MerchantRecord, Credentials), EngineError> {
         let name = new.name.trim().to_string();
         if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
@@ -413,17 +391,8 @@ impl Engine {
             .settlement_type
             .ok_or_else(|| EngineError::invalid("settlement_type", "must be WALLET or MANUAL"))?;
         let organization_id = new.organization_id.unwrap_or(DEFAULT_ORGANIZATION_ID);
-        if !self
-            .inner
-            .store
-            .catalog()
-            .organizations
-            .contains_key(&organization_id)
-        {
-            return Err(EngineError::invalid(
-                "organization_id",
-                "no such organization",
-            ));
+        if !self.inner.store.catalog().organizations.contains_key(&organization_id) {
+            return Err(EngineError::invalid("organization_id", "no such organization"));
         }
         if let Some(bank) = &new.settlement_bank {
             self.validate_settlement_bank(bank)?;
@@ -468,23 +437,13 @@ impl Engine {
             created_at_ms: now,
             updated_at_ms: now,
         };
-        self.write(JournalRecord::MerchantSaved(record.clone()))
-            .await?;
+        self.write(JournalRecord::MerchantSaved(record.clone())).await?;
         Ok((record, credentials))
     }
 
     fn validate_settlement_bank(&self, bank: &SettlementBank) -> Result<(), EngineError> {
-        if !self
-            .inner
-            .store
-            .catalog()
-            .banks
-            .contains_key(&bank.bank_short_code)
-        {
-            return Err(EngineError::invalid(
-                "settlement_bank.bank_short_code",
-                "unknown bank",
-            ));
+        if !self.inner.store.catalog().banks.contains_key(&bank.bank_short_code) {
+            return Err(EngineError::invalid("settlement_bank.bank_short_code", "unknown bank"));
         }
         let digits = bank.account_number.chars().all(|c| c.is_ascii_digit());
         if !digits || !(5..=34).contains(&bank.account_number.len()) {
@@ -493,9 +452,7 @@ impl Engine {
                 "must be 5 to 34 digits",
             ));
         }
-        if bank.account_name.trim().is_empty()
-            || bank.account_name.chars().count() > limits::NAME_CHARS_MAX
-        {
+        if bank.account_name.trim().is_empty() || bank.account_name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid(
                 "settlement_bank.account_name",
                 "must be 1 to 255 characters",
@@ -510,14 +467,9 @@ impl Engine {
         merchant_id: Uuid,
         patch: MerchantPatch,
     ) -> Result<MerchantRecord, EngineError> {
-        let current = self
-            .merchant(merchant_id)
-            .ok_or(EngineError::MerchantNotFound)?;
+        let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let fees = match &patch.fees {
-            Some(p) => Some(
-                p.apply_to(&current.fees)
-                    .map_err(|(f, r)| EngineError::invalid(f, r))?,
-            ),
+            Some(p) => Some(p.apply_to(&current.fees).map_err(|(f, r)| EngineError::invalid(f, r))?),
             None => None,
         };
         // Limits are validated against the current ones here and re-applied
@@ -547,11 +499,7 @@ impl Engine {
             .await
     }
 
-    async fn change_merchant(
-        &self,
-        merchant_id: Uuid,
-        change: MerchantChange,
-    ) -> Result<MerchantRecord, EngineError> {
+    async fn change_merchant(&self, merchant_id: Uuid, change: MerchantChange) -> Result<MerchantRecord, EngineError> {
         self.call_merchant(merchant_id, |reply| MerchantMsg::Change {
             change: change.clone(),
             reply,
@@ -560,41 +508,24 @@ impl Engine {
     }
 
     /// Stores a merchant's RSA public key (PEM, SPKI or PKCS#1, 2048 bits or more).
-    pub async fn set_public_key(
-        &self,
-        merchant_id: Uuid,
-        pem: &str,
-    ) -> Result<MerchantRecord, EngineError> {
-        self.merchant(merchant_id)
-            .ok_or(EngineError::MerchantNotFound)?;
+    pub async fn set_public_key(&self, merchant_id: Uuid, pem: &str) -> Result<MerchantRecord, EngineError> {
+        self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         crate::signing::parse_rsa_public_key(pem)?;
-        self.change_merchant(
-            merchant_id,
-            MerchantChange::PublicKey(pem.trim().to_string()),
-        )
-        .await
+        self.change_merchant(merchant_id, MerchantChange::PublicKey(pem.trim().to_string()))
+            .await
     }
 
     /// New API key and secrets; the old ones stop working at once.
     pub async fn rotate_credentials(&self, merchant_id: Uuid) -> Result<Credentials, EngineError> {
-        let current = self
-            .merchant(merchant_id)
-            .ok_or(EngineError::MerchantNotFound)?;
+        let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let credentials = Credentials::rotate(current.credentials.client_id.clone());
-        self.change_merchant(
-            merchant_id,
-            MerchantChange::Credentials(credentials.to_stored()),
-        )
-        .await?;
+        self.change_merchant(merchant_id, MerchantChange::Credentials(credentials.to_stored()))
+            .await?;
         Ok(credentials)
     }
 
     /// Records one ledger entry for a merchant, durably.
-    pub async fn post_entry(
-        &self,
-        merchant_id: Uuid,
-        proposal: EntryProposal,
-    ) -> Result<PostReceipt, EngineError> {
+    pub async fn post_entry(&self, merchant_id: Uuid, proposal: EntryProposal) -> Result<PostReceipt, EngineError> {
         Ok(self
             .call_merchant(merchant_id, |reply| MerchantMsg::Post {
                 proposal: proposal.clone(),
@@ -620,12 +551,7 @@ impl Engine {
     }
 
     /// Reverses entry `seq` of a merchant, at most once.
-    pub async fn reverse_entry(
-        &self,
-        merchant_id: Uuid,
-        seq: u64,
-        memo: &str,
-    ) -> Result<PostReceipt, EngineError> {
+    pub async fn reverse_entry(&self, merchant_id: Uuid, seq: u64, memo: &str) -> Result<PostReceipt, EngineError> {
         Ok(self
             .call_merchant(merchant_id, |reply| MerchantMsg::Reverse {
                 seq,
@@ -643,9 +569,7 @@ impl Engine {
         reason: &str,
         idempotency_key: Option<String>,
     ) -> Result<PostReceipt, EngineError> {
-        let merchant = self
-            .merchant(merchant_id)
-            .ok_or(EngineError::MerchantNotFound)?;
+        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         if merchant.settlement_type != SettlementType::Wallet {
             return Err(EngineError::NotWalletMerchant);
         }
@@ -653,10 +577,7 @@ impl Engine {
             return Err(EngineError::invalid("amount_minor", "must be at least 1"));
         }
         if reason.chars().count() > limits::MEMO_CHARS_MAX {
-            return Err(EngineError::invalid(
-                "reason",
-                "must be at most 1024 characters",
-            ));
+            return Err(EngineError::invalid("reason", "must be at most 1024 characters"));
         }
         if let Some(key) = &idempotency_key {
             validate_idempotency_key(key)?;
@@ -676,9 +597,7 @@ impl Engine {
 
     /// The wallet balance of a WALLET merchant.
     pub async fn wallet_balance(&self, merchant_id: Uuid) -> Result<MinorUnits, EngineError> {
-        let merchant = self
-            .merchant(merchant_id)
-            .ok_or(EngineError::MerchantNotFound)?;
+        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         if merchant.settlement_type != SettlementType::Wallet {
             return Err(EngineError::NotWalletMerchant);
         }
@@ -701,17 +620,16 @@ impl Engine {
             // The live book first: every entry it reflects is already in sled.
             let live = self.book(merchant_id).await?;
             let store = self.inner.store.clone();
-            let (recomputed, count, problems) = tokio::task::spawn_blocking(move || {
-                recompute_book(&store, merchant_id, live.last_seq)
-            })
-            .await
-            .map_err(|_| EngineError::ShuttingDown)?;
+            let (recomputed, count, problems) =
+                tokio::task::spawn_blocking(move || recompute_book(&store, merchant_id, live.last_seq))
+                    .await
+                    .map_err(|_| EngineError::ShuttingDown)?;
             report.entries += count;
             report.problems.extend(problems);
             if recomputed != live {
-                report.problems.push(format!(
-                    "merchant {merchant_id}: live balances differ from the entries"
-                ));
+                report
+                    .problems
+                    .push(format!("merchant {merchant_id}: live balances differ from the entries"));
             }
             for account in Account::ALL {
                 totals[account.index()] += recomputed.balances[account.index()] as i128;
@@ -724,9 +642,7 @@ impl Engine {
                 .push(format!("all balances sum to {grand_total}, not 0"));
         }
         for account in Account::ALL {
-            report
-                .accounts
-                .insert(account.name(), totals[account.index()] as i64);
+            report.accounts.insert(account.name(), totals[account.index()] as i64);
         }
         report.balanced = report.problems.is_empty();
         Ok(report)
@@ -777,8 +693,7 @@ impl Engine {
             }
             None => {
                 validate_code(short_code)?;
-                let name =
-                    name.ok_or_else(|| EngineError::invalid("name", "required for a new bank"))?;
+                let name = name.ok_or_else(|| EngineError::invalid("name", "required for a new bank"))?;
                 Bank {
                     id: catalog::catalog_id("bank", short_code),
                     name: validated_name(&name)?,
@@ -792,11 +707,7 @@ impl Engine {
     }
 
     /// Enables or disables one of the seven e-wallets.
-    pub async fn save_ewallet(
-        &self,
-        short_code: &str,
-        is_enabled: bool,
-    ) -> Result<Ewallet, EngineError> {
+    pub async fn save_ewallet(&self, short_code: &str, is_enabled: bool) -> Result<Ewallet, EngineError> {
         let _guard = self.inner.catalog_lock.lock().await;
         let mut ewallet = self
             .inner
@@ -807,8 +718,7 @@ impl Engine {
             .cloned()
             .ok_or(EngineError::EwalletNotFound)?;
         ewallet.is_enabled = is_enabled;
-        self.write(JournalRecord::EwalletSaved(ewallet.clone()))
-            .await?;
+        self.write(JournalRecord::EwalletSaved(ewallet.clone())).await?;
         Ok(ewallet)
     }
 
@@ -855,19 +765,13 @@ impl Engine {
                 self.inner.store.directory().len() as u64,
             ),
         ] {
-            out.push_str(&format!(
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-            ));
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
         }
         out
     }
 }
 
-fn recompute_book(
-    store: &Store,
-    merchant_id: Uuid,
-    up_to_seq: u64,
-) -> (MerchantBook, u64, Vec<String>) {
+fn recompute_book(store: &Store, merchant_id: Uuid, up_to_seq: u64) -> (MerchantBook, u64, Vec<String>) {
     let mut book = MerchantBook::new(merchant_id);
     let mut problems = Vec::new();
     let mut keys = HashSet::new();
@@ -892,10 +796,7 @@ fn recompute_book(
             }
         }
         if let Err(error) = book.apply(&entry) {
-            problems.push(format!(
-                "merchant {merchant_id} entry {}: {error}",
-                entry.seq
-            ));
+            problems.push(format!("merchant {merchant_id} entry {}: {error}", entry.seq));
             break;
         }
     }
@@ -922,9 +823,7 @@ fn validate_url(field: &str, url: &str) -> Result<(), EngineError> {
 
 /// Checks an idempotency key's length and characters.
 pub fn validate_idempotency_key(key: &str) -> Result<(), EngineError> {
-    if key.is_empty()
-        || key.chars().count() > limits::IDEMPOTENCY_KEY_CHARS_MAX
-        || key.chars().any(|c| c.is_control())
+    if key.is_empty() || key.chars().count() > limits::IDEMPOTENCY_KEY_CHARS_MAX || key.chars().any(|c| c.is_control())
     {
         return Err(EngineError::invalid(
             "idempotency_key",
@@ -943,10 +842,7 @@ fn validate_code(code: &str) -> Result<(), EngineError> {
     if ok {
         Ok(())
     } else {
-        Err(EngineError::invalid(
-            "code",
-            "must be 1 to 32 of A-Z, 0-9, _",
-        ))
+        Err(EngineError::invalid("code", "must be 1 to 32 of A-Z, 0-9, _"))
     }
 }
 

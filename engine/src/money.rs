@@ -5,9 +5,7 @@ use std::fmt;
 
 /// An amount of rupiah in minor units. There is deliberately no `Add`/`Sub`:
 /// every operation that could overflow returns an `Option`.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct MinorUnits(i64);
 
@@ -88,18 +86,9 @@ mod tests {
 
     #[test]
     fn arithmetic_overflow_is_none() {
-        assert_eq!(
-            MinorUnits::new(i64::MAX).checked_add(MinorUnits::new(1)),
-            None
-        );
-        assert_eq!(
-            MinorUnits::new(i64::MIN).checked_sub(MinorUnits::new(1)),
-            None
-        );
+        assert_eq!(MinorUnits::new(i64::MAX).checked_add(MinorUnits::new(1)), None);
+        assert_eq!(MinorUnits::new(i64::MIN).checked_sub(MinorUnits::new(1)), None);
         assert_eq!(MinorUnits::from_rupiah(i64::MAX / 10), None);
-        assert_eq!(
-            MinorUnits::from_rupiah(50_000),
-            Some(MinorUnits::new(5_000_000))
-        );
+        assert_eq!(MinorUnits::from_rupiah(50_000), Some(MinorUnits::new(5_000_000)));
     }
 }

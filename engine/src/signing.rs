@@ -25,10 +25,7 @@ pub fn parse_rsa_public_key(pem: &str) -> Result<RsaPublicKey, EngineError> {
         ));
     };
     if key.size() * 8 < limits::RSA_KEY_BITS_MIN {
-        return Err(EngineError::invalid(
-            "pem",
-            "RSA key must be at least 2048 bits",
-        ));
+        return Err(EngineError::invalid("pem", "RSA key must be at least 2048 bits"));
     }
     Ok(key)
 }

@@ -40,10 +40,7 @@ pub async fn save_bank(
     Path(code): Path<String>,
     V1Json(body): V1Json<SaveBank>,
 ) -> Result<Data<Value>, V1Error> {
-    let bank = state
-        .engine
-        .save_bank(&code, body.is_enabled, body.name)
-        .await?;
+    let bank = state.engine.save_bank(&code, body.is_enabled, body.name).await?;
     Ok(Data(bank_view(&bank)))
 }
 

@@ -9,10 +9,7 @@ use serde_json::{json, Value};
 
 /// GET /admin/v1/ledger/verify: recomputes every balance from the stored
 /// journal entries and checks the invariants of DESIGN.md 2.
-pub async fn verify_ledger(
-    State(state): State<AppState>,
-    _admin: Admin,
-) -> Result<Data<Value>, V1Error> {
+pub async fn verify_ledger(State(state): State<AppState>, _admin: Admin) -> Result<Data<Value>, V1Error> {
     let report = state.engine.verify_ledger().await?;
     Ok(Data(json!({
         "balanced": report.balanced,

@@ -76,9 +76,7 @@ pub async fn get_merchant(
 }
 
 /// Distinguishes an absent field (`None`) from an explicit null (`Some(None)`).
-fn explicit_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
+fn explicit_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
 }
 
@@ -183,13 +181,11 @@ pub async fn credit_wallet(
             "merchant is not a WALLET merchant",
         )),
         Err(
-            error @ paygate_engine::EngineError::Ledger(
-                paygate_engine::ledger::LedgerError::DuplicateIdempotencyKey(_),
-            ),
+            error
+            @ paygate_engine::EngineError::Ledger(paygate_engine::ledger::LedgerError::DuplicateIdempotencyKey(_)),
         ) => {
             let balance = state.engine.wallet_balance(id).await?;
-            Err(V1Error::from(error)
-                .with_data(json!({ "merchant_id": id, "balance_minor": balance.get() })))
+            Err(V1Error::from(error).with_data(json!({ "merchant_id": id, "balance_minor": balance.get() })))
         }
         Err(other) => Err(other.into()),
     }

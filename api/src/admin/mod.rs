@@ -19,23 +19,14 @@ pub fn routes() -> Router<AppState> {
             "/admin/v1/merchants/{id}",
             get(merchants::get_merchant).patch(merchants::update_merchant),
         )
-        .route(
-            "/admin/v1/merchants/{id}/public-key",
-            put(merchants::set_public_key),
-        )
+        .route("/admin/v1/merchants/{id}/public-key", put(merchants::set_public_key))
         .route(
             "/admin/v1/merchants/{id}/rotate-credentials",
             post(merchants::rotate_credentials),
         )
-        .route(
-            "/admin/v1/merchants/{id}/wallet/credit",
-            post(merchants::credit_wallet),
-        )
+        .route("/admin/v1/merchants/{id}/wallet/credit", post(merchants::credit_wallet))
         .route("/admin/v1/ledger/verify", get(ledger::verify_ledger))
-        .route(
-            "/admin/v1/organizations",
-            post(catalog::create_organization),
-        )
+        .route("/admin/v1/organizations", post(catalog::create_organization))
         .route("/admin/v1/banks/{code}", put(catalog::save_bank))
         .route("/admin/v1/ewallets/{code}", put(catalog::save_ewallet))
 }

@@ -43,21 +43,10 @@ impl EwalletCache {
 
 /// GET /v1/banks: enabled banks `{id, name, short_code, is_enabled}`.
 pub async fn list_banks(State(state): State<AppState>, _merchant: V1Merchant) -> Data<Vec<Value>> {
-    Data(
-        state
-            .engine
-            .catalog()
-            .enabled_banks()
-            .iter()
-            .map(bank_view)
-            .collect(),
-    )
+    Data(state.engine.catalog().enabled_banks().iter().map(bank_view).collect())
 }
 
 /// GET /v1/ewallets: enabled e-wallets, by sort order.
-pub async fn list_ewallets(
-    State(state): State<AppState>,
-    _merchant: V1Merchant,
-) -> Data<Vec<Value>> {
+pub async fn list_ewallets(State(state): State<AppState>, _merchant: V1Merchant) -> Data<Vec<Value>> {
     Data(state.ewallet_cache.get(&state).as_ref().clone())
 }

@@ -197,10 +197,7 @@ impl Actor for MerchantActor {
                 if idle && state.in_flight.load(Ordering::Acquire) == 0 {
                     // Everything is applied to sled, so the snapshot cannot run ahead of the entries.
                     state.args.store.save_book(&state.book)?;
-                    state
-                        .args
-                        .registry
-                        .remove(&state.args.merchant_id, myself.get_id());
+                    state.args.registry.remove(&state.args.merchant_id, myself.get_id());
                     myself.stop(Some("idle".into()));
                 }
             }
@@ -211,18 +208,13 @@ impl Actor for MerchantActor {
 
 impl MerchantState {
     /// Validates a proposal and applies it to the in-memory book.
-    fn record_entry(
-        &mut self,
-        proposal: EntryProposal,
-    ) -> Result<(Entry, PostReceipt), LedgerError> {
+    fn record_entry(&mut self, proposal: EntryProposal) -> Result<(Entry, PostReceipt), LedgerError> {
         if let Some(key) = &proposal.idempotency_key {
             if let Some(seq) = self.find_idempotency_key(key) {
                 return Err(LedgerError::DuplicateIdempotencyKey(seq));
             }
         }
-        let entry = self
-            .book
-            .prepare(proposal, self.args.clock.now().timestamp_millis())?;
+        let entry = self.book.prepare(proposal, self.args.clock.now().timestamp_millis())?;
         self.book.apply(&entry)?;
         assert!(
             self.book.total() == 0,
@@ -246,11 +238,7 @@ impl MerchantState {
         if let Some(seq) = self.recent_keys.get(key) {
             return Some(*seq);
         }
-        match self
-            .args
-            .store
-            .idempotency_lookup(&self.args.merchant_id, key)
-        {
+        match self.args.store.idempotency_lookup(&self.args.merchant_id, key) {
             Ok(found) => found,
             Err(error) => {
                 // Refusing is the safe answer when the index cannot be read.
@@ -300,13 +288,8 @@ impl MerchantState {
         Ok(())
     }
 
-    async fn journal_entry(
-        &mut self,
-        entry: Entry,
-        then: Box<dyn FnOnce() + Send>,
-    ) -> Result<(), ActorProcessingErr> {
-        self.journal_record(JournalRecord::EntryPosted(entry), then)
-            .await
+    async fn journal_entry(&mut self, entry: Entry, then: Box<dyn FnOnce() + Send>) -> Result<(), ActorProcessingErr> {
+        self.journal_record(JournalRecord::EntryPosted(entry), then).await
     }
 
     /// Queues a record whose effect is already in this actor's memory; `then`

@@ -44,10 +44,7 @@ impl<M: Message> ActorRegistry<M> {
             return Ok(actor);
         }
         let actor = spawn().await?;
-        self.live
-            .write()
-            .expect("registry lock")
-            .insert(id, actor.clone());
+        self.live.write().expect("registry lock").insert(id, actor.clone());
         Ok(actor)
     }
 

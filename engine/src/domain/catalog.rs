@@ -49,8 +49,7 @@ pub struct Organization {
 }
 
 /// The id of the organization every merchant belongs to unless told otherwise.
-pub const DEFAULT_ORGANIZATION_ID: Uuid =
-    Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001);
+pub const DEFAULT_ORGANIZATION_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001);
 
 /// The stable id of a catalog item of `kind` with `code`.
 pub fn catalog_id(kind: &str, code: &str) -> Uuid {
@@ -118,21 +117,12 @@ pub struct Catalog {
 impl Catalog {
     /// Enabled banks, by short code.
     pub fn enabled_banks(&self) -> Vec<Bank> {
-        self.banks
-            .values()
-            .filter(|b| b.is_enabled)
-            .cloned()
-            .collect()
+        self.banks.values().filter(|b| b.is_enabled).cloned().collect()
     }
 
     /// Enabled e-wallets, by sort order.
     pub fn enabled_ewallets(&self) -> Vec<Ewallet> {
-        let mut list: Vec<Ewallet> = self
-            .ewallets
-            .values()
-            .filter(|e| e.is_enabled)
-            .cloned()
-            .collect();
+        let mut list: Vec<Ewallet> = self.ewallets.values().filter(|e| e.is_enabled).cloned().collect();
         list.sort_by_key(|e| (e.sort_order, e.short_code.clone()));
         list
     }

@@ -260,34 +260,22 @@ impl FeesPatch {
     pub fn apply_to(&self, fees: &Fees) -> Result<Fees, (String, String)> {
         let mut next = fees.clone();
         set(&mut next.qris_mdr_bps, self.qris_mdr_bps);
-        set(
-            &mut next.bank_transfer_mdr_minor,
-            self.bank_transfer_mdr_minor,
-        );
+        set(&mut next.bank_transfer_mdr_minor, self.bank_transfer_mdr_minor);
         set(&mut next.platform_fee_minor, self.platform_fee_minor);
         set(&mut next.aggregator_fee_minor, self.aggregator_fee_minor);
-        set(
-            &mut next.disbursement_fee_bank_minor,
-            self.disbursement_fee_bank_minor,
-        );
+        set(&mut next.disbursement_fee_bank_minor, self.disbursement_fee_bank_minor);
         set(
             &mut next.disbursement_fee_ewallet_minor,
             self.disbursement_fee_ewallet_minor,
         );
         if !(0..=10_000).contains(&next.qris_mdr_bps) {
-            return Err((
-                "fees.qris_mdr_bps".into(),
-                "must be between 0 and 10000".into(),
-            ));
+            return Err(("fees.qris_mdr_bps".into(), "must be between 0 and 10000".into()));
         }
         for (name, value) in [
             ("fees.bank_transfer_mdr_minor", next.bank_transfer_mdr_minor),
             ("fees.platform_fee_minor", next.platform_fee_minor),
             ("fees.aggregator_fee_minor", next.aggregator_fee_minor),
-            (
-                "fees.disbursement_fee_bank_minor",
-                next.disbursement_fee_bank_minor,
-            ),
+            ("fees.disbursement_fee_bank_minor", next.disbursement_fee_bank_minor),
             (
                 "fees.disbursement_fee_ewallet_minor",
                 next.disbursement_fee_ewallet_minor,
@@ -307,10 +295,7 @@ impl LimitsPatch {
         let mut next = limits.clone();
         set(&mut next.per_transaction_minor, self.per_transaction_minor);
         set(&mut next.daily_minor, self.daily_minor);
-        set(
-            &mut next.review_threshold_minor,
-            self.review_threshold_minor,
-        );
+        set(&mut next.review_threshold_minor, self.review_threshold_minor);
         set(&mut next.rate_limit_per_second, self.rate_limit_per_second);
         set(&mut next.rate_limit_burst, self.rate_limit_burst);
         for (name, value) in [
@@ -325,10 +310,7 @@ impl LimitsPatch {
             }
         }
         if next.rate_limit_per_second > 1_000_000 || next.rate_limit_burst > 1_000_000 {
-            return Err((
-                "limits.rate_limit_per_second".into(),
-                "must be at most 1000000".into(),
-            ));
+            return Err(("limits.rate_limit_per_second".into(), "must be at most 1000000".into()));
         }
         Ok(next)
     }

@@ -6,6 +6,6 @@ pub mod merchant;
 
 pub use catalog::{Bank, Catalog, Ewallet, Organization};
 pub use merchant::{
-    Credentials, Fees, FeesPatch, Limits, LimitsPatch, MerchantRecord, MerchantSettings,
-    SettlementBank, SettlementType, StoredCredentials,
+    Credentials, Fees, FeesPatch, Limits, LimitsPatch, MerchantRecord, MerchantSettings, SettlementBank,
+    SettlementType, StoredCredentials,
 };

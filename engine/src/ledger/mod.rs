@@ -279,11 +279,7 @@ impl MerchantBook {
 
     /// Validates a proposal against this book and turns it into the next
     /// entry, without applying it.
-    pub fn prepare(
-        &self,
-        proposal: EntryProposal,
-        created_at_ms: i64,
-    ) -> Result<Entry, LedgerError> {
+    pub fn prepare(&self, proposal: EntryProposal, created_at_ms: i64) -> Result<Entry, LedgerError> {
         let entry = Entry {
             merchant_id: self.merchant_id,
             seq: self.last_seq + 1,
@@ -325,9 +321,7 @@ impl MerchantBook {
         let mut balances = self.balances;
         for posting in &entry.postings {
             let slot = &mut balances[posting.account.index()];
-            *slot = slot
-                .checked_add(posting.signed_amount())
-                .ok_or(LedgerError::Overflow)?;
+            *slot = slot.checked_add(posting.signed_amount()).ok_or(LedgerError::Overflow)?;
         }
         if balances[Account::Wallet.index()] < 0 {
             return Err(LedgerError::InsufficientBalance);
@@ -352,9 +346,7 @@ pub fn check_balanced(postings: &[Posting]) -> Result<(), LedgerError> {
         if !posting.amount.is_positive() {
             return Err(LedgerError::NonPositiveAmount);
         }
-        sum = sum
-            .checked_add(posting.signed_amount())
-            .ok_or(LedgerError::Overflow)?;
+        sum = sum.checked_add(posting.signed_amount()).ok_or(LedgerError::Overflow)?;
     }
     if sum != 0 {
         return Err(LedgerError::Unbalanced(sum));
@@ -363,11 +355,7 @@ pub fn check_balanced(postings: &[Posting]) -> Result<(), LedgerError> {
 }
 
 /// The proposal for an operator credit of `amount` into a wallet.
-pub fn wallet_credit(
-    amount: MinorUnits,
-    memo: String,
-    idempotency_key: Option<String>,
-) -> EntryProposal {
+pub fn wallet_credit(amount: MinorUnits, memo: String, idempotency_key: Option<String>) -> EntryProposal {
     EntryProposal {
         kind: EntryKind::WalletCredit,
         idempotency_key,
@@ -381,11 +369,7 @@ pub fn wallet_credit(
 }
 
 /// The proposal for a debit of `amount` out of a wallet towards a payout.
-pub fn wallet_debit(
-    amount: MinorUnits,
-    memo: String,
-    idempotency_key: Option<String>,
-) -> EntryProposal {
+pub fn wallet_debit(amount: MinorUnits, memo: String, idempotency_key: Option<String>) -> EntryProposal {
     EntryProposal {
         kind: EntryKind::WalletDebit,
         idempotency_key,
@@ -478,12 +462,6 @@ mod tests {
             .prepare(wallet_credit(MinorUnits::new(1), String::new(), None), 0)
             .unwrap();
         e.seq = 3;
-        assert_eq!(
-            b.apply(&e),
-            Err(LedgerError::OutOfSequence {
-                expected: 1,
-                got: 3
-            })
-        );
+        assert_eq!(b.apply(&e), Err(LedgerError::OutOfSequence { expected: 1, got: 3 }));
     }
 }

@@ -351,18 +351,14 @@ impl Journal {
     /// Safe to call more than once; appends after it fail with `Closed`.
     pub async fn shutdown(&self) {
         let _ = self.inner.queue.send(Command::Close).await;
-        let threads =
-            std::mem::take(&mut *self.inner.threads.lock().expect("journal threads lock"));
-        let _ =
-            tokio::task::spawn_blocking(move || threads.into_iter().for_each(|t| drop(t.join())))
-                .await;
+        let threads = std::mem::take(&mut *self.inner.threads.lock().expect("journal threads lock"));
+        let _ = tokio::task::spawn_blocking(move || threads.into_iter().for_each(|t| drop(t.join()))).await;
     }
 
     /// `shutdown` for code outside the async runtime.
     pub fn shutdown_blocking(&self) {
         let _ = self.inner.queue.blocking_send(Command::Close);
-        let threads =
-            std::mem::take(&mut *self.inner.threads.lock().expect("journal threads lock"));
+        let threads = std::mem::take(&mut *self.inner.threads.lock().expect("journal threads lock"));
         threads.into_iter().for_each(|t| drop(t.join()));
     }
 }
@@ -411,12 +407,8 @@ impl Writer {
                     std::process::abort();
                 }
                 self.stats.syncs.fetch_add(1, Ordering::Relaxed);
-                self.stats
-                    .records
-                    .fetch_add(records as u64, Ordering::Relaxed);
-                self.stats
-                    .bytes
-                    .fetch_add(buffer.len() as u64, Ordering::Relaxed);
+                self.stats.records.fetch_add(records as u64, Ordering::Relaxed);
+                self.stats.bytes.fetch_add(buffer.len() as u64, Ordering::Relaxed);
                 buffer.clear();
             }
             self.durable_seq.store(self.next_seq - 1, Ordering::Release);

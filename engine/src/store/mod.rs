@@ -175,26 +175,17 @@ impl Store {
     pub fn apply(&self, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
             JournalRecord::EntryPosted(entry) => {
-                self.entries
-                    .insert(entry_key(&entry.merchant_id, entry.seq), payload)?;
+                self.entries.insert(entry_key(&entry.merchant_id, entry.seq), payload)?;
                 if let Some(key) = &entry.idempotency_key {
-                    self.idempotency.insert(
-                        idempotency_key(&entry.merchant_id, key),
-                        &entry.seq.to_be_bytes(),
-                    )?;
+                    self.idempotency
+                        .insert(idempotency_key(&entry.merchant_id, key), &entry.seq.to_be_bytes())?;
                 }
             }
             JournalRecord::MerchantSaved(merchant) => {
-                self.merchants
-                    .insert(merchant.id.as_bytes(), encode_value(merchant))?;
-                self.directory
-                    .write()
-                    .expect("directory lock")
-                    .insert(merchant.clone());
+                self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
+                self.directory.write().expect("directory lock").insert(merchant.clone());
             }
-            JournalRecord::OrganizationSaved(_)
-            | JournalRecord::BankSaved(_)
-            | JournalRecord::EwalletSaved(_) => {
+            JournalRecord::OrganizationSaved(_) | JournalRecord::BankSaved(_) | JournalRecord::EwalletSaved(_) => {
                 self.catalog.insert(catalog_key(record), payload)?;
                 self.apply_to_catalog(record.clone());
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);
@@ -262,10 +253,7 @@ impl Store {
     ) -> impl Iterator<Item = Result<Entry, StoreError>> + '_ {
         let merchant_id = *merchant_id;
         self.entries
-            .range(
-                entry_key(&merchant_id, after.saturating_add(1))
-                    ..=entry_key(&merchant_id, u64::MAX),
-            )
+            .range(entry_key(&merchant_id, after.saturating_add(1))..=entry_key(&merchant_id, u64::MAX))
             .map(move |item| {
                 let (_, bytes) = item?;
                 match JournalRecord::decode(&bytes)? {
@@ -279,11 +267,7 @@ impl Store {
     }
 
     /// The entry that used an idempotency key, if any.
-    pub fn idempotency_lookup(
-        &self,
-        merchant_id: &Uuid,
-        key: &str,
-    ) -> Result<Option<u64>, StoreError> {
+    pub fn idempotency_lookup(&self, merchant_id: &Uuid, key: &str) -> Result<Option<u64>, StoreError> {
         Ok(self
             .idempotency
             .get(idempotency_key(merchant_id, key))?
@@ -309,16 +293,14 @@ impl Store {
     /// Saves a book snapshot. Only books whose entries are all applied to
     /// sled may be saved, so a snapshot never runs ahead of the entries.
     pub fn save_book(&self, book: &MerchantBook) -> Result<(), StoreError> {
-        self.books
-            .insert(book.merchant_id.as_bytes(), encode_value(book))?;
+        self.books.insert(book.merchant_id.as_bytes(), encode_value(book))?;
         Ok(())
     }
 
     /// Makes everything applied so far durable and records that the journal
     /// before `covers_below_seq` is no longer needed.
     pub fn checkpoint(&self, covers_below_seq: u64) -> Result<(), StoreError> {
-        self.meta
-            .insert(CHECKPOINT_SEQ_KEY, &covers_below_seq.to_be_bytes())?;
+        self.meta.insert(CHECKPOINT_SEQ_KEY, &covers_below_seq.to_be_bytes())?;
         self.db.flush()?;
         fsync_tree(&self.path)?;
         Ok(())
@@ -333,15 +315,9 @@ impl Store {
 
 fn catalog_key(record: &JournalRecord) -> Vec<u8> {
     match record {
-        JournalRecord::BankSaved(Bank { short_code, .. }) => {
-            format!("bank:{short_code}").into_bytes()
-        }
-        JournalRecord::EwalletSaved(Ewallet { short_code, .. }) => {
-            format!("ewallet:{short_code}").into_bytes()
-        }
-        JournalRecord::OrganizationSaved(Organization { id, .. }) => {
-            format!("org:{id}").into_bytes()
-        }
+        JournalRecord::BankSaved(Bank { short_code, .. }) => format!("bank:{short_code}").into_bytes(),
+        JournalRecord::EwalletSaved(Ewallet { short_code, .. }) => format!("ewallet:{short_code}").into_bytes(),
+        JournalRecord::OrganizationSaved(Organization { id, .. }) => format!("org:{id}").into_bytes(),
         _ => unreachable!("only catalog records have catalog keys"),
     }
 }

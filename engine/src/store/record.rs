@@ -49,13 +49,10 @@ pub fn encode_value<T: Serialize>(value: &T) -> Vec<u8> {
 
 /// Decodes any stored value with the journal's configuration.
 pub fn decode_value<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
-    let (value, used) = bincode::serde::decode_from_slice::<T, _>(bytes, config())
-        .map_err(|e| DecodeError(e.to_string()))?;
+    let (value, used) =
+        bincode::serde::decode_from_slice::<T, _>(bytes, config()).map_err(|e| DecodeError(e.to_string()))?;
     if used != bytes.len() {
-        return Err(DecodeError(format!(
-            "{} trailing bytes",
-            bytes.len() - used
-        )));
+        return Err(DecodeError(format!("{} trailing bytes", bytes.len() - used)));
     }
     Ok(value)
 }
@@ -71,10 +68,7 @@ mod tests {
     fn entries_round_trip_through_bincode() {
         let book = MerchantBook::new(Uuid::new_v4());
         let entry = book
-            .prepare(
-                wallet_credit(MinorUnits::new(42), "x".into(), Some("k".into())),
-                5,
-            )
+            .prepare(wallet_credit(MinorUnits::new(42), "x".into(), Some("k".into())), 5)
             .unwrap();
         let record = JournalRecord::EntryPosted(entry);
         assert_eq!(JournalRecord::decode(&record.encode()).unwrap(), record);

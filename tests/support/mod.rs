@@ -1,0 +1,217 @@
+//! Test harness: starts the real `paygate` binary on 127.0.0.1:0 with a
+//! temporary data dir and talks HTTP to it, as a merchant or operator would.
+#![allow(dead_code)]
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The admin token every test server is started with.
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+/// A running server process.
+pub struct TestServer {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// The data directory (kept across restarts).
+    pub data_dir: PathBuf,
+    /// Keeps a temporary data dir alive; `None` when the caller owns the dir.
+    _temp: Option<tempfile::TempDir>,
+    child: Child,
+    extra_args: Vec<String>,
+    /// HTTP client.
+    pub client: reqwest::Client,
+}
+
+/// A response: status, parsed JSON body (Null when not JSON) and headers.
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+/// A merchant created through the admin API.
+pub struct TestMerchant {
+    pub id: String,
+    pub api_key: String,
+    pub client_id: String,
+    pub client_secret: String,
+    pub webhook_secret: String,
+}
+
+fn spawn(data_dir: &Path, extra_args: &[String]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_paygate"))
+        .arg("serve")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--admin-token")
+        .arg(ADMIN_TOKEN)
+        .args(extra_args)
+        .env("PAYGATE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("paygate binary starts");
+    let stdout = child.stdout.take().expect("stdout piped");
+    let mut lines = BufReader::new(stdout).lines();
+    let base = loop {
+        let line = lines.next().expect("server printed its address").expect("readable stdout");
+        if let Some(rest) = line.strip_prefix("paygate listening on ") {
+            break rest.trim().to_string();
+        }
+    };
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, base)
+}
+
+impl TestServer {
+    /// A server on a fresh temporary data dir.
+    pub fn start() -> TestServer {
+        TestServer::start_with(&[])
+    }
+
+    /// A server on a fresh temporary data dir with extra flags.
+    pub fn start_with(extra_args: &[&str]) -> TestServer {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let data_dir = temp.path().to_path_buf();
+        let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        let (child, base) = spawn(&data_dir, &extra_args);
+        TestServer { base, data_dir, _temp: Some(temp), child, extra_args, client: reqwest::Client::new() }
+    }
+
+    /// Kills the process with SIGKILL (no shutdown, no final checkpoint).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Stops the process with SIGTERM and waits for a clean exit.
+    pub fn stop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same data dir (after `kill` or `stop`).
+    pub fn restart(&mut self) {
+        let (child, base) = spawn(&self.data_dir, &self.extra_args);
+        self.child = child;
+        self.base = base;
+    }
+
+    /// Sends a request; `api_key` goes in `X-API-Key`, `body` as JSON.
+    pub async fn call(&self, method: Method, path: &str, api_key: Option<&str>, body: Option<Value>) -> Reply {
+        let mut request = self.client.request(method, format!("{}{}", self.base, path));
+        if let Some(key) = api_key {
+            request = request.header("X-API-Key", key);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        into_reply(request.send().await.expect("request sent")).await
+    }
+
+    /// Sends an admin request with the bearer token.
+    pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
+        let mut request =
+            self.client.request(method, format!("{}{}", self.base, path)).bearer_auth(ADMIN_TOKEN);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        into_reply(request.send().await.expect("request sent")).await
+    }
+
+    /// Creates a merchant of `settlement_type` with any extra fields.
+    pub async fn create_merchant_with(&self, settlement_type: &str, extra: Value) -> TestMerchant {
+        let mut body = json!({ "name": "Toko Test", "settlement_type": settlement_type });
+        if let Value::Object(fields) = extra {
+            for (key, value) in fields {
+                body[key] = value;
+            }
+        }
+        let reply = self.admin(Method::POST, "/admin/v1/merchants", Some(body)).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        let data = &reply.body["data"];
+        TestMerchant {
+            id: data["merchant"]["id"].as_str().unwrap().to_string(),
+            api_key: data["credentials"]["api_key"].as_str().unwrap().to_string(),
+            client_id: data["credentials"]["client_id"].as_str().unwrap().to_string(),
+            client_secret: data["credentials"]["client_secret"].as_str().unwrap().to_string(),
+            webhook_secret: data["credentials"]["webhook_secret"].as_str().unwrap().to_string(),
+        }
+    }
+
+    /// Creates a WALLET merchant with default settings.
+    pub async fn create_wallet_merchant(&self) -> TestMerchant {
+        self.create_merchant_with("WALLET", json!({})).await
+    }
+
+    /// Credits a merchant's wallet through the admin API; returns the new balance.
+    pub async fn credit(&self, merchant_id: &str, amount_minor: i64) -> i64 {
+        let reply = self
+            .admin(
+                Method::POST,
+                &format!("/admin/v1/merchants/{merchant_id}/wallet/credit"),
+                Some(json!({ "amount_minor": amount_minor, "reason": "test funding" })),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body["data"]["balance_minor"].as_i64().unwrap()
+    }
+
+    /// `GET /v1/balance` for a merchant.
+    pub async fn balance(&self, api_key: &str) -> i64 {
+        let reply = self.call(Method::GET, "/v1/balance", Some(api_key), None).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body["data"]["balance_minor"].as_i64().unwrap()
+    }
+
+    /// `GET /admin/v1/ledger/verify`'s data.
+    pub async fn verify(&self) -> Value {
+        let reply = self.admin(Method::GET, "/admin/v1/ledger/verify", None).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body["data"].clone()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Turns a response into a `Reply`.
+pub async fn into_reply(response: reqwest::Response) -> Reply {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.expect("body read");
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Reply { status, body, headers }
+}
+
+/// Asserts a V1 error envelope: exact status, code, and `success: false`.
+pub fn assert_v1_error(reply: &Reply, status: u16, code: &str) {
+    assert_eq!(reply.status.as_u16(), status, "unexpected status, body {}", reply.body);
+    assert_eq!(reply.body["success"], json!(false), "{}", reply.body);
+    assert_eq!(reply.body["error"]["code"], json!(code), "{}", reply.body);
+    assert!(reply.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{}", reply.body);
+}
+
+/// Polls until `check` passes or `timeout` elapses.
+pub async fn eventually<F: Fn() -> bool>(timeout: Duration, check: F) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    check()
+}
