@@ -30,6 +30,8 @@ pub struct EngineConfig {
     pub data_dir: PathBuf,
     /// How often to checkpoint.
     pub checkpoint_interval: Duration,
+    /// Actors with no message for this long stop (and are rebuilt on demand).
+    pub actor_idle_timeout: Duration,
 }
 
 impl EngineConfig {
@@ -38,6 +40,7 @@ impl EngineConfig {
         EngineConfig {
             data_dir: data_dir.into(),
             checkpoint_interval: limits::CHECKPOINT_INTERVAL,
+            actor_idle_timeout: limits::ACTOR_IDLE_TIMEOUT,
         }
     }
 }
@@ -111,6 +114,7 @@ struct EngineInner {
     checkpoint_lock: tokio::sync::Mutex<()>,
     background: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     first_start: bool,
+    actor_idle_timeout: Duration,
 }
 
 impl Engine {
@@ -154,6 +158,7 @@ impl Engine {
                 checkpoint_lock: tokio::sync::Mutex::new(()),
                 background: Mutex::new(Vec::new()),
                 first_start,
+                actor_idle_timeout: config.actor_idle_timeout,
             }),
         };
         engine.seed_catalog().await?;
@@ -328,6 +333,7 @@ impl Engine {
                     journal: inner.journal.clone(),
                     clock: inner.clock.clone(),
                     registry: inner.merchants.clone(),
+                    idle_timeout: inner.actor_idle_timeout,
                 };
                 let (actor, _) = Actor::spawn(None, MerchantActor, args).await.map_err(|error| {
                     tracing::error!(%error, %merchant_id, "merchant actor failed to start");
@@ -720,6 +726,11 @@ impl Engine {
         ewallet.is_enabled = is_enabled;
         self.write(JournalRecord::EwalletSaved(ewallet.clone())).await?;
         Ok(ewallet)
+    }
+
+    /// How many merchant actors are running now.
+    pub fn live_merchant_actors(&self) -> usize {
+        self.inner.merchants.len()
     }
 
     /// Prometheus text for the engine's own counters.

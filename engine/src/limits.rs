@@ -32,9 +32,6 @@ pub const ACTOR_CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// on its next message, so memory follows live work rather than history.
 pub const ACTOR_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// How often an actor checks whether it has been idle long enough to stop.
-pub const ACTOR_IDLE_CHECK_INTERVAL: Duration = Duration::from_secs(30);
-
 /// Recent idempotency keys a merchant actor keeps in memory; older ones are
 /// looked up in sled. Keeps a hot merchant's memory bounded.
 pub const IDEMPOTENCY_KEYS_IN_MEMORY_MAX: usize = 100_000;

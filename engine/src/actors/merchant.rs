@@ -84,6 +84,8 @@ pub struct MerchantArgs {
     pub clock: SharedClock,
     /// Where to deregister on idle stop.
     pub registry: Arc<ActorRegistry<MerchantMsg>>,
+    /// Stop after this long without a message.
+    pub idle_timeout: std::time::Duration,
 }
 
 /// A merchant actor's state.
@@ -114,7 +116,7 @@ impl Actor for MerchantActor {
             .get(&args.merchant_id)
             .ok_or("merchant not found")?;
         let book = args.store.load_book(&args.merchant_id)?;
-        myself.send_interval(limits::ACTOR_IDLE_CHECK_INTERVAL, || MerchantMsg::IdleCheck);
+        myself.send_interval(args.idle_timeout / 4, || MerchantMsg::IdleCheck);
         Ok(MerchantState {
             profile: (*profile).clone(),
             book,
@@ -193,7 +195,7 @@ impl Actor for MerchantActor {
                     .await?;
             }
             MerchantMsg::IdleCheck => {
-                let idle = state.last_activity.elapsed() >= limits::ACTOR_IDLE_TIMEOUT;
+                let idle = state.last_activity.elapsed() >= state.args.idle_timeout;
                 if idle && state.in_flight.load(Ordering::Acquire) == 0 {
                     // Everything is applied to sled, so the snapshot cannot run ahead of the entries.
                     state.args.store.save_book(&state.book)?;
