@@ -23,7 +23,11 @@ const CALLERS: usize = 1024;
 const BATCH: usize = 256;
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn bench_dir() -> tempfile::TempDir {
@@ -38,7 +42,9 @@ fn proposal(key: u64) -> EntryProposal {
 }
 
 async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uuid>) {
-    let engine = Engine::open(EngineConfig::new(dir), Arc::new(SystemClock)).await.unwrap();
+    let engine = Engine::open(EngineConfig::new(dir), Arc::new(SystemClock))
+        .await
+        .unwrap();
     let mut ids = Vec::with_capacity(merchants);
     for index in 0..merchants {
         let (merchant, _) = engine
@@ -100,14 +106,19 @@ async fn post_batches(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Du
 fn durable_entries(c: &mut Criterion) {
     let runtime = runtime();
     let mut group = c.benchmark_group("durable_entries");
-    group.sample_size(10).measurement_time(Duration::from_secs(12)).throughput(Throughput::Elements(ENTRIES as u64));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(12))
+        .throughput(Throughput::Elements(ENTRIES as u64));
 
     // Baseline: the journal alone, records of an entry's size, all queued at once.
     let dir = bench_dir();
     let outcome = journal::replay(dir.path(), 0, |_, _| Ok(())).unwrap();
     let journal = Journal::start(dir.path(), outcome.next_seq).unwrap();
     let record_bytes = paygate_engine::store::record::JournalRecord::EntryPosted(
-        paygate_engine::ledger::MerchantBook::new(Uuid::new_v4()).prepare(proposal(u64::MAX), 0).unwrap(),
+        paygate_engine::ledger::MerchantBook::new(Uuid::new_v4())
+            .prepare(proposal(u64::MAX), 0)
+            .unwrap(),
     )
     .encode()
     .len();

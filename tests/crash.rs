@@ -19,7 +19,13 @@ struct Attempt {
     acknowledged: bool,
 }
 
-async fn credit_with_key(client: &reqwest::Client, base: &str, merchant_id: &str, key: &str, amount: i64) -> Option<StatusCode> {
+async fn credit_with_key(
+    client: &reqwest::Client,
+    base: &str,
+    merchant_id: &str,
+    key: &str,
+    amount: i64,
+) -> Option<StatusCode> {
     let response = client
         .post(format!("{base}/admin/v1/merchants/{merchant_id}/wallet/credit"))
         .bearer_auth(ADMIN_TOKEN)
@@ -33,7 +39,10 @@ async fn credit_with_key(client: &reqwest::Client, base: &str, merchant_id: &str
 
 fn append_torn_tail(data_dir: &std::path::Path) {
     let journal = data_dir.join("journal");
-    let mut segments: Vec<_> = std::fs::read_dir(&journal).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut segments: Vec<_> = std::fs::read_dir(&journal)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     segments.sort();
     let last = segments.last().expect("a journal segment exists");
     let mut file = std::fs::OpenOptions::new().append(true).open(last).unwrap();
@@ -61,7 +70,11 @@ async fn every_acknowledged_credit_survives_sigkill_and_retries_land_exactly_onc
                 let amount = 1 + (worker as i64 * 31 + i) % 97;
                 let status = credit_with_key(&client, &base, &merchant_id, &key, amount).await;
                 let acknowledged = status == Some(StatusCode::OK);
-                attempts.lock().unwrap().push(Attempt { key, amount, acknowledged });
+                attempts.lock().unwrap().push(Attempt {
+                    key,
+                    amount,
+                    acknowledged,
+                });
                 if status.is_none() {
                     return; // the server is gone
                 }
@@ -93,14 +106,27 @@ async fn every_acknowledged_credit_survives_sigkill_and_retries_land_exactly_onc
     let verify = server.verify().await;
     assert_eq!(verify["balanced"], json!(true), "{verify}");
     let balance = server.balance(&merchant.api_key).await;
-    assert!(balance >= acknowledged_sum, "lost acknowledged credits: balance {balance} < acknowledged {acknowledged_sum}");
-    assert!(balance <= attempted_sum, "invented money: balance {balance} > attempted {attempted_sum}");
+    assert!(
+        balance >= acknowledged_sum,
+        "lost acknowledged credits: balance {balance} < acknowledged {acknowledged_sum}"
+    );
+    assert!(
+        balance <= attempted_sum,
+        "invented money: balance {balance} > attempted {attempted_sum}"
+    );
 
     // Every acknowledged key is already there: 409. Unacknowledged ones may or may not be.
     for attempt in &attempts {
-        let status = credit_with_key(&client, &server.base, &merchant.id, &attempt.key, attempt.amount).await.unwrap();
+        let status = credit_with_key(&client, &server.base, &merchant.id, &attempt.key, attempt.amount)
+            .await
+            .unwrap();
         if attempt.acknowledged {
-            assert_eq!(status, StatusCode::CONFLICT, "acknowledged key {} missing after restart", attempt.key);
+            assert_eq!(
+                status,
+                StatusCode::CONFLICT,
+                "acknowledged key {} missing after restart",
+                attempt.key
+            );
         } else {
             assert!(status == StatusCode::OK || status == StatusCode::CONFLICT, "{status}");
         }
@@ -126,7 +152,10 @@ async fn a_journal_with_a_corrupted_last_record_opens_without_it() {
     server.kill();
     // Flip a byte inside the last record (the 700 credit): its checksum fails.
     let journal = server.data_dir.join("journal");
-    let mut segments: Vec<_> = std::fs::read_dir(&journal).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut segments: Vec<_> = std::fs::read_dir(&journal)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     segments.sort();
     let last = segments.last().unwrap();
     let mut bytes = std::fs::read(last).unwrap();

@@ -114,7 +114,9 @@ impl FromRequestParts<AppState> for Admin {
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(|v| v.split_once(' '))
+            // RFC 9110: the auth scheme name is case-insensitive.
+            .and_then(|(scheme, token)| scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()))
             .unwrap_or_default();
         let expected = state.config.admin_token.as_bytes();
         if presented.is_empty() || !bool::from(presented.as_bytes().ct_eq(expected)) {

@@ -10,10 +10,20 @@ use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 
-/// One limiter per API key, rebuilt when the merchant's limits change.
+/// The limiter of a merchant's current API key and what it was built from.
+struct KeyLimiter {
+    api_key_sha256: [u8; 32],
+    per_second: i64,
+    burst: i64,
+    limiter: Arc<DefaultDirectRateLimiter>,
+}
+
+/// One limiter per API key, rebuilt when the merchant's limits change or its
+/// key is rotated. Kept per merchant (one live key each), so rotated keys
+/// leave nothing behind.
 #[derive(Default)]
 pub struct RateLimits {
-    limiters: Mutex<HashMap<[u8; 32], (i64, i64, Arc<DefaultDirectRateLimiter>)>>,
+    limiters: Mutex<HashMap<uuid::Uuid, KeyLimiter>>,
 }
 
 fn non_zero(value: i64) -> NonZeroU32 {
@@ -28,13 +38,23 @@ impl RateLimits {
         let burst = merchant.limits.rate_limit_burst;
         let limiter = {
             let mut limiters = self.limiters.lock().expect("rate limit lock");
-            let slot = limiters
-                .entry(merchant.credentials.api_key_sha256)
-                .or_insert_with(|| (0, 0, new_limiter(1, 1)));
-            if slot.0 != per_second || slot.1 != burst {
-                *slot = (per_second, burst, new_limiter(per_second, burst));
+            let key = merchant.credentials.api_key_sha256;
+            let stale = limiters
+                .get(&merchant.id)
+                .is_none_or(|l| l.api_key_sha256 != key || l.per_second != per_second || l.burst != burst);
+            if stale {
+                let limiter = new_limiter(per_second, burst);
+                limiters.insert(
+                    merchant.id,
+                    KeyLimiter {
+                        api_key_sha256: key,
+                        per_second,
+                        burst,
+                        limiter,
+                    },
+                );
             }
-            slot.2.clone()
+            limiters[&merchant.id].limiter.clone()
         };
         limiter.check().map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());

@@ -193,8 +193,10 @@ impl Engine {
                 !catalog.organizations.contains_key(&DEFAULT_ORGANIZATION_ID),
             )
         };
-        // Only a first start seeds; later edits (a disabled bank) must stick.
-        if !self.inner.first_start && !(missing_banks.len() == 10 && missing_ewallets.len() == 7) {
+        // Only a first start (or a catalog never written) seeds; later admin
+        // edits, such as a disabled bank, must stick.
+        let catalog_never_written = missing_banks.len() == 10 && missing_ewallets.len() == 7;
+        if !self.inner.first_start && !catalog_never_written {
             return Ok(());
         }
         for bank in missing_banks {
@@ -443,7 +445,8 @@ impl Engine {
             created_at_ms: now,
             updated_at_ms: now,
         };
-        self.write(JournalRecord::MerchantSaved(record.clone())).await?;
+        self.write(JournalRecord::MerchantSaved(Box::new(record.clone())))
+            .await?;
         Ok((record, credentials))
     }
 

@@ -60,7 +60,10 @@ fn spawn(data_dir: &Path, extra_args: &[String]) -> (Child, String) {
     let stdout = child.stdout.take().expect("stdout piped");
     let mut lines = BufReader::new(stdout).lines();
     let base = loop {
-        let line = lines.next().expect("server printed its address").expect("readable stdout");
+        let line = lines
+            .next()
+            .expect("server printed its address")
+            .expect("readable stdout");
         if let Some(rest) = line.strip_prefix("paygate listening on ") {
             break rest.trim().to_string();
         }
@@ -82,7 +85,14 @@ impl TestServer {
         let data_dir = temp.path().to_path_buf();
         let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
         let (child, base) = spawn(&data_dir, &extra_args);
-        TestServer { base, data_dir, _temp: Some(temp), child, extra_args, client: reqwest::Client::new() }
+        TestServer {
+            base,
+            data_dir,
+            _temp: Some(temp),
+            child,
+            extra_args,
+            client: reqwest::Client::new(),
+        }
     }
 
     /// Kills the process with SIGKILL (no shutdown, no final checkpoint).
@@ -120,8 +130,10 @@ impl TestServer {
 
     /// Sends an admin request with the bearer token.
     pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
-        let mut request =
-            self.client.request(method, format!("{}{}", self.base, path)).bearer_auth(ADMIN_TOKEN);
+        let mut request = self
+            .client
+            .request(method, format!("{}{}", self.base, path))
+            .bearer_auth(ADMIN_TOKEN);
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -201,7 +213,11 @@ pub fn assert_v1_error(reply: &Reply, status: u16, code: &str) {
     assert_eq!(reply.status.as_u16(), status, "unexpected status, body {}", reply.body);
     assert_eq!(reply.body["success"], json!(false), "{}", reply.body);
     assert_eq!(reply.body["error"]["code"], json!(code), "{}", reply.body);
-    assert!(reply.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{}", reply.body);
+    assert!(
+        reply.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{}",
+        reply.body
+    );
 }
 
 /// Polls until `check` passes or `timeout` elapses.

@@ -15,8 +15,11 @@ const EWALLET_CACHE_TTL: Duration = Duration::from_secs(3600);
 /// admin changes the catalog (its version moves).
 #[derive(Default)]
 pub struct EwalletCache {
-    cached: Mutex<Option<(u64, Instant, Arc<Vec<Value>>)>>,
+    cached: Mutex<Option<CachedList>>,
 }
+
+/// A rendered list with the catalog version and time it was built from.
+type CachedList = (u64, Instant, Arc<Vec<Value>>);
 
 impl EwalletCache {
     fn get(&self, state: &AppState) -> Arc<Vec<Value>> {

@@ -189,7 +189,7 @@ impl Actor for MerchantActor {
                 }
                 next.updated_at_ms = state.args.clock.now().timestamp_millis();
                 state.profile = next.clone();
-                let record = JournalRecord::MerchantSaved(next.clone());
+                let record = JournalRecord::MerchantSaved(Box::new(next.clone()));
                 state
                     .journal_record(record, Box::new(move || drop(reply.send(Ok(next)))))
                     .await?;

@@ -183,7 +183,10 @@ impl Store {
             }
             JournalRecord::MerchantSaved(merchant) => {
                 self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
-                self.directory.write().expect("directory lock").insert(merchant.clone());
+                self.directory
+                    .write()
+                    .expect("directory lock")
+                    .insert((**merchant).clone());
             }
             JournalRecord::OrganizationSaved(_) | JournalRecord::BankSaved(_) | JournalRecord::EwalletSaved(_) => {
                 self.catalog.insert(catalog_key(record), payload)?;

@@ -16,7 +16,7 @@ pub enum JournalRecord {
     /// An e-wallet was added or changed.
     EwalletSaved(Ewallet),
     /// A merchant was created or changed (credentials, key, settings).
-    MerchantSaved(MerchantRecord),
+    MerchantSaved(Box<MerchantRecord>),
     /// Money moved.
     EntryPosted(Entry),
 }

@@ -1,0 +1,447 @@
+//! The V1 skeleton (SPEC.md 4.1, 4.4, 4.7, 5.1, 7.1; DESIGN.md 5, 7): API-key
+//! auth, balance, banks, e-wallets, rate limits, envelopes for unknown routes
+//! and oversized bodies, request ids, operations endpoints and the sandbox
+//! demo merchant, against the real binary.
+
+mod support;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::os::unix::fs::PermissionsExt;
+use support::*;
+use uuid::Uuid;
+
+const BANK_CODES: [&str; 10] = [
+    "BCA", "MANDIRI", "BNI", "BRI", "CIMB", "PERMATA", "BTN", "DANAMON", "PANIN", "MAYBANK",
+];
+
+const EWALLET_CODES: [&str; 7] = ["GOPAY", "GOPAYDRIVER", "OVO", "SHOPEEPAY", "LINKAJA", "DANA", "KASPRO"];
+
+fn is_uuid(value: &Value) -> bool {
+    value.as_str().is_some_and(|s| Uuid::parse_str(s).is_ok())
+}
+
+fn sorted_keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = value
+        .as_object()
+        .unwrap_or_else(|| panic!("expected an object, got {value}"))
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    names.sort();
+    names
+}
+
+/// `GET /v1/banks` as (short_code, id) pairs sorted by code, checking each record's shape.
+async fn bank_ids(server: &TestServer, api_key: &str) -> Vec<(String, String)> {
+    let reply = server.call(Method::GET, "/v1/banks", Some(api_key), None).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["success"], json!(true));
+    let mut pairs: Vec<(String, String)> = reply.body["data"]
+        .as_array()
+        .expect("data array")
+        .iter()
+        .map(|bank| {
+            assert_eq!(sorted_keys(bank), strings(&["id", "is_enabled", "name", "short_code"]));
+            assert!(is_uuid(&bank["id"]), "{bank}");
+            assert!(bank["name"].as_str().is_some_and(|n| !n.is_empty()), "{bank}");
+            assert_eq!(bank["is_enabled"], json!(true), "{bank}");
+            (
+                bank["short_code"].as_str().unwrap().to_string(),
+                bank["id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+fn demo_credentials(server: &TestServer) -> Value {
+    let text =
+        std::fs::read_to_string(server.data_dir.join("demo-credentials.json")).expect("demo-credentials.json readable");
+    serde_json::from_str(&text).expect("demo-credentials.json is JSON")
+}
+
+#[tokio::test]
+async fn missing_api_key_is_401_unauthorized() {
+    let server = TestServer::start();
+    for path in ["/v1/balance", "/v1/banks", "/v1/ewallets"] {
+        let reply = server.call(Method::GET, path, None, None).await;
+        assert_v1_error(&reply, 401, "UNAUTHORIZED");
+        assert_eq!(sorted_keys(&reply.body), strings(&["error", "success"]));
+    }
+    // An empty key is no key.
+    let reply = server.call(Method::GET, "/v1/balance", Some(""), None).await;
+    assert_v1_error(&reply, 401, "UNAUTHORIZED");
+}
+
+#[tokio::test]
+async fn unknown_api_key_is_401_invalid_api_key() {
+    let server = TestServer::start();
+    let unknown = "ab".repeat(32);
+    for path in ["/v1/balance", "/v1/banks", "/v1/ewallets"] {
+        let reply = server.call(Method::GET, path, Some(&unknown), None).await;
+        assert_v1_error(&reply, 401, "INVALID_API_KEY");
+    }
+    let reply = server
+        .call(Method::GET, "/v1/balance", Some("not-even-hex"), None)
+        .await;
+    assert_v1_error(&reply, 401, "INVALID_API_KEY");
+}
+
+#[tokio::test]
+async fn api_key_query_parameter_works_like_the_header() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    server.credit(&merchant.id, 777).await;
+    let reply = server
+        .call(
+            Method::GET,
+            &format!("/v1/balance?api_key={}", merchant.api_key),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["data"]["merchant_id"], json!(merchant.id));
+    assert_eq!(reply.body["data"]["balance_minor"], json!(777));
+
+    let reply = server
+        .call(
+            Method::GET,
+            &format!("/v1/balance?api_key={}", "cd".repeat(32)),
+            None,
+            None,
+        )
+        .await;
+    assert_v1_error(&reply, 401, "INVALID_API_KEY");
+}
+
+#[tokio::test]
+async fn wallet_balance_is_exactly_merchant_id_balance_minor_and_currency() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let reply = server
+        .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(sorted_keys(&reply.body), strings(&["data", "success"]));
+    assert_eq!(reply.body["success"], json!(true));
+    assert_eq!(
+        reply.body["data"],
+        json!({ "merchant_id": merchant.id, "balance_minor": 0, "currency": "IDR" })
+    );
+
+    server.credit(&merchant.id, 1_500_000).await;
+    let reply = server
+        .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        sorted_keys(&reply.body["data"]),
+        strings(&["balance_minor", "currency", "merchant_id"])
+    );
+    assert_eq!(
+        reply.body["data"],
+        json!({ "merchant_id": merchant.id, "balance_minor": 1_500_000, "currency": "IDR" })
+    );
+}
+
+#[tokio::test]
+async fn manual_merchant_balance_is_403_not_wallet_merchant() {
+    let server = TestServer::start();
+    let merchant = server.create_merchant_with("MANUAL", json!({})).await;
+    let reply = server
+        .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
+        .await;
+    assert_v1_error(&reply, 403, "NOT_WALLET_MERCHANT");
+}
+
+#[tokio::test]
+async fn banks_lists_exactly_the_ten_seeded_banks_with_their_fields() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let banks = bank_ids(&server, &merchant.api_key).await;
+    let codes: Vec<&str> = banks.iter().map(|(code, _)| code.as_str()).collect();
+    let mut expected = BANK_CODES.to_vec();
+    expected.sort();
+    assert_eq!(codes, expected);
+    let mut ids: Vec<&str> = banks.iter().map(|(_, id)| id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 10, "bank ids must be distinct");
+}
+
+#[tokio::test]
+async fn bank_ids_are_stable_across_restarts_and_servers() {
+    let mut first = TestServer::start();
+    let merchant = first.create_wallet_merchant().await;
+    let before = bank_ids(&first, &merchant.api_key).await;
+    assert_eq!(before.len(), 10);
+
+    first.stop();
+    first.restart();
+    assert_eq!(bank_ids(&first, &merchant.api_key).await, before);
+
+    let second = TestServer::start();
+    let other = second.create_wallet_merchant().await;
+    assert_eq!(bank_ids(&second, &other.api_key).await, before);
+}
+
+#[tokio::test]
+async fn ewallets_lists_the_seven_seeded_ewallets_sorted_by_sort_order() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let reply = server
+        .call(Method::GET, "/v1/ewallets", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["success"], json!(true));
+    let list = reply.body["data"].as_array().expect("data array");
+    assert_eq!(list.len(), 7, "{}", reply.body);
+    for ewallet in list {
+        assert_eq!(
+            sorted_keys(ewallet),
+            strings(&["id", "is_enabled", "logo_url", "name", "short_code", "sort_order"])
+        );
+        assert!(is_uuid(&ewallet["id"]), "{ewallet}");
+        assert!(ewallet["name"].as_str().is_some_and(|n| !n.is_empty()), "{ewallet}");
+        assert!(
+            ewallet["logo_url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("https://") || u.starts_with("http://")),
+            "{ewallet}"
+        );
+        assert_eq!(ewallet["is_enabled"], json!(true), "{ewallet}");
+        assert!(ewallet["sort_order"].is_i64(), "{ewallet}");
+    }
+    let mut codes: Vec<&str> = list.iter().map(|e| e["short_code"].as_str().unwrap()).collect();
+    let orders: Vec<i64> = list.iter().map(|e| e["sort_order"].as_i64().unwrap()).collect();
+    assert!(
+        orders.windows(2).all(|pair| pair[0] <= pair[1]),
+        "not sorted by sort_order: {orders:?}"
+    );
+    codes.sort();
+    let mut expected = EWALLET_CODES.to_vec();
+    expected.sort();
+    assert_eq!(codes, expected);
+}
+
+#[tokio::test]
+async fn third_quick_request_over_a_burst_of_two_is_429_with_retry_after() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let reply = server
+        .admin(
+            Method::PATCH,
+            &format!("/admin/v1/merchants/{}", merchant.id),
+            Some(json!({ "limits": { "rate_limit_per_second": 1, "rate_limit_burst": 2 } })),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+
+    // Three requests well inside one second; on a machine so loaded that they
+    // are not, a token may have come back, so wait for a full bucket and retry.
+    let mut attempts = 0;
+    let reply = loop {
+        attempts += 1;
+        let started = std::time::Instant::now();
+        let mut replies = Vec::new();
+        for _ in 0..3 {
+            replies.push(
+                server
+                    .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
+                    .await,
+            );
+        }
+        if started.elapsed() < std::time::Duration::from_millis(800) || attempts == 3 {
+            for reply in &replies[..2] {
+                assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            }
+            break replies.pop().unwrap();
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    };
+    assert_v1_error(&reply, 429, "RATE_LIMITED");
+    let retry_after: u64 = reply
+        .headers
+        .get("retry-after")
+        .expect("Retry-After header")
+        .to_str()
+        .unwrap()
+        .parse()
+        .expect("Retry-After is an integer number of seconds");
+    assert!(retry_after >= 1, "{retry_after}");
+
+    // The limit is per API key: another merchant is unaffected.
+    let other = server.create_wallet_merchant().await;
+    assert_eq!(server.balance(&other.api_key).await, 0);
+}
+
+#[tokio::test]
+async fn unknown_route_is_404_not_found_envelope() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    for path in ["/v1/nothing-here", "/v2/balance", "/"] {
+        let reply = server.call(Method::GET, path, Some(&merchant.api_key), None).await;
+        assert_v1_error(&reply, 404, "NOT_FOUND");
+        assert_eq!(sorted_keys(&reply.body), strings(&["error", "success"]));
+    }
+}
+
+#[tokio::test]
+async fn wrong_method_on_a_known_route_is_405_method_not_allowed_envelope() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let reply = server
+        .call(Method::DELETE, "/v1/balance", Some(&merchant.api_key), None)
+        .await;
+    assert_v1_error(&reply, 405, "METHOD_NOT_ALLOWED");
+    let reply = server.admin(Method::GET, "/admin/v1/organizations", None).await;
+    assert_v1_error(&reply, 405, "METHOD_NOT_ALLOWED");
+}
+
+#[tokio::test]
+async fn body_over_64_kib_is_413_payload_too_large() {
+    let server = TestServer::start();
+    let reply = server
+        .admin(
+            Method::POST,
+            "/admin/v1/organizations",
+            Some(json!({ "name": "x".repeat(70 * 1024) })),
+        )
+        .await;
+    assert_v1_error(&reply, 413, "PAYLOAD_TOO_LARGE");
+    // Just under the limit is read (and refused on its merits, not its size).
+    let reply = server
+        .admin(
+            Method::POST,
+            "/admin/v1/organizations",
+            Some(json!({ "name": "x".repeat(60 * 1024) })),
+        )
+        .await;
+    assert_v1_error(&reply, 400, "INVALID_BODY");
+}
+
+#[tokio::test]
+async fn every_response_carries_an_x_request_id() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let replies = [
+        server
+            .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
+            .await,
+        server.call(Method::GET, "/v1/balance", None, None).await,
+        server.call(Method::GET, "/v1/no-such-route", None, None).await,
+        server.call(Method::GET, "/healthz", None, None).await,
+    ];
+    let expected = [200, 401, 404, 200];
+    let mut ids = Vec::new();
+    for (reply, status) in replies.iter().zip(expected) {
+        assert_eq!(reply.status.as_u16(), status, "{}", reply.body);
+        let id = reply
+            .headers
+            .get("x-request-id")
+            .unwrap_or_else(|| panic!("no x-request-id on a {status}"))
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(!id.is_empty());
+        ids.push(id);
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "request ids must differ: {ids:?}");
+}
+
+#[tokio::test]
+async fn client_sent_x_request_id_is_echoed_back() {
+    let server = TestServer::start();
+    for path in ["/v1/balance", "/healthz", "/v1/no-such-route"] {
+        let response = server
+            .client
+            .get(format!("{}{path}", server.base))
+            .header("X-Request-Id", "trace-me-12345")
+            .send()
+            .await
+            .unwrap();
+        let reply = into_reply(response).await;
+        assert_eq!(
+            reply.headers.get("x-request-id").map(|v| v.to_str().unwrap()),
+            Some("trace-me-12345"),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn healthz_is_200() {
+    let server = TestServer::start();
+    let reply = server.call(Method::GET, "/healthz", None, None).await;
+    assert_eq!(reply.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn metrics_exposes_journal_syncs_and_http_request_counts() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    server.balance(&merchant.api_key).await;
+    let response = server
+        .client
+        .get(format!("{}/metrics", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = response.text().await.unwrap();
+    let syncs = text
+        .lines()
+        .find(|l| l.starts_with("paygate_journal_syncs_total"))
+        .unwrap_or_else(|| panic!("no paygate_journal_syncs_total sample in\n{text}"));
+    let count: f64 = syncs.rsplit(' ').next().unwrap().parse().expect("numeric sample");
+    assert!(count >= 1.0, "a merchant was written durably: {syncs}");
+    assert!(
+        text.lines().any(|l| l.starts_with("paygate_http_requests_total{")
+            && l.contains("route=\"/v1/balance\"")
+            && l.contains("status=\"200\"")),
+        "no paygate_http_requests_total sample for GET /v1/balance in\n{text}"
+    );
+}
+
+#[tokio::test]
+async fn sandbox_demo_merchant_credentials_are_private_and_work() {
+    let server = TestServer::start();
+    let path = server.data_dir.join("demo-credentials.json");
+    let mode = std::fs::metadata(&path)
+        .expect("demo-credentials.json exists")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "mode {:o}", mode & 0o777);
+
+    let credentials = demo_credentials(&server);
+    let api_key = credentials["api_key"].as_str().expect("api_key");
+    let reply = server.call(Method::GET, "/v1/balance", Some(api_key), None).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["data"]["merchant_id"], credentials["merchant_id"]);
+    assert_eq!(reply.body["data"]["currency"], json!("IDR"));
+    let balance = reply.body["data"]["balance_minor"].as_i64().unwrap();
+    assert!(balance > 0, "demo merchant must be funded: {balance}");
+}
+
+#[tokio::test]
+async fn live_mode_creates_no_demo_credentials() {
+    let server = TestServer::start_with(&["--mode", "live"]);
+    assert!(!server.data_dir.join("demo-credentials.json").exists());
+    let report = server.verify().await;
+    assert_eq!(report["merchants"], json!(0), "{report}");
+    assert_eq!(report["entries"], json!(0), "{report}");
+    // The admin API works in live mode too.
+    let merchant = server.create_wallet_merchant().await;
+    assert_eq!(server.balance(&merchant.api_key).await, 0);
+}
