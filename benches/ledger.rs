@@ -38,7 +38,11 @@ fn bench_dir() -> tempfile::TempDir {
 }
 
 fn proposal(key: u64) -> EntryProposal {
-    ledger::wallet_credit(MinorUnits::new(1), "bench".into(), Some(format!("bench-{key}")))
+    // PAYGATE_BENCH_NO_KEYS=1 measures entries without idempotency keys.
+    let key = std::env::var_os("PAYGATE_BENCH_NO_KEYS")
+        .is_none()
+        .then(|| format!("bench-{key}"));
+    ledger::wallet_credit(MinorUnits::new(1), "bench".into(), key)
 }
 
 async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uuid>) {
@@ -114,7 +118,7 @@ fn durable_entries(c: &mut Criterion) {
     // Baseline: the journal alone, records of an entry's size, all queued at once.
     let dir = bench_dir();
     let outcome = journal::replay(dir.path(), 0, |_, _| Ok(())).unwrap();
-    let journal = Journal::start(dir.path(), outcome.next_seq).unwrap();
+    let journal = Journal::start(dir.path(), outcome.next_seq, Box::new(|| {})).unwrap();
     let record_bytes = paygate_engine::store::record::JournalRecord::EntryPosted(
         paygate_engine::ledger::MerchantBook::new(Uuid::new_v4())
             .prepare(proposal(u64::MAX), 0)
@@ -130,7 +134,10 @@ fn durable_entries(c: &mut Criterion) {
                 for _ in 0..iters {
                     let started = Instant::now();
                     for _ in 0..ENTRIES {
-                        journal.append(vec![7u8; record_bytes], Box::new(|_| {})).await.unwrap();
+                        journal
+                            .append(vec![7u8; record_bytes], Box::new(|_| None))
+                            .await
+                            .unwrap();
                     }
                     journal.sync_point().await.unwrap();
                     total += started.elapsed();

@@ -113,6 +113,9 @@ struct EngineInner {
     catalog_lock: tokio::sync::Mutex<()>,
     checkpoint_lock: tokio::sync::Mutex<()>,
     background: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    // Background tasks stop at their next safe point when this turns true;
+    // aborting them could strand a blocking sled write that still holds the store.
+    stopping: tokio::sync::watch::Sender<bool>,
     first_start: bool,
     actor_idle_timeout: Duration,
 }
@@ -127,15 +130,22 @@ impl Engine {
         std::fs::create_dir_all(&config.data_dir).map_err(StoreError::from)?;
         let store = Arc::new(Store::open(&state_dir)?);
         let from_seq = store.checkpoint_seq()?;
+        let mut replayed_since_flush = 0usize;
         let outcome = journal::replay(&journal_dir, from_seq, |_, payload| {
-            store
-                .apply_payload(payload)
-                .map_err(|e| journal::JournalError::Corrupt {
-                    path: journal_dir.clone(),
-                    offset: 0,
-                    reason: e.to_string(),
-                })
+            let corrupt = |e: StoreError| journal::JournalError::Corrupt {
+                path: journal_dir.clone(),
+                offset: 0,
+                reason: e.to_string(),
+            };
+            store.apply_payload(payload).map_err(corrupt)?;
+            replayed_since_flush += 1;
+            if replayed_since_flush >= limits::JOURNAL_BATCH_RECORDS_MAX {
+                replayed_since_flush = 0;
+                store.flush_staged().map_err(corrupt)?;
+            }
+            Ok(())
         })?;
+        store.flush_staged()?;
         tracing::info!(
             checkpoint = from_seq,
             replayed = outcome.records_replayed,
@@ -143,7 +153,17 @@ impl Engine {
             next_seq = outcome.next_seq,
             "recovered"
         );
-        let journal = Journal::start(&journal_dir, outcome.next_seq)?;
+        let flushing = store.clone();
+        let journal = Journal::start(
+            &journal_dir,
+            outcome.next_seq,
+            Box::new(move || {
+                if let Err(error) = flushing.flush_staged() {
+                    tracing::error!(%error, "writing durable records to sled failed; aborting (the journal will replay them)");
+                    std::process::abort();
+                }
+            }),
+        )?;
         // Everything replayed is in sled now: make that the new checkpoint.
         store.checkpoint(outcome.next_seq)?;
         journal.drop_segments_below(outcome.next_seq)?;
@@ -157,6 +177,7 @@ impl Engine {
                 catalog_lock: tokio::sync::Mutex::new(()),
                 checkpoint_lock: tokio::sync::Mutex::new(()),
                 background: Mutex::new(Vec::new()),
+                stopping: tokio::sync::watch::channel(false).0,
                 first_start,
                 actor_idle_timeout: config.actor_idle_timeout,
             }),
@@ -236,7 +257,9 @@ impl Engine {
                         tracing::error!(%error, "applying a durable record to sled failed; aborting");
                         std::process::abort();
                     }
-                    let _ = tell.send(());
+                    Some(Box::new(move || {
+                        let _ = tell.send(());
+                    }))
                 }),
             )
             .await?;
@@ -245,11 +268,15 @@ impl Engine {
 
     fn start_checkpointer(&self, interval: Duration) {
         let weak = Arc::downgrade(&self.inner);
+        let mut stopping = self.inner.stopping.subscribe();
         let task = tokio::spawn(async move {
             let mut ticker = tokio::time::interval(interval);
             ticker.tick().await;
             loop {
-                ticker.tick().await;
+                tokio::select! {
+                    _ = ticker.tick() => {}
+                    _ = stopping.changed() => return,
+                }
                 let Some(inner) = weak.upgrade() else { return };
                 let engine = Engine { inner };
                 if let Err(error) = engine.checkpoint().await {
@@ -304,8 +331,9 @@ impl Engine {
     }
 
     async fn halt(&self, final_checkpoint: bool) {
+        self.inner.stopping.send_replace(true);
         for task in std::mem::take(&mut *self.inner.background.lock().expect("background lock")) {
-            task.abort();
+            let _ = task.await;
         }
         if final_checkpoint {
             if let Err(error) = self.checkpoint().await {

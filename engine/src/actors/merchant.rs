@@ -95,6 +95,9 @@ pub struct MerchantState {
     book: MerchantBook,
     recent_keys: HashMap<String, u64>,
     recent_key_order: VecDeque<String>,
+    /// True while `recent_keys` holds every key this merchant ever used, so
+    /// a key missing from it needs no sled lookup.
+    keys_complete: bool,
     recent_entries: VecDeque<Entry>,
     in_flight: Arc<AtomicUsize>,
     last_activity: Instant,
@@ -116,13 +119,20 @@ impl Actor for MerchantActor {
             .get(&args.merchant_id)
             .ok_or("merchant not found")?;
         let book = args.store.load_book(&args.merchant_id)?;
+        // Merchants with few enough keys keep them all in memory.
+        let known_keys = args
+            .store
+            .idempotency_keys(&args.merchant_id, limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX / 2)?;
+        let keys_complete = known_keys.is_some();
+        let known_keys = known_keys.unwrap_or_default();
         myself.send_interval(args.idle_timeout / 4, || MerchantMsg::IdleCheck);
         Ok(MerchantState {
             profile: (*profile).clone(),
             book,
             args,
-            recent_keys: HashMap::new(),
-            recent_key_order: VecDeque::new(),
+            recent_key_order: known_keys.iter().map(|(key, _)| key.clone()).collect(),
+            recent_keys: known_keys.into_iter().collect(),
+            keys_complete,
             recent_entries: VecDeque::new(),
             in_flight: Arc::new(AtomicUsize::new(0)),
             last_activity: Instant::now(),
@@ -240,6 +250,9 @@ impl MerchantState {
         if let Some(seq) = self.recent_keys.get(key) {
             return Some(*seq);
         }
+        if self.keys_complete {
+            return None;
+        }
         match self.args.store.idempotency_lookup(&self.args.merchant_id, key) {
             Ok(found) => found,
             Err(error) => {
@@ -256,6 +269,7 @@ impl MerchantState {
         if self.recent_key_order.len() >= limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX {
             if let Some(old) = self.recent_key_order.pop_front() {
                 self.recent_keys.remove(&old);
+                self.keys_complete = false;
             }
         }
         self.recent_key_order.push_back(key.clone());
@@ -316,8 +330,10 @@ impl MerchantState {
                         tracing::error!(%error, "applying a durable record to sled failed; aborting (the journal will replay it)");
                         std::process::abort();
                     }
-                    in_flight.fetch_sub(1, Ordering::AcqRel);
-                    then();
+                    Some(Box::new(move || {
+                        in_flight.fetch_sub(1, Ordering::AcqRel);
+                        then();
+                    }))
                 }),
             )
             .await?;
@@ -337,7 +353,7 @@ impl MerchantState {
         }
         self.args
             .journal
-            .barrier(Box::new(move |_| drop(reply.send(value))))
+            .barrier(Box::new(move |_| Some(Box::new(move || drop(reply.send(value))))))
             .await?;
         Ok(())
     }

@@ -3,7 +3,9 @@
 //!
 //! Only records already synced to the journal are applied to sled (the
 //! journal's applier runs after the sync), so sled never holds a change the
-//! journal could lose. A checkpoint flushes sled, fsyncs its files (sled's
+//! journal could lose. Ledger entries are staged and written once per journal
+//! batch as one block per merchant (`entries` key = merchant ++ first seq),
+//! because a sled insert per entry costs more than the rest of the path. A checkpoint flushes sled, fsyncs its files (sled's
 //! own flush is not an fsync) and records the first journal sequence it does
 //! not cover; recovery replays the journal from there.
 
@@ -18,7 +20,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use uuid::Uuid;
 
 /// Storage failures: all of them mean the disk or the data is broken.
@@ -113,6 +115,21 @@ pub struct Store {
     directory: RwLock<Directory>,
     catalog_memory: RwLock<Catalog>,
     catalog_version: AtomicU64,
+    staged: Mutex<Staged>,
+}
+
+/// Entries waiting for the end of their journal batch.
+#[derive(Default)]
+struct Staged {
+    /// Per merchant: encoded entry records, in sequence order.
+    entries: HashMap<Uuid, StagedBlock>,
+    idempotency: Vec<(Vec<u8>, u64)>,
+}
+
+struct StagedBlock {
+    first_seq: u64,
+    last_seq: u64,
+    bytes: Vec<u8>,
 }
 
 fn entry_key(merchant_id: &Uuid, seq: u64) -> [u8; 24] {
@@ -133,9 +150,7 @@ impl Store {
     /// Opens (or creates) the sled state at `path` and loads the directory
     /// and catalog into memory.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        // Background flushing is off: sled is made durable only at
-        // checkpoints, where it is also fsynced.
-        let db = sled::Config::new().path(path).flush_every_ms(None).open()?;
+        let db = open_sled(path)?;
         let store = Store {
             path: path.to_path_buf(),
             entries: db.open_tree("entries")?,
@@ -148,6 +163,7 @@ impl Store {
             directory: RwLock::new(Directory::default()),
             catalog_memory: RwLock::new(Catalog::default()),
             catalog_version: AtomicU64::new(0),
+            staged: Mutex::new(Staged::default()),
         };
         {
             let mut directory = store.directory.write().expect("directory lock");
@@ -171,16 +187,12 @@ impl Store {
         })
     }
 
-    /// Applies one durable journal record. Idempotent.
+    /// Applies one durable journal record. Idempotent. Ledger entries are
+    /// only staged: `flush_staged` writes them (the journal calls it after
+    /// every batch, recovery after replay).
     pub fn apply(&self, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
-            JournalRecord::EntryPosted(entry) => {
-                self.entries.insert(entry_key(&entry.merchant_id, entry.seq), payload)?;
-                if let Some(key) = &entry.idempotency_key {
-                    self.idempotency
-                        .insert(idempotency_key(&entry.merchant_id, key), &entry.seq.to_be_bytes())?;
-                }
-            }
+            JournalRecord::EntryPosted(entry) => self.stage_entry(entry, payload),
             JournalRecord::MerchantSaved(merchant) => {
                 self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
                 self.directory
@@ -197,9 +209,56 @@ impl Store {
         Ok(())
     }
 
-    /// Decodes and applies a journal payload (recovery).
+    fn stage_entry(&self, entry: &Entry, payload: &[u8]) {
+        let mut staged = self.staged.lock().expect("staged lock");
+        let block = staged.entries.entry(entry.merchant_id).or_insert_with(|| StagedBlock {
+            first_seq: entry.seq,
+            last_seq: entry.seq - 1,
+            bytes: Vec::new(),
+        });
+        assert!(
+            entry.seq == block.last_seq + 1,
+            "a merchant's entries are staged in sequence"
+        );
+        block.last_seq = entry.seq;
+        block.bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        block.bytes.extend_from_slice(payload);
+        if let Some(key) = &entry.idempotency_key {
+            staged
+                .idempotency
+                .push((idempotency_key(&entry.merchant_id, key), entry.seq));
+        }
+    }
+
+    /// Writes every staged entry block and idempotency index entry to sled.
+    pub fn flush_staged(&self) -> Result<(), StoreError> {
+        let staged = std::mem::take(&mut *self.staged.lock().expect("staged lock"));
+        for (merchant_id, block) in staged.entries {
+            self.entries
+                .insert(entry_key(&merchant_id, block.first_seq), block.bytes)?;
+        }
+        for (key, seq) in staged.idempotency {
+            self.idempotency.insert(key, &seq.to_be_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Decodes and applies a journal payload (recovery). Entries already in
+    /// sled are skipped, so replay never writes one twice.
     pub fn apply_payload(&self, payload: &[u8]) -> Result<(), StoreError> {
         let record = JournalRecord::decode(payload)?;
+        if let JournalRecord::EntryPosted(entry) = &record {
+            let staged_through = self
+                .staged
+                .lock()
+                .expect("staged lock")
+                .entries
+                .get(&entry.merchant_id)
+                .map(|b| b.last_seq);
+            if staged_through.is_none() && self.entry(&entry.merchant_id, entry.seq)?.is_some() {
+                return Ok(());
+            }
+        }
         self.apply(&record, payload)
     }
 
@@ -236,16 +295,19 @@ impl Store {
 
     /// A stored entry.
     pub fn entry(&self, merchant_id: &Uuid, seq: u64) -> Result<Option<Entry>, StoreError> {
-        match self.entries.get(entry_key(merchant_id, seq))? {
-            None => Ok(None),
-            Some(bytes) => match JournalRecord::decode(&bytes)? {
-                JournalRecord::EntryPosted(entry) => Ok(Some(entry)),
-                _ => Err(StoreError::Corrupt {
-                    merchant_id: *merchant_id,
-                    reason: format!("entry {seq} is not an entry"),
-                }),
-            },
+        // The block holding `seq` is the last one starting at or before it.
+        let start = self
+            .entries
+            .range(entry_key(merchant_id, 0)..=entry_key(merchant_id, seq))
+            .next_back();
+        let Some(item) = start else { return Ok(None) };
+        let (_, bytes) = item?;
+        for entry in decode_block(merchant_id, &bytes)? {
+            if entry.seq == seq {
+                return Ok(Some(entry));
+            }
         }
+        Ok(None)
     }
 
     /// Every stored entry of a merchant with `seq > after`, in order.
@@ -255,18 +317,51 @@ impl Store {
         after: u64,
     ) -> impl Iterator<Item = Result<Entry, StoreError>> + '_ {
         let merchant_id = *merchant_id;
-        self.entries
-            .range(entry_key(&merchant_id, after.saturating_add(1))..=entry_key(&merchant_id, u64::MAX))
-            .map(move |item| {
-                let (_, bytes) = item?;
-                match JournalRecord::decode(&bytes)? {
-                    JournalRecord::EntryPosted(entry) => Ok(entry),
-                    _ => Err(StoreError::Corrupt {
-                        merchant_id,
-                        reason: "non-entry in entries tree".into(),
-                    }),
+        let first_wanted = after.saturating_add(1);
+        // Start at the block holding `first_wanted`, if it began earlier.
+        let from = match self
+            .entries
+            .range(entry_key(&merchant_id, 0)..=entry_key(&merchant_id, first_wanted))
+            .next_back()
+        {
+            Some(Ok((key, _))) => key.to_vec(),
+            _ => entry_key(&merchant_id, first_wanted).to_vec(),
+        };
+        let blocks = self.entries.range(from..=entry_key(&merchant_id, u64::MAX).to_vec());
+        let mut last_yielded = after;
+        blocks
+            .flat_map(move |item| {
+                let decoded = item
+                    .map_err(StoreError::from)
+                    .and_then(|(_, bytes)| decode_block(&merchant_id, &bytes));
+                match decoded {
+                    Ok(entries) => entries.into_iter().map(Ok).collect::<Vec<_>>(),
+                    Err(error) => vec![Err(error)],
                 }
             })
+            .filter(move |item| match item {
+                Ok(entry) if entry.seq <= last_yielded => false,
+                Ok(entry) => {
+                    last_yielded = entry.seq;
+                    true
+                }
+                Err(_) => true,
+            })
+    }
+
+    /// Up to `limit` idempotency keys of a merchant with their entries; `None`
+    /// when the merchant has more than `limit`.
+    pub fn idempotency_keys(&self, merchant_id: &Uuid, limit: usize) -> Result<Option<Vec<(String, u64)>>, StoreError> {
+        let mut keys = Vec::new();
+        for item in self.idempotency.scan_prefix(merchant_id.as_bytes()) {
+            let (key, value) = item?;
+            if keys.len() == limit {
+                return Ok(None);
+            }
+            let name = String::from_utf8_lossy(&key[16..]).into_owned();
+            keys.push((name, u64::from_be_bytes(value.as_ref().try_into().unwrap_or([0; 8]))));
+        }
+        Ok(Some(keys))
     }
 
     /// The entry that used an idempotency key, if any.
@@ -314,6 +409,50 @@ impl Store {
         self.db.flush()?;
         Ok(())
     }
+}
+
+/// Opens sled, waiting briefly while a previous instance in this process
+/// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
+/// by a few milliseconds.
+fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        // Background flushing is off: sled is made durable only at
+        // checkpoints, where it is also fsynced.
+        match sled::Config::new().path(path).flush_every_ms(None).open() {
+            Err(sled::Error::Io(error))
+                if error.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+/// Decodes an entry block: length-prefixed encoded `EntryPosted` records.
+fn decode_block(merchant_id: &Uuid, bytes: &[u8]) -> Result<Vec<Entry>, StoreError> {
+    let corrupt = |reason: &str| StoreError::Corrupt {
+        merchant_id: *merchant_id,
+        reason: reason.to_string(),
+    };
+    let mut entries = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        if rest.len() < 4 {
+            return Err(corrupt("truncated entry block"));
+        }
+        let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+        let record = rest
+            .get(4..4 + len)
+            .ok_or_else(|| corrupt("truncated entry in block"))?;
+        match JournalRecord::decode(record)? {
+            JournalRecord::EntryPosted(entry) => entries.push(entry),
+            _ => return Err(corrupt("non-entry in entries tree")),
+        }
+        rest = &rest[4 + len..];
+    }
+    Ok(entries)
 }
 
 fn catalog_key(record: &JournalRecord) -> Vec<u8> {
