@@ -332,7 +332,8 @@ impl Engine {
 
     async fn halt(&self, final_checkpoint: bool) {
         self.inner.stopping.send_replace(true);
-        for task in std::mem::take(&mut *self.inner.background.lock().expect("background lock")) {
+        let tasks = std::mem::take(&mut *self.inner.background.lock().expect("background lock"));
+        for task in tasks {
             let _ = task.await;
         }
         if final_checkpoint {
