@@ -118,7 +118,7 @@ fn durable_entries(c: &mut Criterion) {
     // Baseline: the journal alone, records of an entry's size, all queued at once.
     let dir = bench_dir();
     let outcome = journal::replay(dir.path(), 0, |_, _| Ok(())).unwrap();
-    let journal = Journal::start(dir.path(), outcome.next_seq, Box::new(|| {})).unwrap();
+    let journal = Journal::start(dir.path(), outcome.next_seq).unwrap();
     let record_bytes = paygate_engine::store::record::JournalRecord::EntryPosted(
         paygate_engine::ledger::MerchantBook::new(Uuid::new_v4())
             .prepare(proposal(u64::MAX), 0)

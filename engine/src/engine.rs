@@ -130,22 +130,15 @@ impl Engine {
         std::fs::create_dir_all(&config.data_dir).map_err(StoreError::from)?;
         let store = Arc::new(Store::open(&state_dir)?);
         let from_seq = store.checkpoint_seq()?;
-        let mut replayed_since_flush = 0usize;
-        let outcome = journal::replay(&journal_dir, from_seq, |_, payload| {
-            let corrupt = |e: StoreError| journal::JournalError::Corrupt {
-                path: journal_dir.clone(),
-                offset: 0,
-                reason: e.to_string(),
-            };
-            store.apply_payload(payload).map_err(corrupt)?;
-            replayed_since_flush += 1;
-            if replayed_since_flush >= limits::JOURNAL_BATCH_RECORDS_MAX {
-                replayed_since_flush = 0;
-                store.flush_staged().map_err(corrupt)?;
-            }
-            Ok(())
+        let outcome = journal::replay(&journal_dir, from_seq, |seq, payload| {
+            store
+                .apply_payload(seq, payload)
+                .map_err(|e| journal::JournalError::Corrupt {
+                    path: journal_dir.clone(),
+                    offset: 0,
+                    reason: e.to_string(),
+                })
         })?;
-        store.flush_staged()?;
         tracing::info!(
             checkpoint = from_seq,
             replayed = outcome.records_replayed,
@@ -153,20 +146,10 @@ impl Engine {
             next_seq = outcome.next_seq,
             "recovered"
         );
-        let flushing = store.clone();
-        let journal = Journal::start(
-            &journal_dir,
-            outcome.next_seq,
-            Box::new(move || {
-                if let Err(error) = flushing.flush_staged() {
-                    tracing::error!(%error, "writing durable records to sled failed; aborting (the journal will replay them)");
-                    std::process::abort();
-                }
-            }),
-        )?;
-        // Everything replayed is in sled now: make that the new checkpoint.
-        store.checkpoint(outcome.next_seq)?;
-        journal.drop_segments_below(outcome.next_seq)?;
+        let journal = Journal::start(&journal_dir, outcome.next_seq)?;
+        // Everything replayed is in the overlay now: make it the new checkpoint.
+        let covered = store.checkpoint()?;
+        journal.drop_segments_below(covered)?;
 
         let engine = Engine {
             inner: Arc::new(EngineInner {
@@ -251,8 +234,8 @@ impl Engine {
             .journal
             .append(
                 payload,
-                Box::new(move |_| {
-                    let result = store.apply(&record, &stored);
+                Box::new(move |seq| {
+                    let result = store.apply(seq, &record, &stored);
                     if let Err(error) = &result {
                         tracing::error!(%error, "applying a durable record to sled failed; aborting");
                         std::process::abort();
@@ -270,16 +253,20 @@ impl Engine {
         let weak = Arc::downgrade(&self.inner);
         let mut stopping = self.inner.stopping.subscribe();
         let task = tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(interval);
-            ticker.tick().await;
+            let mut last = tokio::time::Instant::now();
             loop {
                 tokio::select! {
-                    _ = ticker.tick() => {}
+                    _ = tokio::time::sleep(limits::CHECKPOINT_POLL_INTERVAL.min(interval)) => {}
                     _ = stopping.changed() => return,
                 }
                 let Some(inner) = weak.upgrade() else { return };
-                let engine = Engine { inner };
-                if let Err(error) = engine.checkpoint().await {
+                let due = last.elapsed() >= interval
+                    || inner.store.pending_entries() >= limits::CHECKPOINT_PENDING_ENTRIES_MAX;
+                if !due {
+                    continue;
+                }
+                last = tokio::time::Instant::now();
+                if let Err(error) = (Engine { inner }).checkpoint().await {
                     tracing::error!(%error, "checkpoint failed");
                 }
             }
@@ -287,35 +274,16 @@ impl Engine {
         self.inner.background.lock().expect("background lock").push(task);
     }
 
-    /// Snapshots live books, makes sled durable and drops journal segments
-    /// the checkpoint covers.
+    /// Writes the overlay of durable changes to sled, fsyncs it and drops
+    /// the journal segments it covers. Returns the first sequence not covered.
     pub async fn checkpoint(&self) -> Result<u64, EngineError> {
         let _guard = self.inner.checkpoint_lock.lock().await;
-        let mut books = Vec::new();
-        for (_, actor) in self.inner.merchants.live() {
-            if let Ok(CallResult::Success(book)) = actor
-                .call(|reply| MerchantMsg::Book { reply }, Some(limits::ACTOR_CALL_TIMEOUT))
-                .await
-            {
-                books.push(book);
-            }
-        }
-        // Every book above was released only once its entries were applied;
-        // this barrier also covers everything queued before it.
-        let covered = self.inner.journal.sync_point().await?;
         let store = self.inner.store.clone();
-        let journal = self.inner.journal.clone();
-        tokio::task::spawn_blocking(move || -> Result<(), EngineError> {
-            for book in &books {
-                store.save_book(book)?;
-            }
-            store.checkpoint(covered + 1)?;
-            journal.drop_segments_below(covered + 1)?;
-            Ok(())
-        })
-        .await
-        .map_err(|_| EngineError::ShuttingDown)??;
-        Ok(covered + 1)
+        let covered = tokio::task::spawn_blocking(move || store.checkpoint())
+            .await
+            .map_err(|_| EngineError::ShuttingDown)??;
+        self.inner.journal.drop_segments_below(covered)?;
+        Ok(covered)
     }
 
     /// Stops actors and the checkpointer, takes a final checkpoint and
@@ -662,6 +630,12 @@ impl Engine {
                 tokio::task::spawn_blocking(move || recompute_book(&store, merchant_id, live.last_seq))
                     .await
                     .map_err(|_| EngineError::ShuttingDown)?;
+            let durable = self.inner.store.durable_book(&merchant_id)?;
+            if durable != live {
+                report
+                    .problems
+                    .push(format!("merchant {merchant_id}: stored book differs from the live one"));
+            }
             report.entries += count;
             report.problems.extend(problems);
             if recomputed != live {
@@ -819,14 +793,14 @@ fn recompute_book(store: &Store, merchant_id: Uuid, up_to_seq: u64) -> (Merchant
     let mut problems = Vec::new();
     let mut keys = HashSet::new();
     let mut count = 0;
-    for entry in store.entries_after(&merchant_id, 0) {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(error) => {
-                problems.push(format!("merchant {merchant_id}: {error}"));
-                break;
-            }
-        };
+    let entries = match store.entries_after(&merchant_id, 0) {
+        Ok(entries) => entries,
+        Err(error) => {
+            problems.push(format!("merchant {merchant_id}: {error}"));
+            Vec::new()
+        }
+    };
+    for entry in entries {
         if entry.seq > up_to_seq {
             break;
         }

@@ -21,8 +21,20 @@ pub const JOURNAL_RECORD_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// memory under overload and pushes back on callers.
 pub const JOURNAL_QUEUE_RECORDS_MAX: usize = 256 * 1024;
 
-/// How often the checkpointer flushes sled and drops covered journal segments.
+/// How often the checkpointer writes the overlay to sled, fsyncs it and
+/// drops covered journal segments.
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A checkpoint also starts early once this many entries wait in the
+/// overlay: bounds its memory and the replay after a crash.
+pub const CHECKPOINT_PENDING_ENTRIES_MAX: usize = 500_000;
+
+/// How often the checkpointer looks at the overlay's size.
+pub const CHECKPOINT_POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A merchant's idempotency key runs are merged into one past this count,
+/// so looking up a key reads a bounded number of runs.
+pub const IDEMPOTENCY_RUNS_MAX: usize = 8;
 
 /// Every call into an actor gives up after this long (the operation may still
 /// complete; callers rely on idempotency keys to retry safely).

@@ -93,8 +93,9 @@ pub struct MerchantState {
     args: MerchantArgs,
     profile: MerchantRecord,
     book: MerchantBook,
-    recent_keys: HashMap<String, u64>,
-    recent_key_order: VecDeque<String>,
+    /// Idempotency key hashes (see `Store::key_hash`) with their entries.
+    recent_keys: HashMap<u128, u64>,
+    recent_key_order: VecDeque<u128>,
     /// True while `recent_keys` holds every key this merchant ever used, so
     /// a key missing from it needs no sled lookup.
     keys_complete: bool,
@@ -118,11 +119,11 @@ impl Actor for MerchantActor {
             .directory()
             .get(&args.merchant_id)
             .ok_or("merchant not found")?;
-        let book = args.store.load_book(&args.merchant_id)?;
+        let book = args.store.durable_book(&args.merchant_id)?;
         // Merchants with few enough keys keep them all in memory.
         let known_keys = args
             .store
-            .idempotency_keys(&args.merchant_id, limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX / 2)?;
+            .idempotency_index(&args.merchant_id, limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX / 2)?;
         let keys_complete = known_keys.is_some();
         let known_keys = known_keys.unwrap_or_default();
         myself.send_interval(args.idle_timeout / 4, || MerchantMsg::IdleCheck);
@@ -130,7 +131,7 @@ impl Actor for MerchantActor {
             profile: (*profile).clone(),
             book,
             args,
-            recent_key_order: known_keys.iter().map(|(key, _)| key.clone()).collect(),
+            recent_key_order: known_keys.keys().copied().collect(),
             recent_keys: known_keys.into_iter().collect(),
             keys_complete,
             recent_entries: VecDeque::new(),
@@ -207,8 +208,7 @@ impl Actor for MerchantActor {
             MerchantMsg::IdleCheck => {
                 let idle = state.last_activity.elapsed() >= state.args.idle_timeout;
                 if idle && state.in_flight.load(Ordering::Acquire) == 0 {
-                    // Everything is applied to sled, so the snapshot cannot run ahead of the entries.
-                    state.args.store.save_book(&state.book)?;
+                    // Nothing is in flight, so the store's durable book equals this one.
                     state.args.registry.remove(&state.args.merchant_id, myself.get_id());
                     myself.stop(Some("idle".into()));
                 }
@@ -222,7 +222,7 @@ impl MerchantState {
     /// Validates a proposal and applies it to the in-memory book.
     fn record_entry(&mut self, proposal: EntryProposal) -> Result<(Entry, PostReceipt), LedgerError> {
         if let Some(key) = &proposal.idempotency_key {
-            if let Some(seq) = self.find_idempotency_key(key) {
+            if let Some(seq) = self.find_idempotency_key(self.args.store.key_hash(key)) {
                 return Err(LedgerError::DuplicateIdempotencyKey(seq));
             }
         }
@@ -233,7 +233,7 @@ impl MerchantState {
             "a merchant book must sum to zero after every entry"
         );
         if let Some(key) = &entry.idempotency_key {
-            self.remember_key(key.clone(), entry.seq);
+            self.remember_key(self.args.store.key_hash(key), entry.seq);
         }
         if self.recent_entries.len() >= limits::RECENT_ENTRIES_MAX {
             self.recent_entries.pop_front();
@@ -246,14 +246,14 @@ impl MerchantState {
         Ok((entry, receipt))
     }
 
-    fn find_idempotency_key(&self, key: &str) -> Option<u64> {
-        if let Some(seq) = self.recent_keys.get(key) {
+    fn find_idempotency_key(&self, hash: u128) -> Option<u64> {
+        if let Some(seq) = self.recent_keys.get(&hash) {
             return Some(*seq);
         }
         if self.keys_complete {
             return None;
         }
-        match self.args.store.idempotency_lookup(&self.args.merchant_id, key) {
+        match self.args.store.idempotency_lookup(&self.args.merchant_id, hash) {
             Ok(found) => found,
             Err(error) => {
                 // Refusing is the safe answer when the index cannot be read.
@@ -263,7 +263,7 @@ impl MerchantState {
         }
     }
 
-    fn remember_key(&mut self, key: String, seq: u64) {
+    fn remember_key(&mut self, key: u128, seq: u64) {
         // Keys evicted here are far older than any in-flight entry
         // (MERCHANT_IN_FLIGHT_MAX is much smaller), so sled already has them.
         if self.recent_key_order.len() >= limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX {
@@ -272,7 +272,7 @@ impl MerchantState {
                 self.keys_complete = false;
             }
         }
-        self.recent_key_order.push_back(key.clone());
+        self.recent_key_order.push_back(key);
         self.recent_keys.insert(key, seq);
     }
 
@@ -325,8 +325,8 @@ impl MerchantState {
             .journal
             .append(
                 payload,
-                Box::new(move |_| {
-                    if let Err(error) = store.apply(&record, &stored) {
+                Box::new(move |seq| {
+                    if let Err(error) = store.apply(seq, &record, &stored) {
                         tracing::error!(%error, "applying a durable record to sled failed; aborting (the journal will replay it)");
                         std::process::abort();
                     }

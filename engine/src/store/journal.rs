@@ -5,9 +5,9 @@
 //! One writer thread batches every queued record into one write and one sync;
 //! an applier thread then runs each record's completion in journal order, so
 //! nothing a completion does (sled writes, replies) happens before the sync.
-//! Completions stage their writes; after a whole batch the applier calls the
-//! flush hook once (so sled sees one write per batch, not per record) and
-//! only then runs the continuations the completions returned (the replies).
+//! Completions apply their record; after a whole batch the applier runs the
+//! continuations they returned (the replies), so no reply overtakes a record
+//! of its own batch.
 
 use crate::limits;
 use crc::{Crc, CRC_32_ISCSI};
@@ -25,17 +25,13 @@ const SEQ_BYTES: usize = 8;
 const SEGMENT_PREFIX: &str = "journal-";
 const SEGMENT_SUFFIX: &str = ".log";
 
-/// Runs after its batch's flush hook: the reply to a caller.
+/// Runs after every completion of its batch: the reply to a caller.
 pub type Continuation = Box<dyn FnOnce() + Send>;
 
 /// Runs once its record is durable, on the applier thread, with the
 /// record's sequence number (for barriers: the last sequence before it).
-/// What it returns runs after the batch's flush hook.
+/// What it returns runs after the whole batch is applied.
 pub type Completion = Box<dyn FnOnce(u64) -> Option<Continuation> + Send>;
-
-/// Called on the applier thread after each batch's completions, before their
-/// continuations: writes what the completions staged.
-pub type FlushHook = Box<dyn FnMut() + Send>;
 
 /// Journal failures. A failed sync is not among them: it aborts the process
 /// (after fsync fails, the page cache can no longer be trusted to hold what
@@ -244,7 +240,7 @@ fn decode_frame(bytes: &[u8]) -> Result<(u64, &[u8], usize), String> {
 impl Journal {
     /// Starts the writer and applier threads, appending after `next_seq - 1`
     /// (as returned by `replay`, which must have run first).
-    pub fn start(dir: &Path, next_seq: u64, mut flush: FlushHook) -> Result<Journal, JournalError> {
+    pub fn start(dir: &Path, next_seq: u64) -> Result<Journal, JournalError> {
         fs::create_dir_all(dir)?;
         let segments = list_segments(dir)?;
         let path = match segments.last() {
@@ -278,7 +274,6 @@ impl Journal {
                 let mut continuations = Vec::new();
                 while let Ok(batch) = applier_receiver.recv() {
                     continuations.extend(batch.into_iter().filter_map(|(seq, done)| done(seq)));
-                    flush();
                     continuations.drain(..).for_each(|then| then());
                 }
             })?;
@@ -311,8 +306,7 @@ impl Journal {
     }
 
     /// Runs `done` once everything queued before it is durable and every
-    /// earlier completion has run; its continuation runs after the flush of
-    /// everything before it.
+    /// earlier completion has run.
     pub async fn barrier(&self, done: Completion) -> Result<(), JournalError> {
         self.inner
             .queue
@@ -321,8 +315,7 @@ impl Journal {
             .map_err(|_| JournalError::Closed)
     }
 
-    /// Waits until everything queued so far is durable, applied and flushed
-    /// to sled (not yet fsynced: that is the checkpoint's job).
+    /// Waits until everything queued so far is durable and applied.
     pub async fn sync_point(&self) -> Result<u64, JournalError> {
         let (tell, told) = tokio::sync::oneshot::channel();
         self.barrier(Box::new(move |seq| {
@@ -467,7 +460,7 @@ mod tests {
 
     fn write_records(dir: &Path, count: u64) {
         let outcome = replay(dir, 0, |_, _| Ok(())).unwrap();
-        let journal = Journal::start(dir, outcome.next_seq, Box::new(|| {})).unwrap();
+        let journal = Journal::start(dir, outcome.next_seq).unwrap();
         let (tell, told) = mpsc::channel();
         for i in 0..count {
             let tell = tell.clone();

@@ -1,19 +1,26 @@
-//! Durable state: the journal is the truth; sled trees hold the state and
-//! indexes built from it, made durable at checkpoints.
+//! Durable state: the journal is the truth; sled holds the state and indexes
+//! built from it, made durable at checkpoints.
 //!
-//! Only records already synced to the journal are applied to sled (the
-//! journal's applier runs after the sync), so sled never holds a change the
-//! journal could lose. Ledger entries are staged and written once per journal
-//! batch as one block per merchant (`entries` key = merchant ++ first seq),
-//! because a sled insert per entry costs more than the rest of the path. A checkpoint flushes sled, fsyncs its files (sled's
-//! own flush is not an fsync) and records the first journal sequence it does
-//! not cover; recovery replays the journal from there.
+//! Only records already synced to the journal are applied (the journal's
+//! applier runs after the sync). Merchant and catalog records go straight to
+//! their sled trees. Ledger entries, books and idempotency keys go to the
+//! in-memory overlay (`overlay.rs`), visible to readers at once, and a
+//! checkpoint writes the overlay to the `ledger` tree in one atomic batch
+//! together with the first journal sequence it does not cover, flushes sled
+//! and fsyncs its files (sled's own flush is not an fsync). Recovery = that
+//! checkpoint + replay of the journal after it.
+//!
+//! `ledger` tree keys: `B`+merchant -> book; `E`+merchant+first seq -> entry
+//! block; `K`+merchant+run -> sorted idempotency key hashes; `M`+name -> meta.
 
 pub mod journal;
+pub mod overlay;
 pub mod record;
 
 use crate::domain::{Bank, Catalog, Ewallet, MerchantRecord, Organization};
 use crate::ledger::{Entry, MerchantBook};
+use crate::limits;
+use overlay::{Layer, MerchantLayer, MerchantView, Overlay};
 use record::{decode_value, encode_value, JournalRecord};
 use std::collections::HashMap;
 use std::fs;
@@ -48,7 +55,8 @@ pub enum StoreError {
     },
 }
 
-const CHECKPOINT_SEQ_KEY: &[u8] = b"checkpoint_seq";
+const CHECKPOINT_SEQ_KEY: &[u8] = b"Mcheckpoint_seq";
+const HASH_SEED_KEY: &[u8] = b"Mhash_seed";
 
 /// Merchants by id and by credential, kept in memory for authentication.
 #[derive(Default)]
@@ -102,48 +110,36 @@ impl Directory {
     }
 }
 
-/// sled trees plus the in-memory directory and catalog built from them.
+/// sled trees, the overlay, and the in-memory directory and catalog.
 pub struct Store {
     path: PathBuf,
     db: sled::Db,
-    entries: sled::Tree,
-    idempotency: sled::Tree,
+    ledger: sled::Tree,
     merchants: sled::Tree,
-    books: sled::Tree,
     catalog: sled::Tree,
-    meta: sled::Tree,
     directory: RwLock<Directory>,
     catalog_memory: RwLock<Catalog>,
     catalog_version: AtomicU64,
-    staged: Mutex<Staged>,
+    overlay: Mutex<Overlay>,
+    hash_seed: u64,
 }
 
-/// Entries waiting for the end of their journal batch.
-#[derive(Default)]
-struct Staged {
-    /// Per merchant: encoded entry records, in sequence order.
-    entries: HashMap<Uuid, StagedBlock>,
-    idempotency: Vec<(Vec<u8>, u64)>,
-}
-
-struct StagedBlock {
-    first_seq: u64,
-    last_seq: u64,
-    bytes: Vec<u8>,
-}
-
-fn entry_key(merchant_id: &Uuid, seq: u64) -> [u8; 24] {
-    let mut key = [0u8; 24];
-    key[..16].copy_from_slice(merchant_id.as_bytes());
-    key[16..].copy_from_slice(&seq.to_be_bytes());
+fn merchant_key(prefix: u8, merchant_id: &Uuid) -> [u8; 17] {
+    let mut key = [0u8; 17];
+    key[0] = prefix;
+    key[1..].copy_from_slice(merchant_id.as_bytes());
     key
 }
 
-fn idempotency_key(merchant_id: &Uuid, key: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + key.len());
-    out.extend_from_slice(merchant_id.as_bytes());
-    out.extend_from_slice(key.as_bytes());
-    out
+fn merchant_seq_key(prefix: u8, merchant_id: &Uuid, seq: u64) -> [u8; 25] {
+    let mut key = [0u8; 25];
+    key[..17].copy_from_slice(&merchant_key(prefix, merchant_id));
+    key[17..].copy_from_slice(&seq.to_be_bytes());
+    key
+}
+
+fn read_u64(bytes: &[u8]) -> u64 {
+    u64::from_be_bytes(bytes.try_into().unwrap_or([0; 8]))
 }
 
 impl Store {
@@ -151,19 +147,26 @@ impl Store {
     /// and catalog into memory.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let db = open_sled(path)?;
+        let ledger = db.open_tree("ledger")?;
+        let hash_seed = match ledger.get(HASH_SEED_KEY)? {
+            Some(bytes) => read_u64(&bytes),
+            None => {
+                let seed = rand::random::<u64>();
+                ledger.insert(HASH_SEED_KEY, &seed.to_be_bytes())?;
+                seed
+            }
+        };
         let store = Store {
             path: path.to_path_buf(),
-            entries: db.open_tree("entries")?,
-            idempotency: db.open_tree("idempotency")?,
             merchants: db.open_tree("merchants")?,
-            books: db.open_tree("books")?,
             catalog: db.open_tree("catalog")?,
-            meta: db.open_tree("meta")?,
+            ledger,
             db,
             directory: RwLock::new(Directory::default()),
             catalog_memory: RwLock::new(Catalog::default()),
             catalog_version: AtomicU64::new(0),
-            staged: Mutex::new(Staged::default()),
+            overlay: Mutex::new(Overlay::default()),
+            hash_seed,
         };
         {
             let mut directory = store.directory.write().expect("directory lock");
@@ -176,23 +179,49 @@ impl Store {
             let (_, value) = item?;
             store.apply_to_catalog(decode_value(&value)?);
         }
+        let checkpoint = store.checkpoint_seq()?;
+        store.overlay.lock().expect("overlay lock").active.through_seq = checkpoint.saturating_sub(1);
         Ok(store)
     }
 
     /// The first journal sequence the last durable checkpoint does not cover.
     pub fn checkpoint_seq(&self) -> Result<u64, StoreError> {
-        Ok(match self.meta.get(CHECKPOINT_SEQ_KEY)? {
-            Some(bytes) => u64::from_be_bytes(bytes.as_ref().try_into().unwrap_or([0; 8])),
-            None => 0,
-        })
+        Ok(self.ledger.get(CHECKPOINT_SEQ_KEY)?.map(|b| read_u64(&b)).unwrap_or(0))
     }
 
-    /// Applies one durable journal record. Idempotent. Ledger entries are
-    /// only staged: `flush_staged` writes them (the journal calls it after
-    /// every batch, recovery after replay).
-    pub fn apply(&self, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
+    /// The hash under which an idempotency key is indexed (128-bit, seeded
+    /// per installation, so collisions are out of practical reach).
+    pub fn key_hash(&self, key: &str) -> u128 {
+        xxhash_rust::xxh3::xxh3_128_with_seed(key.as_bytes(), self.hash_seed)
+    }
+
+    /// Applies durable journal record `seq`. Idempotent: replay may offer
+    /// records the checkpoint already holds.
+    pub fn apply(&self, seq: u64, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
-            JournalRecord::EntryPosted(entry) => self.stage_entry(entry, payload),
+            JournalRecord::EntryPosted(entry) => {
+                let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
+                let mut overlay = self.overlay.lock().expect("overlay lock");
+                if !overlay.active.merchants.contains_key(&entry.merchant_id) {
+                    let base = self.book_below_active(&overlay, &entry.merchant_id)?;
+                    overlay
+                        .active
+                        .merchants
+                        .insert(entry.merchant_id, MerchantLayer::new(base));
+                }
+                let active = &mut overlay.active;
+                let layer = active.merchants.get_mut(&entry.merchant_id).expect("inserted above");
+                if entry.seq > layer.book.last_seq {
+                    layer.book.apply(entry).map_err(|error| StoreError::Corrupt {
+                        merchant_id: entry.merchant_id,
+                        reason: format!("entry {}: {error}", entry.seq),
+                    })?;
+                    layer.push_entry(entry, payload, key_hash);
+                    active.entry_count += 1;
+                }
+                active.through_seq = active.through_seq.max(seq);
+                return Ok(());
+            }
             JournalRecord::MerchantSaved(merchant) => {
                 self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
                 self.directory
@@ -206,60 +235,54 @@ impl Store {
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);
             }
         }
+        let mut overlay = self.overlay.lock().expect("overlay lock");
+        overlay.active.through_seq = overlay.active.through_seq.max(seq);
         Ok(())
     }
 
-    fn stage_entry(&self, entry: &Entry, payload: &[u8]) {
-        let mut staged = self.staged.lock().expect("staged lock");
-        let block = staged.entries.entry(entry.merchant_id).or_insert_with(|| StagedBlock {
-            first_seq: entry.seq,
-            last_seq: entry.seq - 1,
-            bytes: Vec::new(),
-        });
-        assert!(
-            entry.seq == block.last_seq + 1,
-            "a merchant's entries are staged in sequence"
-        );
-        block.last_seq = entry.seq;
-        block.bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        block.bytes.extend_from_slice(payload);
-        if let Some(key) = &entry.idempotency_key {
-            staged
-                .idempotency
-                .push((idempotency_key(&entry.merchant_id, key), entry.seq));
-        }
-    }
-
-    /// Writes every staged entry block and idempotency index entry to sled.
-    pub fn flush_staged(&self) -> Result<(), StoreError> {
-        let staged = std::mem::take(&mut *self.staged.lock().expect("staged lock"));
-        for (merchant_id, block) in staged.entries {
-            self.entries
-                .insert(entry_key(&merchant_id, block.first_seq), block.bytes)?;
-        }
-        for (key, seq) in staged.idempotency {
-            self.idempotency.insert(key, &seq.to_be_bytes())?;
-        }
-        Ok(())
-    }
-
-    /// Decodes and applies a journal payload (recovery). Entries already in
-    /// sled are skipped, so replay never writes one twice.
-    pub fn apply_payload(&self, payload: &[u8]) -> Result<(), StoreError> {
+    /// Decodes and applies journal record `seq` (recovery).
+    pub fn apply_payload(&self, seq: u64, payload: &[u8]) -> Result<(), StoreError> {
         let record = JournalRecord::decode(payload)?;
-        if let JournalRecord::EntryPosted(entry) = &record {
-            let staged_through = self
-                .staged
-                .lock()
-                .expect("staged lock")
-                .entries
-                .get(&entry.merchant_id)
-                .map(|b| b.last_seq);
-            if staged_through.is_none() && self.entry(&entry.merchant_id, entry.seq)?.is_some() {
-                return Ok(());
-            }
+        self.apply(seq, &record, payload)
+    }
+
+    /// The book of a merchant as of the layer being flushed, or sled.
+    fn book_below_active(&self, overlay: &Overlay, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
+        if let Some(layer) = overlay.flushing.as_ref().and_then(|f| f.merchants.get(merchant_id)) {
+            return Ok(layer.book.clone());
         }
-        self.apply(&record, payload)
+        self.sled_book(merchant_id)
+    }
+
+    fn sled_book(&self, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
+        Ok(match self.ledger.get(merchant_key(b'B', merchant_id))? {
+            Some(bytes) => decode_value(&bytes)?,
+            None => MerchantBook::new(*merchant_id),
+        })
+    }
+
+    fn merchant_view(&self, merchant_id: &Uuid) -> MerchantView {
+        let overlay = self.overlay.lock().expect("overlay lock");
+        MerchantView {
+            flushing: overlay
+                .flushing
+                .as_ref()
+                .and_then(|f| f.merchants.get(merchant_id).cloned()),
+            active: overlay.active.merchants.get(merchant_id).cloned(),
+        }
+    }
+
+    /// A merchant's book as of every durable entry applied so far.
+    pub fn durable_book(&self, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
+        if let Some(book) = self.merchant_view(merchant_id).book() {
+            return Ok(book.clone());
+        }
+        self.sled_book(merchant_id)
+    }
+
+    /// Entries applied into the overlay since the last checkpoint.
+    pub fn pending_entries(&self) -> usize {
+        self.overlay.lock().expect("overlay lock").active.entry_count
     }
 
     fn apply_to_catalog(&self, record: JournalRecord) {
@@ -295,112 +318,172 @@ impl Store {
 
     /// A stored entry.
     pub fn entry(&self, merchant_id: &Uuid, seq: u64) -> Result<Option<Entry>, StoreError> {
-        // The block holding `seq` is the last one starting at or before it.
+        match self
+            .entries_after(merchant_id, seq.saturating_sub(1))?
+            .into_iter()
+            .next()
+        {
+            Some(entry) if entry.seq == seq => Ok(Some(entry)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Every durable entry of a merchant with `seq > after`, in order.
+    pub fn entries_after(&self, merchant_id: &Uuid, after: u64) -> Result<Vec<Entry>, StoreError> {
+        // The overlay first: anything a concurrent checkpoint moves to sled
+        // after this point is then read from sled, and duplicates are dropped.
+        let view = self.merchant_view(merchant_id);
+        let first_wanted = after.saturating_add(1);
         let start = self
-            .entries
-            .range(entry_key(merchant_id, 0)..=entry_key(merchant_id, seq))
-            .next_back();
-        let Some(item) = start else { return Ok(None) };
-        let (_, bytes) = item?;
-        for entry in decode_block(merchant_id, &bytes)? {
-            if entry.seq == seq {
-                return Ok(Some(entry));
+            .ledger
+            .range(merchant_seq_key(b'E', merchant_id, 0)..=merchant_seq_key(b'E', merchant_id, first_wanted))
+            .next_back()
+            .transpose()?
+            .map(|(key, _)| key.to_vec())
+            .unwrap_or_else(|| merchant_seq_key(b'E', merchant_id, first_wanted).to_vec());
+        let mut entries = Vec::new();
+        let mut last = after;
+        let mut take = |block: &[u8]| -> Result<(), StoreError> {
+            for entry in decode_block(merchant_id, block)? {
+                if entry.seq > last {
+                    last = entry.seq;
+                    entries.push(entry);
+                }
+            }
+            Ok(())
+        };
+        for item in self
+            .ledger
+            .range(start..=merchant_seq_key(b'E', merchant_id, u64::MAX).to_vec())
+        {
+            take(&item?.1)?;
+        }
+        for layer in view.layers() {
+            take(&layer.entry_block)?;
+        }
+        Ok(entries)
+    }
+
+    /// Every idempotency key hash of a merchant, or `None` when there are
+    /// more than `limit` (the caller then looks keys up one at a time).
+    pub fn idempotency_index(
+        &self,
+        merchant_id: &Uuid,
+        limit: usize,
+    ) -> Result<Option<HashMap<u128, u64>>, StoreError> {
+        let view = self.merchant_view(merchant_id);
+        let mut index = HashMap::new();
+        for item in self.ledger.scan_prefix(merchant_key(b'K', merchant_id)) {
+            index.extend(overlay::decode_run(&item?.1));
+            if index.len() > limit {
+                return Ok(None);
+            }
+        }
+        for layer in view.layers() {
+            index.extend(layer.keys.iter().copied());
+        }
+        Ok((index.len() <= limit).then_some(index))
+    }
+
+    /// The entry that used an idempotency key (by hash), if any.
+    pub fn idempotency_lookup(&self, merchant_id: &Uuid, hash: u128) -> Result<Option<u64>, StoreError> {
+        let view = self.merchant_view(merchant_id);
+        for layer in view.layers() {
+            if let Some((_, seq)) = layer.keys.iter().find(|(h, _)| *h == hash) {
+                return Ok(Some(*seq));
+            }
+        }
+        for item in self.ledger.scan_prefix(merchant_key(b'K', merchant_id)) {
+            if let Some(seq) = overlay::search_run(&item?.1, hash) {
+                return Ok(Some(seq));
             }
         }
         Ok(None)
     }
 
-    /// Every stored entry of a merchant with `seq > after`, in order.
-    pub fn entries_after(
-        &self,
-        merchant_id: &Uuid,
-        after: u64,
-    ) -> impl Iterator<Item = Result<Entry, StoreError>> + '_ {
-        let merchant_id = *merchant_id;
-        let first_wanted = after.saturating_add(1);
-        // Start at the block holding `first_wanted`, if it began earlier.
-        let from = match self
-            .entries
-            .range(entry_key(&merchant_id, 0)..=entry_key(&merchant_id, first_wanted))
-            .next_back()
-        {
-            Some(Ok((key, _))) => key.to_vec(),
-            _ => entry_key(&merchant_id, first_wanted).to_vec(),
+    /// Writes the overlay to sled in one atomic batch with the checkpoint
+    /// marker, flushes and fsyncs. Returns the first journal sequence not
+    /// covered, below which journal segments may be dropped.
+    pub fn checkpoint(&self) -> Result<u64, StoreError> {
+        let layer = {
+            let mut overlay = self.overlay.lock().expect("overlay lock");
+            assert!(overlay.flushing.is_none(), "one checkpoint at a time");
+            let through_seq = overlay.active.through_seq;
+            let layer = Arc::new(std::mem::take(&mut overlay.active));
+            overlay.active.through_seq = through_seq;
+            overlay.flushing = Some(layer.clone());
+            layer
         };
-        let blocks = self.entries.range(from..=entry_key(&merchant_id, u64::MAX).to_vec());
-        let mut last_yielded = after;
-        blocks
-            .flat_map(move |item| {
-                let decoded = item
-                    .map_err(StoreError::from)
-                    .and_then(|(_, bytes)| decode_block(&merchant_id, &bytes));
-                match decoded {
-                    Ok(entries) => entries.into_iter().map(Ok).collect::<Vec<_>>(),
-                    Err(error) => vec![Err(error)],
+        let covers_below = layer.through_seq + 1;
+        let result = self.write_layer(&layer, covers_below);
+        // Whatever happened, the layer stays readable until it is in sled:
+        // on failure it goes back under the active one.
+        let mut overlay = self.overlay.lock().expect("overlay lock");
+        let flushed = overlay.flushing.take();
+        if result.is_err() {
+            if let Some(flushed) = flushed {
+                let mut restored = Arc::try_unwrap(flushed).unwrap_or_else(|shared| Layer::clone_of(&shared));
+                for (merchant_id, newer) in std::mem::take(&mut overlay.active.merchants) {
+                    restored.merge_newer(merchant_id, newer);
                 }
-            })
-            .filter(move |item| match item {
-                Ok(entry) if entry.seq <= last_yielded => false,
-                Ok(entry) => {
-                    last_yielded = entry.seq;
-                    true
-                }
-                Err(_) => true,
-            })
-    }
-
-    /// Up to `limit` idempotency keys of a merchant with their entries; `None`
-    /// when the merchant has more than `limit`.
-    pub fn idempotency_keys(&self, merchant_id: &Uuid, limit: usize) -> Result<Option<Vec<(String, u64)>>, StoreError> {
-        let mut keys = Vec::new();
-        for item in self.idempotency.scan_prefix(merchant_id.as_bytes()) {
-            let (key, value) = item?;
-            if keys.len() == limit {
-                return Ok(None);
+                restored.through_seq = overlay.active.through_seq;
+                restored.entry_count += overlay.active.entry_count;
+                overlay.active = restored;
             }
-            let name = String::from_utf8_lossy(&key[16..]).into_owned();
-            keys.push((name, u64::from_be_bytes(value.as_ref().try_into().unwrap_or([0; 8]))));
         }
-        Ok(Some(keys))
+        result.map(|()| covers_below)
     }
 
-    /// The entry that used an idempotency key, if any.
-    pub fn idempotency_lookup(&self, merchant_id: &Uuid, key: &str) -> Result<Option<u64>, StoreError> {
-        Ok(self
-            .idempotency
-            .get(idempotency_key(merchant_id, key))?
-            .map(|bytes| u64::from_be_bytes(bytes.as_ref().try_into().unwrap_or([0; 8]))))
-    }
-
-    /// A merchant's book: its last snapshot plus every stored entry after it.
-    pub fn load_book(&self, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
-        let mut book = match self.books.get(merchant_id.as_bytes())? {
-            Some(bytes) => decode_value::<MerchantBook>(&bytes)?,
-            None => MerchantBook::new(*merchant_id),
-        };
-        for entry in self.entries_after(merchant_id, book.last_seq) {
-            let entry = entry?;
-            book.apply(&entry).map_err(|e| StoreError::Corrupt {
-                merchant_id: *merchant_id,
-                reason: e.to_string(),
-            })?;
+    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        let mut compact = Vec::new();
+        for (merchant_id, merchant) in &layer.merchants {
+            batch.insert(&merchant_key(b'B', merchant_id)[..], encode_value(&merchant.book));
+            if !merchant.entry_block.is_empty() {
+                batch.insert(
+                    &merchant_seq_key(b'E', merchant_id, merchant.first_seq)[..],
+                    merchant.entry_block.clone(),
+                );
+            }
+            if !merchant.keys.is_empty() {
+                let mut keys = merchant.keys.clone();
+                keys.sort_unstable();
+                batch.insert(
+                    &merchant_seq_key(b'K', merchant_id, layer.through_seq)[..],
+                    overlay::encode_run(&keys),
+                );
+                compact.push(*merchant_id);
+            }
         }
-        Ok(book)
-    }
-
-    /// Saves a book snapshot. Only books whose entries are all applied to
-    /// sled may be saved, so a snapshot never runs ahead of the entries.
-    pub fn save_book(&self, book: &MerchantBook) -> Result<(), StoreError> {
-        self.books.insert(book.merchant_id.as_bytes(), encode_value(book))?;
+        batch.insert(CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
+        self.ledger.apply_batch(batch)?;
+        for merchant_id in compact {
+            self.compact_key_runs(&merchant_id)?;
+        }
+        self.db.flush()?;
+        fsync_tree(&self.path)?;
         Ok(())
     }
 
-    /// Makes everything applied so far durable and records that the journal
-    /// before `covers_below_seq` is no longer needed.
-    pub fn checkpoint(&self, covers_below_seq: u64) -> Result<(), StoreError> {
-        self.meta.insert(CHECKPOINT_SEQ_KEY, &covers_below_seq.to_be_bytes())?;
-        self.db.flush()?;
-        fsync_tree(&self.path)?;
+    /// Merges a merchant's key runs into one once there are too many, so a
+    /// lookup reads a bounded number of runs.
+    fn compact_key_runs(&self, merchant_id: &Uuid) -> Result<(), StoreError> {
+        let runs: Vec<(sled::IVec, sled::IVec)> = self
+            .ledger
+            .scan_prefix(merchant_key(b'K', merchant_id))
+            .collect::<Result<_, _>>()?;
+        if runs.len() <= limits::IDEMPOTENCY_RUNS_MAX {
+            return Ok(());
+        }
+        let mut keys: Vec<(u128, u64)> = runs.iter().flat_map(|(_, run)| overlay::decode_run(run)).collect();
+        keys.sort_unstable();
+        let mut batch = sled::Batch::default();
+        for (key, _) in &runs[..runs.len() - 1] {
+            batch.remove(key.clone());
+        }
+        let (newest, _) = &runs[runs.len() - 1];
+        batch.insert(newest.clone(), overlay::encode_run(&keys));
+        self.ledger.apply_batch(batch)?;
         Ok(())
     }
 

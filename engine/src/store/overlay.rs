@@ -1,0 +1,169 @@
+//! The durable changes not yet written to sled: per merchant, the latest
+//! durable book, the entries and the idempotency key hashes since the last
+//! checkpoint. Readers see them at once; a checkpoint writes them to sled in
+//! one atomic batch, so the hot path never pays a sled insert per entry.
+
+use crate::ledger::{Entry, MerchantBook};
+use std::collections::HashMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// One merchant's changes since the last checkpoint.
+#[derive(Clone, Debug)]
+pub struct MerchantLayer {
+    /// The book after every entry applied so far.
+    pub book: MerchantBook,
+    /// Sequence number of the first entry in `entry_block`.
+    pub first_seq: u64,
+    /// Entries as a sled block: length-prefixed encoded `EntryPosted` records.
+    pub entry_block: Vec<u8>,
+    /// Hashes of the idempotency keys used, with their entries.
+    pub keys: Vec<(u128, u64)>,
+}
+
+/// Changes of many merchants covering the journal up to `through_seq`.
+#[derive(Debug, Default)]
+pub struct Layer {
+    /// The last journal sequence applied into this layer.
+    pub through_seq: u64,
+    /// Entries applied into this layer.
+    pub entry_count: usize,
+    /// Per merchant.
+    pub merchants: HashMap<Uuid, MerchantLayer>,
+}
+
+impl Layer {
+    /// A copy (only on the rare path of a failed checkpoint).
+    pub fn clone_of(layer: &Layer) -> Layer {
+        Layer {
+            through_seq: layer.through_seq,
+            entry_count: layer.entry_count,
+            merchants: layer.merchants.clone(),
+        }
+    }
+
+    /// Puts a newer layer of one merchant on top of this one.
+    pub fn merge_newer(&mut self, merchant_id: Uuid, newer: MerchantLayer) {
+        match self.merchants.get_mut(&merchant_id) {
+            Some(older) => {
+                older.book = newer.book;
+                older.entry_block.extend_from_slice(&newer.entry_block);
+                older.keys.extend(newer.keys);
+            }
+            None => {
+                self.merchants.insert(merchant_id, newer);
+            }
+        }
+    }
+}
+
+/// The active layer (being written by the journal's applier) and the layer
+/// a checkpoint is writing to sled, if one is.
+#[derive(Debug, Default)]
+pub struct Overlay {
+    /// Receives new durable changes.
+    pub active: Layer,
+    /// Being written to sled; still read until that is done.
+    pub flushing: Option<Arc<Layer>>,
+}
+
+/// What a reader needs of one merchant from the overlay, taken under one
+/// lock so a concurrent checkpoint cannot hide anything between layers.
+pub struct MerchantView {
+    /// From the layer being flushed.
+    pub flushing: Option<MerchantLayer>,
+    /// From the active layer.
+    pub active: Option<MerchantLayer>,
+}
+
+impl MerchantView {
+    /// The newest durable book in the overlay.
+    pub fn book(&self) -> Option<&MerchantBook> {
+        self.active.as_ref().or(self.flushing.as_ref()).map(|layer| &layer.book)
+    }
+
+    /// Both layers, oldest first.
+    pub fn layers(&self) -> impl Iterator<Item = &MerchantLayer> {
+        self.flushing.iter().chain(self.active.iter())
+    }
+}
+
+impl MerchantLayer {
+    /// A layer starting from `book`.
+    pub fn new(book: MerchantBook) -> MerchantLayer {
+        MerchantLayer {
+            first_seq: book.last_seq + 1,
+            book,
+            entry_block: Vec::new(),
+            keys: Vec::new(),
+        }
+    }
+
+    /// Adds an entry already applied to `book`.
+    pub fn push_entry(&mut self, entry: &Entry, payload: &[u8], key_hash: Option<u128>) {
+        append_to_block(&mut self.entry_block, payload);
+        if let Some(hash) = key_hash {
+            self.keys.push((hash, entry.seq));
+        }
+    }
+}
+
+/// Appends one encoded record to an entry block.
+pub fn append_to_block(block: &mut Vec<u8>, payload: &[u8]) {
+    block.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    block.extend_from_slice(payload);
+}
+
+/// Encodes sorted `(hash, seq)` pairs as a key run.
+pub fn encode_run(keys: &[(u128, u64)]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(keys.len() * 24);
+    for (hash, seq) in keys {
+        bytes.extend_from_slice(&hash.to_be_bytes());
+        bytes.extend_from_slice(&seq.to_be_bytes());
+    }
+    bytes
+}
+
+/// Decodes a key run.
+pub fn decode_run(bytes: &[u8]) -> impl Iterator<Item = (u128, u64)> + '_ {
+    bytes.chunks_exact(24).map(|chunk| {
+        let hash = u128::from_be_bytes(chunk[..16].try_into().expect("16 bytes"));
+        let seq = u64::from_be_bytes(chunk[16..].try_into().expect("8 bytes"));
+        (hash, seq)
+    })
+}
+
+/// Binary search of a key run for `hash`.
+pub fn search_run(bytes: &[u8], hash: u128) -> Option<u64> {
+    let count = bytes.len() / 24;
+    let (mut low, mut high) = (0usize, count);
+    while low < high {
+        let middle = (low + high) / 2;
+        let chunk = &bytes[middle * 24..middle * 24 + 24];
+        let found = u128::from_be_bytes(chunk[..16].try_into().expect("16 bytes"));
+        match found.cmp(&hash) {
+            std::cmp::Ordering::Less => low = middle + 1,
+            std::cmp::Ordering::Greater => high = middle,
+            std::cmp::Ordering::Equal => return Some(u64::from_be_bytes(chunk[16..].try_into().expect("8 bytes"))),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_searchable_after_encoding() {
+        let mut keys: Vec<(u128, u64)> = (0..500u64).map(|i| ((i as u128) * 7919 % 1000, i)).collect();
+        keys.sort();
+        keys.dedup_by_key(|k| k.0);
+        let run = encode_run(&keys);
+        for (hash, seq) in &keys {
+            assert_eq!(search_run(&run, *hash), Some(*seq));
+        }
+        assert_eq!(search_run(&run, 1_000_001), None);
+        assert_eq!(decode_run(&run).count(), keys.len());
+    }
+}
