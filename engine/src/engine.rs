@@ -32,6 +32,9 @@ pub struct EngineConfig {
     pub checkpoint_interval: Duration,
     /// Actors with no message for this long stop (and are rebuilt on demand).
     pub actor_idle_timeout: Duration,
+    /// Idempotency keys a merchant actor keeps in memory before it looks
+    /// older ones up in storage.
+    pub idempotency_keys_in_memory: usize,
 }
 
 impl EngineConfig {
@@ -41,6 +44,7 @@ impl EngineConfig {
             data_dir: data_dir.into(),
             checkpoint_interval: limits::CHECKPOINT_INTERVAL,
             actor_idle_timeout: limits::ACTOR_IDLE_TIMEOUT,
+            idempotency_keys_in_memory: limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX,
         }
     }
 }
@@ -118,6 +122,7 @@ struct EngineInner {
     stopping: tokio::sync::watch::Sender<bool>,
     first_start: bool,
     actor_idle_timeout: Duration,
+    idempotency_keys_in_memory: usize,
 }
 
 impl Engine {
@@ -163,6 +168,7 @@ impl Engine {
                 stopping: tokio::sync::watch::channel(false).0,
                 first_start,
                 actor_idle_timeout: config.actor_idle_timeout,
+                idempotency_keys_in_memory: config.idempotency_keys_in_memory.max(1),
             }),
         };
         engine.seed_catalog().await?;
@@ -333,6 +339,7 @@ impl Engine {
                     clock: inner.clock.clone(),
                     registry: inner.merchants.clone(),
                     idle_timeout: inner.actor_idle_timeout,
+                    keys_in_memory: inner.idempotency_keys_in_memory,
                 };
                 let (actor, _) = Actor::spawn(None, MerchantActor, args).await.map_err(|error| {
                     tracing::error!(%error, %merchant_id, "merchant actor failed to start");

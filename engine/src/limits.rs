@@ -44,9 +44,10 @@ pub const ACTOR_CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// on its next message, so memory follows live work rather than history.
 pub const ACTOR_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Recent idempotency keys a merchant actor keeps in memory; older ones are
-/// looked up in sled. Keeps a hot merchant's memory bounded.
-pub const IDEMPOTENCY_KEYS_IN_MEMORY_MAX: usize = 100_000;
+/// Idempotency key hashes a merchant actor keeps in memory (about 50 bytes
+/// each); older ones are looked up in the checkpointed key runs. Keeps a hot
+/// merchant's memory bounded while most merchants never leave memory.
+pub const IDEMPOTENCY_KEYS_IN_MEMORY_MAX: usize = 1_000_000;
 
 /// Longest idempotency key accepted.
 pub const IDEMPOTENCY_KEY_CHARS_MAX: usize = 255;

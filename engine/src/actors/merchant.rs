@@ -86,6 +86,8 @@ pub struct MerchantArgs {
     pub registry: Arc<ActorRegistry<MerchantMsg>>,
     /// Stop after this long without a message.
     pub idle_timeout: std::time::Duration,
+    /// Idempotency keys kept in memory.
+    pub keys_in_memory: usize,
 }
 
 /// A merchant actor's state.
@@ -99,6 +101,9 @@ pub struct MerchantState {
     /// True while `recent_keys` holds every key this merchant ever used, so
     /// a key missing from it needs no sled lookup.
     keys_complete: bool,
+    /// The checkpointed key runs and the generation they were read at, for
+    /// keys older than memory holds.
+    key_runs: Option<(u64, Vec<sled::IVec>)>,
     recent_entries: VecDeque<Entry>,
     in_flight: Arc<AtomicUsize>,
     last_activity: Instant,
@@ -123,7 +128,7 @@ impl Actor for MerchantActor {
         // Merchants with few enough keys keep them all in memory.
         let known_keys = args
             .store
-            .idempotency_index(&args.merchant_id, limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX / 2)?;
+            .idempotency_index(&args.merchant_id, args.keys_in_memory / 2)?;
         let keys_complete = known_keys.is_some();
         let known_keys = known_keys.unwrap_or_default();
         myself.send_interval(args.idle_timeout / 4, || MerchantMsg::IdleCheck);
@@ -134,6 +139,7 @@ impl Actor for MerchantActor {
             recent_key_order: known_keys.keys().copied().collect(),
             recent_keys: known_keys.into_iter().collect(),
             keys_complete,
+            key_runs: None,
             recent_entries: VecDeque::new(),
             in_flight: Arc::new(AtomicUsize::new(0)),
             last_activity: Instant::now(),
@@ -246,27 +252,36 @@ impl MerchantState {
         Ok((entry, receipt))
     }
 
-    fn find_idempotency_key(&self, hash: u128) -> Option<u64> {
+    fn find_idempotency_key(&mut self, hash: u128) -> Option<u64> {
         if let Some(seq) = self.recent_keys.get(&hash) {
             return Some(*seq);
         }
         if self.keys_complete {
             return None;
         }
-        match self.args.store.idempotency_lookup(&self.args.merchant_id, hash) {
-            Ok(found) => found,
-            Err(error) => {
-                // Refusing is the safe answer when the index cannot be read.
-                tracing::error!(%error, "idempotency index unreadable");
-                Some(0)
+        let store = &self.args.store;
+        if let Some(seq) = store.overlay_key_lookup(&self.args.merchant_id, hash) {
+            return Some(seq);
+        }
+        let generation = store.key_runs_generation();
+        if self.key_runs.as_ref().is_none_or(|(cached, _)| *cached != generation) {
+            match store.key_runs(&self.args.merchant_id) {
+                Ok(runs) => self.key_runs = Some((generation, runs)),
+                Err(error) => {
+                    // Refusing is the safe answer when the index cannot be read.
+                    tracing::error!(%error, "idempotency index unreadable");
+                    return Some(0);
+                }
             }
         }
+        let (_, runs) = self.key_runs.as_ref().expect("loaded above");
+        runs.iter().find_map(|run| crate::store::overlay::search_run(run, hash))
     }
 
     fn remember_key(&mut self, key: u128, seq: u64) {
         // Keys evicted here are far older than any in-flight entry
         // (MERCHANT_IN_FLIGHT_MAX is much smaller), so sled already has them.
-        if self.recent_key_order.len() >= limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX {
+        if self.recent_key_order.len() >= self.args.keys_in_memory {
             if let Some(old) = self.recent_key_order.pop_front() {
                 self.recent_keys.remove(&old);
                 self.keys_complete = false;

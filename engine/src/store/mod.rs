@@ -122,6 +122,7 @@ pub struct Store {
     catalog_version: AtomicU64,
     overlay: Mutex<Overlay>,
     hash_seed: u64,
+    key_runs_generation: AtomicU64,
 }
 
 fn merchant_key(prefix: u8, merchant_id: &Uuid) -> [u8; 17] {
@@ -167,6 +168,7 @@ impl Store {
             catalog_version: AtomicU64::new(0),
             overlay: Mutex::new(Overlay::default()),
             hash_seed,
+            key_runs_generation: AtomicU64::new(0),
         };
         {
             let mut directory = store.directory.write().expect("directory lock");
@@ -274,8 +276,16 @@ impl Store {
 
     /// A merchant's book as of every durable entry applied so far.
     pub fn durable_book(&self, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
-        if let Some(book) = self.merchant_view(merchant_id).book() {
-            return Ok(book.clone());
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let newest = overlay
+                .active
+                .merchants
+                .get(merchant_id)
+                .or_else(|| overlay.flushing.as_ref().and_then(|f| f.merchants.get(merchant_id)));
+            if let Some(layer) = newest {
+                return Ok(layer.book.clone());
+            }
         }
         self.sled_book(merchant_id)
     }
@@ -371,34 +381,45 @@ impl Store {
         merchant_id: &Uuid,
         limit: usize,
     ) -> Result<Option<HashMap<u128, u64>>, StoreError> {
-        let view = self.merchant_view(merchant_id);
         let mut index = HashMap::new();
-        for item in self.ledger.scan_prefix(merchant_key(b'K', merchant_id)) {
-            index.extend(overlay::decode_run(&item?.1));
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let flushing = overlay.flushing.as_ref().and_then(|f| f.merchants.get(merchant_id));
+            for layer in flushing.into_iter().chain(overlay.active.merchants.get(merchant_id)) {
+                index.extend(layer.keys.iter().map(|(hash, seq)| (*hash, *seq)));
+            }
+        }
+        for run in self.key_runs(merchant_id)? {
+            index.extend(overlay::decode_run(&run));
             if index.len() > limit {
                 return Ok(None);
             }
         }
-        for layer in view.layers() {
-            index.extend(layer.keys.iter().copied());
-        }
         Ok((index.len() <= limit).then_some(index))
     }
 
-    /// The entry that used an idempotency key (by hash), if any.
-    pub fn idempotency_lookup(&self, merchant_id: &Uuid, hash: u128) -> Result<Option<u64>, StoreError> {
-        let view = self.merchant_view(merchant_id);
-        for layer in view.layers() {
-            if let Some((_, seq)) = layer.keys.iter().find(|(h, _)| *h == hash) {
-                return Ok(Some(*seq));
-            }
-        }
-        for item in self.ledger.scan_prefix(merchant_key(b'K', merchant_id)) {
-            if let Some(seq) = overlay::search_run(&item?.1, hash) {
-                return Ok(Some(seq));
-            }
-        }
-        Ok(None)
+    /// The entry that used an idempotency key hash, among the keys not yet
+    /// checkpointed.
+    pub fn overlay_key_lookup(&self, merchant_id: &Uuid, hash: u128) -> Option<u64> {
+        let overlay = self.overlay.lock().expect("overlay lock");
+        let flushing = overlay.flushing.as_ref().and_then(|f| f.merchants.get(merchant_id));
+        flushing
+            .into_iter()
+            .chain(overlay.active.merchants.get(merchant_id))
+            .find_map(|layer| layer.keys.get(&hash).copied())
+    }
+
+    /// A merchant's checkpointed key runs (sorted hash, seq pairs).
+    pub fn key_runs(&self, merchant_id: &Uuid) -> Result<Vec<sled::IVec>, StoreError> {
+        self.ledger
+            .scan_prefix(merchant_key(b'K', merchant_id))
+            .map(|item| Ok(item?.1))
+            .collect()
+    }
+
+    /// Changes whenever checkpointed key runs change, so cached runs can be refreshed.
+    pub fn key_runs_generation(&self) -> u64 {
+        self.key_runs_generation.load(Ordering::Acquire)
     }
 
     /// Writes the overlay to sled in one atomic batch with the checkpoint
@@ -446,7 +467,7 @@ impl Store {
                 );
             }
             if !merchant.keys.is_empty() {
-                let mut keys = merchant.keys.clone();
+                let mut keys: Vec<(u128, u64)> = merchant.keys.iter().map(|(hash, seq)| (*hash, *seq)).collect();
                 keys.sort_unstable();
                 batch.insert(
                     &merchant_seq_key(b'K', merchant_id, layer.through_seq)[..],
@@ -460,6 +481,9 @@ impl Store {
         for merchant_id in compact {
             self.compact_key_runs(&merchant_id)?;
         }
+        // Before the layer leaves the overlay: a reader that misses a key
+        // there then sees the new generation and rereads the runs.
+        self.key_runs_generation.fetch_add(1, Ordering::AcqRel);
         self.db.flush()?;
         fsync_tree(&self.path)?;
         Ok(())

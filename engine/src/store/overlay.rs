@@ -18,7 +18,7 @@ pub struct MerchantLayer {
     /// Entries as a sled block: length-prefixed encoded `EntryPosted` records.
     pub entry_block: Vec<u8>,
     /// Hashes of the idempotency keys used, with their entries.
-    pub keys: Vec<(u128, u64)>,
+    pub keys: HashMap<u128, u64>,
 }
 
 /// Changes of many merchants covering the journal up to `through_seq`.
@@ -95,7 +95,7 @@ impl MerchantLayer {
             first_seq: book.last_seq + 1,
             book,
             entry_block: Vec::new(),
-            keys: Vec::new(),
+            keys: HashMap::new(),
         }
     }
 
@@ -103,7 +103,7 @@ impl MerchantLayer {
     pub fn push_entry(&mut self, entry: &Entry, payload: &[u8], key_hash: Option<u128>) {
         append_to_block(&mut self.entry_block, payload);
         if let Some(hash) = key_hash {
-            self.keys.push((hash, entry.seq));
+            self.keys.insert(hash, entry.seq);
         }
     }
 }
