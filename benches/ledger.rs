@@ -15,6 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
+// The same allocator as the `paygate` binary.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Entries per measured iteration.
 const ENTRIES: usize = 40_000;
 /// Concurrent callers for one-entry-per-message runs.
@@ -135,7 +139,7 @@ fn durable_entries(c: &mut Criterion) {
                     let started = Instant::now();
                     for _ in 0..ENTRIES {
                         journal
-                            .append(vec![7u8; record_bytes], Box::new(|_| None))
+                            .append(vec![7u8; record_bytes], Box::new(|_, _| None))
                             .await
                             .unwrap();
                     }

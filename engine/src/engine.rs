@@ -233,25 +233,18 @@ impl Engine {
     /// Journals a record not owned by any actor and waits until it is durable and applied.
     async fn write(&self, record: JournalRecord) -> Result<(), EngineError> {
         let payload = record.encode();
-        let stored = payload.clone();
         let store = self.inner.store.clone();
         let (tell, told) = tokio::sync::oneshot::channel();
-        self.inner
-            .journal
-            .append(
-                payload,
-                Box::new(move |seq| {
-                    let result = store.apply(seq, &record, &stored);
-                    if let Err(error) = &result {
-                        tracing::error!(%error, "applying a durable record to sled failed; aborting");
-                        std::process::abort();
-                    }
-                    Some(Box::new(move || {
-                        let _ = tell.send(());
-                    }))
-                }),
-            )
-            .await?;
+        let done: journal::Completion = Box::new(move |seq, payload| {
+            if let Err(error) = store.apply(seq, &record, payload) {
+                tracing::error!(%error, "applying a durable record failed; aborting (the journal will replay it)");
+                std::process::abort();
+            }
+            Some(Box::new(move || {
+                let _ = tell.send(());
+            }))
+        });
+        self.inner.journal.append(payload, done).await?;
         told.await.map_err(|_| EngineError::ShuttingDown)
     }
 

@@ -10,9 +10,9 @@ use crate::error::EngineError;
 use crate::ledger::{Entry, EntryKind, EntryProposal, LedgerError, MerchantBook};
 use crate::limits;
 use crate::money::MinorUnits;
-use crate::store::journal::Journal;
-use crate::store::record::JournalRecord;
-use crate::store::Store;
+use crate::store::journal::{Completion, Continuation, Journal};
+use crate::store::record::{self, JournalRecord};
+use crate::store::{Store, StoreError};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -104,7 +104,7 @@ pub struct MerchantState {
     /// The checkpointed key runs and the generation they were read at, for
     /// keys older than memory holds.
     key_runs: Option<(u64, Vec<sled::IVec>)>,
-    recent_entries: VecDeque<Entry>,
+    recent_entries: VecDeque<Arc<Entry>>,
     in_flight: Arc<AtomicUsize>,
     last_activity: Instant,
 }
@@ -226,20 +226,24 @@ impl Actor for MerchantActor {
 
 impl MerchantState {
     /// Validates a proposal and applies it to the in-memory book.
-    fn record_entry(&mut self, proposal: EntryProposal) -> Result<(Entry, PostReceipt), LedgerError> {
-        if let Some(key) = &proposal.idempotency_key {
-            if let Some(seq) = self.find_idempotency_key(self.args.store.key_hash(key)) {
+    fn record_entry(&mut self, proposal: EntryProposal) -> Result<(Arc<Entry>, PostReceipt), LedgerError> {
+        let key_hash = proposal
+            .idempotency_key
+            .as_deref()
+            .map(|key| self.args.store.key_hash(key));
+        if let Some(hash) = key_hash {
+            if let Some(seq) = self.find_idempotency_key(hash) {
                 return Err(LedgerError::DuplicateIdempotencyKey(seq));
             }
         }
-        let entry = self.book.prepare(proposal, self.args.clock.now().timestamp_millis())?;
+        let entry = Arc::new(self.book.prepare(proposal, self.args.clock.now().timestamp_millis())?);
         self.book.apply(&entry)?;
         assert!(
             self.book.total() == 0,
             "a merchant book must sum to zero after every entry"
         );
-        if let Some(key) = &entry.idempotency_key {
-            self.remember_key(self.args.store.key_hash(key), entry.seq);
+        if let Some(hash) = key_hash {
+            self.remember_key(hash, entry.seq);
         }
         if self.recent_entries.len() >= limits::RECENT_ENTRIES_MAX {
             self.recent_entries.pop_front();
@@ -296,7 +300,7 @@ impl MerchantState {
             return Err(LedgerError::EntryNotFound(seq));
         }
         let original = match self.recent_entries.iter().find(|e| e.seq == seq) {
-            Some(entry) => entry.clone(),
+            Some(entry) => (**entry).clone(),
             None => self
                 .args
                 .store
@@ -319,39 +323,44 @@ impl MerchantState {
         Ok(())
     }
 
-    async fn journal_entry(&mut self, entry: Entry, then: Box<dyn FnOnce() + Send>) -> Result<(), ActorProcessingErr> {
-        self.journal_record(JournalRecord::EntryPosted(entry), then).await
+    async fn journal_entry(&mut self, entry: Arc<Entry>, then: Continuation) -> Result<(), ActorProcessingErr> {
+        let payload = record::encode_entry(&entry);
+        let store = self.args.store.clone();
+        self.journal(payload, then, move |seq, payload| {
+            store.apply_entry(seq, &entry, payload)
+        })
+        .await
     }
 
-    /// Queues a record whose effect is already in this actor's memory; `then`
-    /// runs after it is durable and applied to sled. If the journal refuses,
-    /// memory is ahead of the disk, so the actor stops and is rebuilt from storage.
-    async fn journal_record(
-        &mut self,
-        record: JournalRecord,
-        then: Box<dyn FnOnce() + Send>,
-    ) -> Result<(), ActorProcessingErr> {
+    async fn journal_record(&mut self, record: JournalRecord, then: Continuation) -> Result<(), ActorProcessingErr> {
         let payload = record.encode();
         let store = self.args.store.clone();
+        self.journal(payload, then, move |seq, payload| store.apply(seq, &record, payload))
+            .await
+    }
+
+    /// Queues a record whose effect is already in this actor's memory; `apply`
+    /// runs once it is durable, then `then`. If the journal refuses, memory is
+    /// ahead of the disk, so the actor stops and is rebuilt from storage.
+    async fn journal(
+        &mut self,
+        payload: Vec<u8>,
+        then: Continuation,
+        apply: impl FnOnce(u64, &[u8]) -> Result<(), StoreError> + Send + 'static,
+    ) -> Result<(), ActorProcessingErr> {
         let in_flight = self.in_flight.clone();
         in_flight.fetch_add(1, Ordering::AcqRel);
-        let stored = payload.clone();
-        self.args
-            .journal
-            .append(
-                payload,
-                Box::new(move |seq| {
-                    if let Err(error) = store.apply(seq, &record, &stored) {
-                        tracing::error!(%error, "applying a durable record to sled failed; aborting (the journal will replay it)");
-                        std::process::abort();
-                    }
-                    Some(Box::new(move || {
-                        in_flight.fetch_sub(1, Ordering::AcqRel);
-                        then();
-                    }))
-                }),
-            )
-            .await?;
+        let done: Completion = Box::new(move |seq, payload| {
+            if let Err(error) = apply(seq, payload) {
+                tracing::error!(%error, "applying a durable record failed; aborting (the journal will replay it)");
+                std::process::abort();
+            }
+            Some(Box::new(move || {
+                in_flight.fetch_sub(1, Ordering::AcqRel);
+                then();
+            }))
+        });
+        self.args.journal.append(payload, done).await?;
         Ok(())
     }
 
@@ -368,7 +377,7 @@ impl MerchantState {
         }
         self.args
             .journal
-            .barrier(Box::new(move |_| Some(Box::new(move || drop(reply.send(value))))))
+            .barrier(Box::new(move |_, _| Some(Box::new(move || drop(reply.send(value))))))
             .await?;
         Ok(())
     }

@@ -29,9 +29,13 @@ const SEGMENT_SUFFIX: &str = ".log";
 pub type Continuation = Box<dyn FnOnce() + Send>;
 
 /// Runs once its record is durable, on the applier thread, with the
-/// record's sequence number (for barriers: the last sequence before it).
-/// What it returns runs after the whole batch is applied.
-pub type Completion = Box<dyn FnOnce(u64) -> Option<Continuation> + Send>;
+/// record's sequence number (for barriers: the last sequence before it) and
+/// its payload (empty for barriers), handed back so callers need not keep a
+/// copy. What it returns runs after the whole batch is applied.
+pub type Completion = Box<dyn FnOnce(u64, &[u8]) -> Option<Continuation> + Send>;
+
+/// A durable record on its way to the applier: sequence, payload, completion.
+type Applied = (u64, Vec<u8>, Completion);
 
 /// Journal failures. A failed sync is not among them: it aborts the process
 /// (after fsync fails, the page cache can no longer be trusted to hold what
@@ -253,7 +257,7 @@ impl Journal {
         sync_dir(dir)?;
 
         let (queue, receiver) = tokio_mpsc::channel(limits::JOURNAL_QUEUE_RECORDS_MAX);
-        let (applier_sender, applier_receiver) = mpsc::channel::<Vec<(u64, Completion)>>();
+        let (applier_sender, applier_receiver) = mpsc::channel::<Vec<Applied>>();
         let durable_seq = Arc::new(AtomicU64::new(next_seq.saturating_sub(1)));
         let stats = Arc::new(JournalStats::default());
         let writer = Writer {
@@ -273,7 +277,7 @@ impl Journal {
             .spawn(move || {
                 let mut continuations = Vec::new();
                 while let Ok(batch) = applier_receiver.recv() {
-                    continuations.extend(batch.into_iter().filter_map(|(seq, done)| done(seq)));
+                    continuations.extend(batch.into_iter().filter_map(|(seq, payload, done)| done(seq, &payload)));
                     continuations.drain(..).for_each(|then| then());
                 }
             })?;
@@ -318,7 +322,7 @@ impl Journal {
     /// Waits until everything queued so far is durable and applied.
     pub async fn sync_point(&self) -> Result<u64, JournalError> {
         let (tell, told) = tokio::sync::oneshot::channel();
-        self.barrier(Box::new(move |seq| {
+        self.barrier(Box::new(move |seq, _| {
             Some(Box::new(move || {
                 let _ = tell.send(seq);
             }))
@@ -379,14 +383,14 @@ struct Writer {
     next_seq: u64,
     durable_seq: Arc<AtomicU64>,
     stats: Arc<JournalStats>,
-    applier: mpsc::Sender<Vec<(u64, Completion)>>,
+    applier: mpsc::Sender<Vec<Applied>>,
 }
 
 impl Writer {
     fn run(mut self, mut receiver: tokio_mpsc::Receiver<Command>) {
         let mut buffer: Vec<u8> = Vec::with_capacity(1 << 20);
         while let Some(first) = receiver.blocking_recv() {
-            let mut completions: Vec<(u64, Completion)> = Vec::new();
+            let mut completions: Vec<Applied> = Vec::new();
             let mut closing = false;
             let mut next = Some(first);
             let mut records = 0usize;
@@ -397,10 +401,10 @@ impl Writer {
                         let seq = self.next_seq;
                         self.next_seq += 1;
                         encode_frame(seq, &payload, &mut buffer);
-                        completions.push((seq, done));
+                        completions.push((seq, payload, done));
                         records += 1;
                     }
-                    Command::Barrier { done } => completions.push((self.next_seq - 1, done)),
+                    Command::Barrier { done } => completions.push((self.next_seq - 1, Vec::new(), done)),
                 }
                 if closing
                     || buffer.len() >= limits::JOURNAL_BATCH_BYTES_MAX
@@ -467,7 +471,7 @@ mod tests {
             journal
                 .append_blocking(
                     format!("record-{i}").into_bytes(),
-                    Box::new(move |seq| {
+                    Box::new(move |seq, _| {
                         tell.send(seq).unwrap();
                         None
                     }),

@@ -201,29 +201,7 @@ impl Store {
     /// records the checkpoint already holds.
     pub fn apply(&self, seq: u64, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
-            JournalRecord::EntryPosted(entry) => {
-                let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
-                let mut overlay = self.overlay.lock().expect("overlay lock");
-                if !overlay.active.merchants.contains_key(&entry.merchant_id) {
-                    let base = self.book_below_active(&overlay, &entry.merchant_id)?;
-                    overlay
-                        .active
-                        .merchants
-                        .insert(entry.merchant_id, MerchantLayer::new(base));
-                }
-                let active = &mut overlay.active;
-                let layer = active.merchants.get_mut(&entry.merchant_id).expect("inserted above");
-                if entry.seq > layer.book.last_seq {
-                    layer.book.apply(entry).map_err(|error| StoreError::Corrupt {
-                        merchant_id: entry.merchant_id,
-                        reason: format!("entry {}: {error}", entry.seq),
-                    })?;
-                    layer.push_entry(entry, payload, key_hash);
-                    active.entry_count += 1;
-                }
-                active.through_seq = active.through_seq.max(seq);
-                return Ok(());
-            }
+            JournalRecord::EntryPosted(entry) => return self.apply_entry(seq, entry, payload),
             JournalRecord::MerchantSaved(merchant) => {
                 self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
                 self.directory
@@ -239,6 +217,32 @@ impl Store {
         }
         let mut overlay = self.overlay.lock().expect("overlay lock");
         overlay.active.through_seq = overlay.active.through_seq.max(seq);
+        Ok(())
+    }
+
+    /// Applies durable journal record `seq`, a ledger entry, to the overlay.
+    /// Idempotent: entries the book already holds are skipped.
+    pub fn apply_entry(&self, seq: u64, entry: &Entry, payload: &[u8]) -> Result<(), StoreError> {
+        let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
+        let mut overlay = self.overlay.lock().expect("overlay lock");
+        if !overlay.active.merchants.contains_key(&entry.merchant_id) {
+            let base = self.book_below_active(&overlay, &entry.merchant_id)?;
+            overlay
+                .active
+                .merchants
+                .insert(entry.merchant_id, MerchantLayer::new(base));
+        }
+        let active = &mut overlay.active;
+        let layer = active.merchants.get_mut(&entry.merchant_id).expect("inserted above");
+        if entry.seq > layer.book.last_seq {
+            layer.book.apply(entry).map_err(|error| StoreError::Corrupt {
+                merchant_id: entry.merchant_id,
+                reason: format!("entry {}: {error}", entry.seq),
+            })?;
+            layer.push_entry(entry, payload, key_hash);
+            active.entry_count += 1;
+        }
+        active.through_seq = active.through_seq.max(seq);
         Ok(())
     }
 
