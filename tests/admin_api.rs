@@ -36,27 +36,6 @@ fn default_limits() -> Value {
     })
 }
 
-fn is_uuid(value: &Value) -> bool {
-    value.as_str().is_some_and(|s| Uuid::parse_str(s).is_ok())
-}
-
-fn sorted_keys(value: &Value) -> Vec<String> {
-    let mut keys: Vec<String> = value
-        .as_object()
-        .unwrap_or_else(|| panic!("expected an object, got {value}"))
-        .keys()
-        .cloned()
-        .collect();
-    keys.sort();
-    keys
-}
-
-fn strings(names: &[&str]) -> Vec<String> {
-    let mut names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    names.sort();
-    names
-}
-
 /// Asserts 400 `INVALID_BODY` whose message names `field`.
 fn assert_invalid_body_naming(reply: &Reply, field: &str) {
     assert_v1_error(reply, 400, "INVALID_BODY");

@@ -9,34 +9,12 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use support::*;
-use uuid::Uuid;
 
 const BANK_CODES: [&str; 10] = [
     "BCA", "MANDIRI", "BNI", "BRI", "CIMB", "PERMATA", "BTN", "DANAMON", "PANIN", "MAYBANK",
 ];
 
 const EWALLET_CODES: [&str; 7] = ["GOPAY", "GOPAYDRIVER", "OVO", "SHOPEEPAY", "LINKAJA", "DANA", "KASPRO"];
-
-fn is_uuid(value: &Value) -> bool {
-    value.as_str().is_some_and(|s| Uuid::parse_str(s).is_ok())
-}
-
-fn sorted_keys(value: &Value) -> Vec<String> {
-    let mut keys: Vec<String> = value
-        .as_object()
-        .unwrap_or_else(|| panic!("expected an object, got {value}"))
-        .keys()
-        .cloned()
-        .collect();
-    keys.sort();
-    keys
-}
-
-fn strings(names: &[&str]) -> Vec<String> {
-    let mut names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    names.sort();
-    names
-}
 
 /// `GET /v1/banks` as (short_code, id) pairs sorted by code, checking each record's shape.
 async fn bank_ids(server: &TestServer, api_key: &str) -> Vec<(String, String)> {

@@ -231,3 +231,25 @@ pub async fn eventually<F: Fn() -> bool>(timeout: Duration, check: F) -> bool {
     }
     check()
 }
+
+/// True for a JSON string holding a UUID.
+pub fn is_uuid(value: &Value) -> bool {
+    value.as_str().is_some_and(|s| uuid::Uuid::parse_str(s).is_ok())
+}
+
+/// The keys of a JSON object, sorted.
+pub fn sorted_keys(value: &Value) -> Vec<String> {
+    let object = value
+        .as_object()
+        .unwrap_or_else(|| panic!("expected an object, got {value}"));
+    let mut keys: Vec<String> = object.keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+/// Owned, sorted copies of `names`, to compare with `sorted_keys`.
+pub fn strings(names: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    names.sort();
+    names
+}

@@ -245,6 +245,15 @@ impl Journal {
     /// Starts the writer and applier threads, appending after `next_seq - 1`
     /// (as returned by `replay`, which must have run first).
     pub fn start(dir: &Path, next_seq: u64) -> Result<Journal, JournalError> {
+        Journal::start_with_segment_limit(dir, next_seq, limits::JOURNAL_SEGMENT_BYTES_MAX)
+    }
+
+    /// `start` with segments closed past `segment_bytes_max` (tests use small ones).
+    pub fn start_with_segment_limit(
+        dir: &Path,
+        next_seq: u64,
+        segment_bytes_max: u64,
+    ) -> Result<Journal, JournalError> {
         fs::create_dir_all(dir)?;
         let segments = list_segments(dir)?;
         let path = match segments.last() {
@@ -262,6 +271,7 @@ impl Journal {
         let stats = Arc::new(JournalStats::default());
         let writer = Writer {
             dir: dir.to_path_buf(),
+            segment_bytes_max,
             file,
             segment_bytes,
             next_seq,
@@ -378,6 +388,7 @@ impl Journal {
 
 struct Writer {
     dir: PathBuf,
+    segment_bytes_max: u64,
     file: File,
     segment_bytes: u64,
     next_seq: u64,
@@ -438,7 +449,7 @@ impl Writer {
         self.file.write_all(bytes)?;
         self.file.sync_data()?;
         self.segment_bytes += bytes.len() as u64;
-        if self.segment_bytes >= limits::JOURNAL_SEGMENT_BYTES_MAX {
+        if self.segment_bytes >= self.segment_bytes_max {
             let path = segment_path(&self.dir, self.next_seq);
             self.file = OpenOptions::new().create(true).append(true).open(&path)?;
             sync_dir(&self.dir)?;
@@ -557,6 +568,40 @@ mod tests {
         .unwrap();
         assert_eq!(seen, vec![8, 9, 10]);
         assert_eq!(outcome.next_seq, 11);
+    }
+
+    #[test]
+    fn segments_rotate_and_covered_ones_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::start_with_segment_limit(dir.path(), 1, 64).unwrap();
+        let (tell, told) = mpsc::channel();
+        for i in 0..40u64 {
+            let tell = tell.clone();
+            let done: Completion = Box::new(move |seq, payload| {
+                tell.send((seq, payload.to_vec())).unwrap();
+                None
+            });
+            journal
+                .append_blocking(format!("record-{i:02}-padding").into_bytes(), done)
+                .unwrap();
+            told.recv().unwrap();
+        }
+        let segments = list_segments(dir.path()).unwrap();
+        assert!(segments.len() > 5, "{segments:?}");
+        // Everything below 21 is covered: only segments ending below it go.
+        journal.drop_segments_below(21).unwrap();
+        let left = list_segments(dir.path()).unwrap();
+        assert!(left.len() < segments.len());
+        assert!(left[0].0 <= 21, "a segment holding record 21 was dropped: {left:?}");
+        journal.shutdown_blocking();
+        let mut seen = Vec::new();
+        let outcome = replay(dir.path(), 21, |seq, _| {
+            seen.push(seq);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, (21..=40).collect::<Vec<_>>());
+        assert_eq!(outcome.next_seq, 41);
     }
 
     #[test]
