@@ -8,6 +8,7 @@ use config::{Cli, Command, Settings};
 use paygate_api::{router, ApiConfig, AppState, Mode};
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::SettlementType;
+use paygate_engine::vendor::SandboxPayoutVendor;
 use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
 use std::io::Write;
 use std::path::Path;
@@ -38,7 +39,12 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
-    let engine = Engine::open(EngineConfig::new(&settings.data_dir), Arc::new(SystemClock))
+    let mut engine_config = EngineConfig::new(&settings.data_dir);
+    if settings.mode == Mode::Sandbox {
+        let delay = std::time::Duration::from_millis(settings.sandbox_disbursement_delay_ms);
+        engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));
+    }
+    let engine = Engine::open(engine_config, Arc::new(SystemClock))
         .await
         .with_context(|| format!("opening data dir {}", settings.data_dir.display()))?;
     let admin_token = match &settings.admin_token {

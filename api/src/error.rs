@@ -108,6 +108,58 @@ impl From<EngineError> for V1Error {
             EngineError::ShuttingDown => {
                 V1Error::new(S::SERVICE_UNAVAILABLE, "UNAVAILABLE", "service is shutting down")
             }
+            EngineError::DuplicateDisbursement(existing) => V1Error::new(
+                S::CONFLICT,
+                "DUPLICATE_IDEMPOTENCY_KEY",
+                "a disbursement with this idempotency key exists",
+            )
+            .with_data(crate::wire::disbursement_view(&existing)),
+            EngineError::DisbursementNotFound => {
+                V1Error::new(S::NOT_FOUND, "DISBURSEMENT_NOT_FOUND", "disbursement not found")
+            }
+            EngineError::BankDisabled => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "BANK_DISABLED",
+                "bank is not available for disbursement",
+            ),
+            EngineError::EwalletDisabled => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "EWALLET_DISABLED",
+                "e-wallet is not available for disbursement",
+            ),
+            EngineError::MissingBankInfo => V1Error::new(
+                S::BAD_REQUEST,
+                "MISSING_BANK_INFO",
+                "bank_short_code, account_number and account_name are required for BANK",
+            ),
+            EngineError::MissingEwalletInfo => V1Error::new(
+                S::BAD_REQUEST,
+                "MISSING_EWALLET_INFO",
+                "ewallet_provider and ewallet_phone are required for EWALLET",
+            ),
+            EngineError::AmountExceedsLimit => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "AMOUNT_EXCEEDS_LIMIT",
+                "amount exceeds the per-transaction limit",
+            ),
+            EngineError::DailyLimitExceeded => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "DAILY_LIMIT_EXCEEDED",
+                "amount exceeds the daily limit",
+            ),
+            EngineError::AmountBelowMinimum(minimum) => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "AMOUNT_BELOW_MINIMUM",
+                format!("amount is below the minimum of {minimum}"),
+            ),
+            EngineError::InvalidStatus(status) => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "INVALID_STATUS",
+                format!("not allowed in status {status}"),
+            ),
+            EngineError::NoVendor => {
+                V1Error::new(S::SERVICE_UNAVAILABLE, "NO_VENDOR", "no payout vendor is configured")
+            }
             other @ (EngineError::Ledger(_) | EngineError::Store(_)) => V1Error::internal(other),
         }
     }

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SecondsFormat, Utc};
-use paygate_engine::domain::{Bank, Ewallet, MerchantRecord, Organization};
+use paygate_engine::domain::{Bank, Destination, Disbursement, Ewallet, MerchantRecord, Organization};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -74,4 +74,81 @@ pub fn ewallet_view(ewallet: &Ewallet, cdn_url: &str) -> Value {
 /// An organization.
 pub fn organization_view(organization: &Organization) -> Value {
     json!({ "id": organization.id, "name": organization.name, "created_at": timestamp(organization.created_at_ms) })
+}
+
+/// A disbursement as SPEC.md 2.3 shows it; null fields per channel.
+pub fn disbursement_view(disbursement: &Disbursement) -> Value {
+    let (bank_id, account_number, account_name, ewallet_provider, ewallet_phone) = match &disbursement.destination {
+        Destination::Bank {
+            bank_id,
+            account_number,
+            account_name,
+            ..
+        } => (
+            json!(bank_id),
+            json!(account_number),
+            json!(account_name),
+            Value::Null,
+            Value::Null,
+        ),
+        Destination::Ewallet { provider, phone } => {
+            (Value::Null, Value::Null, Value::Null, json!(provider), json!(phone))
+        }
+    };
+    json!({
+        "id": disbursement.id,
+        "ref_code": disbursement.ref_code,
+        "idempotency_key": disbursement.idempotency_key,
+        "channel": disbursement.destination.channel().as_str(),
+        "bank_id": bank_id,
+        "account_number": account_number,
+        "account_name": account_name,
+        "ewallet_provider": ewallet_provider,
+        "ewallet_phone": ewallet_phone,
+        "request_amount_minor": disbursement.request_amount.get(),
+        "fee_minor": disbursement.fee.get(),
+        "final_amount_minor": disbursement.final_amount.get(),
+        "vendor_disbursement_id": disbursement.vendor_disbursement_id,
+        "source": match disbursement.source {
+            paygate_engine::domain::Source::Api => "API",
+            paygate_engine::domain::Source::Legacy => "LEGACY",
+        },
+        "status": disbursement.status.as_str(),
+        "requested_at": timestamp(disbursement.created_at_ms),
+        "created_at": timestamp(disbursement.created_at_ms),
+    })
+}
+
+/// The creation response: SPEC.md 2.3 leaves `vendor_disbursement_id` out
+/// of the e-wallet creation response (and null at bank creation).
+pub fn created_disbursement_view(disbursement: &Disbursement) -> Value {
+    let mut view = disbursement_view(disbursement);
+    if let (Destination::Ewallet { .. }, Value::Object(fields)) = (&disbursement.destination, &mut view) {
+        fields.remove("vendor_disbursement_id");
+    }
+    view
+}
+
+/// `{success, data: [..], meta: {page, limit, total, total_pages}}` (SPEC.md 4.1).
+pub struct Page {
+    /// The items of this page.
+    pub items: Vec<Value>,
+    /// 1-based page number.
+    pub page: usize,
+    /// Page size in force.
+    pub limit: usize,
+    /// Items over all pages.
+    pub total: usize,
+}
+
+impl IntoResponse for Page {
+    fn into_response(self) -> Response {
+        let total_pages = self.total.div_ceil(self.limit.max(1));
+        let body = json!({
+            "success": true,
+            "data": self.items,
+            "meta": { "page": self.page, "limit": self.limit, "total": self.total, "total_pages": total_pages },
+        });
+        (StatusCode::OK, Json(body)).into_response()
+    }
 }

@@ -1,6 +1,7 @@
 //! `Engine`: the handle the API holds. Opens storage, recovers, starts the
 //! journal and checkpointer, and turns typed commands into actor messages.
 
+use crate::actors::disbursement::DisbursementMsg;
 use crate::actors::{ActorRegistry, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt};
 use crate::clock::SharedClock;
 use crate::domain::catalog::{self, DEFAULT_ORGANIZATION_ID};
@@ -15,6 +16,7 @@ use crate::money::MinorUnits;
 use crate::store::journal::{self, Journal};
 use crate::store::record::JournalRecord;
 use crate::store::{Store, StoreError};
+use crate::vendor::PayoutVendor;
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use std::collections::{BTreeMap, HashSet};
@@ -24,7 +26,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 /// Where and how the engine keeps its data.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct EngineConfig {
     /// Holds `journal/` and `state/`.
     pub data_dir: PathBuf,
@@ -35,6 +37,8 @@ pub struct EngineConfig {
     /// Idempotency keys a merchant actor keeps in memory before it looks
     /// older ones up in storage.
     pub idempotency_keys_in_memory: usize,
+    /// Where disbursements are sent; none refuses them (503 `NO_VENDOR`).
+    pub payout_vendor: Option<Arc<dyn PayoutVendor>>,
 }
 
 impl EngineConfig {
@@ -45,6 +49,7 @@ impl EngineConfig {
             checkpoint_interval: limits::CHECKPOINT_INTERVAL,
             actor_idle_timeout: limits::ACTOR_IDLE_TIMEOUT,
             idempotency_keys_in_memory: limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX,
+            payout_vendor: None,
         }
     }
 }
@@ -123,6 +128,9 @@ struct EngineInner {
     first_start: bool,
     actor_idle_timeout: Duration,
     idempotency_keys_in_memory: usize,
+    ref_codes: Arc<crate::refcode::RefCodes>,
+    disbursement_actors: Arc<ActorRegistry<DisbursementMsg>>,
+    payout_vendor: Option<Arc<dyn PayoutVendor>>,
 }
 
 impl Engine {
@@ -169,10 +177,17 @@ impl Engine {
                 first_start,
                 actor_idle_timeout: config.actor_idle_timeout,
                 idempotency_keys_in_memory: config.idempotency_keys_in_memory.max(1),
+                ref_codes: Arc::default(),
+                disbursement_actors: Arc::default(),
+                payout_vendor: config.payout_vendor.clone(),
             }),
         };
         engine.seed_catalog().await?;
         engine.start_checkpointer(config.checkpoint_interval);
+        let resumed = engine.resume_disbursements().await?;
+        if resumed > 0 {
+            tracing::info!(resumed, "resumed disbursements in flight");
+        }
         Ok(engine)
     }
 
@@ -308,6 +323,11 @@ impl Engine {
                 tracing::error!(%error, "final checkpoint failed");
             }
         }
+        for actor in self.inner.disbursement_actors.drain() {
+            let _ = actor
+                .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
+                .await;
+        }
         for actor in self.inner.merchants.drain() {
             let _ = actor
                 .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
@@ -333,6 +353,7 @@ impl Engine {
                     registry: inner.merchants.clone(),
                     idle_timeout: inner.actor_idle_timeout,
                     keys_in_memory: inner.idempotency_keys_in_memory,
+                    ref_codes: inner.ref_codes.clone(),
                 };
                 let (actor, _) = Actor::spawn(None, MerchantActor, args).await.map_err(|error| {
                     tracing::error!(%error, %merchant_id, "merchant actor failed to start");
@@ -346,7 +367,7 @@ impl Engine {
     /// Sends a message to a merchant's actor and waits for the reply,
     /// retrying when the actor stopped (idle) between lookup and send: such a
     /// message was never processed, so sending it again is safe.
-    async fn call_merchant<T: Send + 'static>(
+    pub(crate) async fn call_merchant<T: Send + 'static>(
         &self,
         merchant_id: Uuid,
         build: impl Fn(RpcReplyPort<T>) -> MerchantMsg,
@@ -362,6 +383,21 @@ impl Engine {
             }
         }
         Err(EngineError::ShuttingDown)
+    }
+
+    /// The stores behind the engine.
+    pub(crate) fn store(&self) -> &Arc<Store> {
+        &self.inner.store
+    }
+
+    /// The live disbursement actors.
+    pub(crate) fn disbursement_actors(&self) -> &ActorRegistry<DisbursementMsg> {
+        &self.inner.disbursement_actors
+    }
+
+    /// Where disbursements go, if anywhere.
+    pub fn payout_vendor(&self) -> Option<Arc<dyn PayoutVendor>> {
+        self.inner.payout_vendor.clone()
     }
 
     /// A merchant by id.
@@ -826,7 +862,8 @@ fn recompute_book(store: &Store, merchant_id: Uuid, up_to_seq: u64) -> (Merchant
     (book, count, problems)
 }
 
-fn validate_url(field: &str, url: &str) -> Result<(), EngineError> {
+/// Checks an http(s) URL's shape and length.
+pub(crate) fn validate_url(field: &str, url: &str) -> Result<(), EngineError> {
     let ok = (url.starts_with("http://") || url.starts_with("https://"))
         && url.len() <= limits::URL_CHARS_MAX
         && url.len() > "https://".len()

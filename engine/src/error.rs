@@ -24,6 +24,39 @@ pub enum EngineError {
     /// No e-wallet with that code.
     #[error("e-wallet not found")]
     EwalletNotFound,
+    /// A disbursement with this idempotency key exists already.
+    #[error("a disbursement with this idempotency key exists")]
+    DuplicateDisbursement(Box<crate::domain::Disbursement>),
+    /// No such disbursement for this merchant.
+    #[error("disbursement not found")]
+    DisbursementNotFound,
+    /// The bank exists but is disabled.
+    #[error("bank is disabled")]
+    BankDisabled,
+    /// The e-wallet exists but is disabled.
+    #[error("e-wallet is disabled")]
+    EwalletDisabled,
+    /// A bank disbursement without account number or name.
+    #[error("account_number and account_name are required for BANK")]
+    MissingBankInfo,
+    /// An e-wallet disbursement without provider or phone.
+    #[error("ewallet_provider and ewallet_phone are required for EWALLET")]
+    MissingEwalletInfo,
+    /// Above the per-transaction limit.
+    #[error("amount exceeds the per-transaction limit")]
+    AmountExceedsLimit,
+    /// Above the WIB-day limit.
+    #[error("amount exceeds the daily limit")]
+    DailyLimitExceeded,
+    /// Below a channel's minimum (DANA: IDR 20,000).
+    #[error("amount is below the minimum of {0}")]
+    AmountBelowMinimum(String),
+    /// The operation does not fit the resource's status.
+    #[error("not allowed in status {0}")]
+    InvalidStatus(String),
+    /// No vendor is configured for the operation.
+    #[error("no vendor configured")]
+    NoVendor,
     /// Input failed validation; names the field.
     #[error("{field}: {reason}")]
     InvalidInput {

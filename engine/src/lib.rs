@@ -8,19 +8,24 @@
 //! - `store`: the group-committed journal and the sled state built from it.
 //! - `actors`: `MerchantActor` and the registry that spawns actors on demand.
 //! - `signing`: RSA key parsing for Legacy signatures.
-//! - `engine`: the `Engine` handle the HTTP layer calls.
+//! - `refcode`: unique `ORD-`/`DSB-` reference codes.
+//! - `vendor`: payout vendors (sandbox).
+//! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements`: its payout operations.
 //! - `error`: `EngineError`.
 
 pub mod actors;
 pub mod clock;
+pub mod disbursements;
 pub mod domain;
 pub mod engine;
 pub mod error;
 pub mod ledger;
 pub mod limits;
 pub mod money;
+pub mod refcode;
 pub mod signing;
 pub mod store;
+pub mod vendor;
 
 pub use engine::{Engine, EngineConfig, LedgerReport, MerchantPatch, NewMerchant};
 pub use error::EngineError;

@@ -2,6 +2,7 @@
 //! in the V1 envelopes.
 
 mod catalog;
+mod disbursements;
 mod ledger;
 mod merchants;
 
@@ -26,6 +27,14 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/admin/v1/merchants/{id}/wallet/credit", post(merchants::credit_wallet))
         .route("/admin/v1/ledger/verify", get(ledger::verify_ledger))
+        .route(
+            "/admin/v1/disbursements/{id}/approve",
+            post(disbursements::approve_disbursement),
+        )
+        .route(
+            "/admin/v1/disbursements/{id}/reject",
+            post(disbursements::reject_disbursement),
+        )
         .route("/admin/v1/organizations", post(catalog::create_organization))
         .route("/admin/v1/banks/{code}", put(catalog::save_bank))
         .route("/admin/v1/ewallets/{code}", put(catalog::save_ewallet))

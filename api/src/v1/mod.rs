@@ -2,9 +2,11 @@
 
 mod balance;
 mod catalog;
+mod disbursements;
+pub mod pagination;
 
 use crate::AppState;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 pub use catalog::EwalletCache;
@@ -15,4 +17,13 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/balance", get(balance::get_balance))
         .route("/v1/banks", get(catalog::list_banks))
         .route("/v1/ewallets", get(catalog::list_ewallets))
+        .route(
+            "/v1/disbursements",
+            post(disbursements::create_disbursement).get(disbursements::list_disbursements),
+        )
+        .route("/v1/disbursements/{id}", get(disbursements::get_disbursement))
+        .route(
+            "/v1/sandbox/disbursements/{id}/complete",
+            post(disbursements::complete_disbursement),
+        )
 }

@@ -5,11 +5,17 @@
 
 use crate::actors::registry::ActorRegistry;
 use crate::clock::SharedClock;
-use crate::domain::{MerchantRecord, MerchantSettings, StoredCredentials};
+use crate::domain::disbursement::{wib_day, WIB_OFFSET_SECONDS};
+use crate::domain::{
+    Channel, Disbursement, DisbursementRequest, DisbursementStatus, MerchantRecord, MerchantSettings, StoredCredentials,
+};
 use crate::error::EngineError;
-use crate::ledger::{Entry, EntryKind, EntryProposal, LedgerError, MerchantBook};
+use crate::ledger::{
+    reversal_idempotency_key, Account, Entry, EntryKind, EntryProposal, LedgerError, MerchantBook, Posting,
+};
 use crate::limits;
 use crate::money::MinorUnits;
+use crate::refcode::RefCodes;
 use crate::store::journal::{Completion, Continuation, Journal};
 use crate::store::record::{self, JournalRecord};
 use crate::store::{Store, StoreError};
@@ -65,6 +71,24 @@ pub enum MerchantMsg {
         change: MerchantChange,
         reply: RpcReplyPort<Result<MerchantRecord, EngineError>>,
     },
+    /// Create a disbursement and debit the wallet, in one journal record.
+    CreateDisbursement {
+        request: DisbursementRequest,
+        reply: RpcReplyPort<Result<Disbursement, EngineError>>,
+    },
+    /// Move a disbursement to `to`; FAILED and REJECTED give the full amount back.
+    MoveDisbursement {
+        /// Which.
+        id: Uuid,
+        /// The next status.
+        to: DisbursementStatus,
+        /// The vendor's reference, when handed over.
+        vendor_disbursement_id: Option<String>,
+        /// Why, for FAILED and REJECTED.
+        reason: Option<String>,
+        /// The disbursement after the move.
+        reply: RpcReplyPort<Result<Disbursement, EngineError>>,
+    },
     /// Stop if idle for long enough.
     IdleCheck,
 }
@@ -88,6 +112,8 @@ pub struct MerchantArgs {
     pub idle_timeout: std::time::Duration,
     /// Idempotency keys kept in memory.
     pub keys_in_memory: usize,
+    /// Platform-wide reference codes.
+    pub ref_codes: Arc<RefCodes>,
 }
 
 /// A merchant actor's state.
@@ -107,6 +133,12 @@ pub struct MerchantState {
     recent_entries: VecDeque<Arc<Entry>>,
     in_flight: Arc<AtomicUsize>,
     last_activity: Instant,
+    /// Disbursements written since this actor started (authoritative while
+    /// their records may still be in flight), by id; and by key hash.
+    disbursements: HashMap<Uuid, Disbursement>,
+    disbursement_keys: HashMap<u128, Uuid>,
+    /// The WIB day and its running sum of request amounts not reversed.
+    daily_total: Option<(i64, i64)>,
 }
 
 impl Actor for MerchantActor {
@@ -143,6 +175,9 @@ impl Actor for MerchantActor {
             recent_entries: VecDeque::new(),
             in_flight: Arc::new(AtomicUsize::new(0)),
             last_activity: Instant::now(),
+            disbursements: HashMap::new(),
+            disbursement_keys: HashMap::new(),
+            daily_total: None,
         })
     }
 
@@ -211,6 +246,46 @@ impl Actor for MerchantActor {
                     .journal_record(record, Box::new(move || drop(reply.send(Ok(next)))))
                     .await?;
             }
+            MerchantMsg::CreateDisbursement { request, reply } => {
+                state.wait_for_room().await?;
+                match state.create_disbursement(request) {
+                    Ok((disbursement, entry)) => {
+                        let record = JournalRecord::DisbursementCreated {
+                            disbursement: Box::new(disbursement.clone()),
+                            entry: (*entry).clone(),
+                        };
+                        state
+                            .journal_record(record, Box::new(move || drop(reply.send(Ok(disbursement)))))
+                            .await?;
+                    }
+                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+                }
+            }
+            MerchantMsg::MoveDisbursement {
+                id,
+                to,
+                vendor_disbursement_id,
+                reason,
+                reply,
+            } => {
+                state.wait_for_room().await?;
+                match state.move_disbursement(id, to, vendor_disbursement_id, reason) {
+                    Ok((disbursement, reversal)) => {
+                        let boxed = Box::new(disbursement.clone());
+                        let record = match reversal {
+                            Some(entry) => JournalRecord::DisbursementReversed {
+                                disbursement: boxed,
+                                entry: (*entry).clone(),
+                            },
+                            None => JournalRecord::DisbursementUpdated(boxed),
+                        };
+                        state
+                            .journal_record(record, Box::new(move || drop(reply.send(Ok(disbursement)))))
+                            .await?;
+                    }
+                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+                }
+            }
             MerchantMsg::IdleCheck => {
                 let idle = state.last_activity.elapsed() >= state.args.idle_timeout;
                 if idle && state.in_flight.load(Ordering::Acquire) == 0 {
@@ -254,6 +329,180 @@ impl MerchantState {
             wallet_balance: self.book.balance(crate::ledger::Account::Wallet),
         };
         Ok((entry, receipt))
+    }
+
+    /// Validates a disbursement against limits, balance and the idempotency
+    /// key, and applies its debit to the book.
+    fn create_disbursement(&mut self, request: DisbursementRequest) -> Result<(Disbursement, Arc<Entry>), EngineError> {
+        let key_hash = self.args.store.key_hash(&request.idempotency_key);
+        if let Some(existing) = self.disbursement_by_key(key_hash, &request.idempotency_key)? {
+            return Err(EngineError::DuplicateDisbursement(Box::new(existing)));
+        }
+        let limits = self.profile.limits.clone();
+        let request_amount = request.request_amount;
+        if request_amount.get() > limits.per_transaction_minor {
+            return Err(EngineError::AmountExceedsLimit);
+        }
+        let now = self.args.clock.now();
+        let day = wib_day(now.timestamp_millis());
+        let day_total = self.day_total(day)?;
+        if day_total.saturating_add(request_amount.get()) > limits.daily_minor {
+            return Err(EngineError::DailyLimitExceeded);
+        }
+        let fee = MinorUnits::new(match request.destination.channel() {
+            Channel::Bank => self.profile.fees.disbursement_fee_bank_minor,
+            Channel::Ewallet => self.profile.fees.disbursement_fee_ewallet_minor,
+        });
+        let final_amount = request_amount.checked_add(fee).ok_or(LedgerError::Overflow)?;
+        let id = Uuid::new_v4();
+        let mut postings = vec![
+            Posting::debit(Account::Wallet, final_amount),
+            Posting::credit(Account::PayoutClearing, request_amount),
+        ];
+        if fee.is_positive() {
+            postings.push(Posting::credit(Account::DisbursementFeeRevenue, fee));
+        }
+        let proposal = EntryProposal {
+            kind: EntryKind::Disbursement,
+            idempotency_key: Some(format!("disbursement:{id}")),
+            memo: format!("disbursement {id}"),
+            postings,
+            reverses: None,
+        };
+        let (entry, _) = self.record_entry(proposal)?;
+        let store = self.args.store.clone();
+        let ref_code = self
+            .args
+            .ref_codes
+            .next("DSB", now, |code| store.disbursement_ref_exists(code).unwrap_or(true));
+        let now_ms = now.timestamp_millis();
+        let disbursement = Disbursement {
+            id,
+            ref_code,
+            merchant_id: self.args.merchant_id,
+            idempotency_key: request.idempotency_key,
+            destination: request.destination,
+            request_amount,
+            fee,
+            final_amount,
+            vendor_disbursement_id: None,
+            source: request.source,
+            status: DisbursementStatus::Pending,
+            notify_url: request.notify_url,
+            beneficiary_id: request.beneficiary_id,
+            failure_reason: None,
+            debit_seq: entry.seq,
+            reversal_seq: None,
+            wib_day: day,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+        };
+        self.daily_total = Some((day, day_total + request_amount.get()));
+        self.remember_disbursement(key_hash, disbursement.clone());
+        Ok((disbursement, entry))
+    }
+
+    /// Validates a status change; for FAILED and REJECTED applies the
+    /// reversal of the full amount to the book.
+    fn move_disbursement(
+        &mut self,
+        id: Uuid,
+        to: DisbursementStatus,
+        vendor_disbursement_id: Option<String>,
+        reason: Option<String>,
+    ) -> Result<(Disbursement, Option<Arc<Entry>>), EngineError> {
+        let current = match self.disbursements.get(&id) {
+            Some(current) => current.clone(),
+            None => self
+                .args
+                .store
+                .disbursement(&id)?
+                .filter(|d| d.merchant_id == self.args.merchant_id)
+                .ok_or(EngineError::DisbursementNotFound)?,
+        };
+        if !current.status.can_become(to) {
+            return Err(EngineError::InvalidStatus(current.status.as_str().into()));
+        }
+        let mut next = current.clone();
+        next.status = to;
+        next.updated_at_ms = self.args.clock.now().timestamp_millis();
+        if let Some(vendor_id) = vendor_disbursement_id {
+            next.vendor_disbursement_id = Some(vendor_id);
+        }
+        let mut reversal = None;
+        if to.is_reversed() {
+            next.failure_reason = reason;
+            let mut postings = vec![
+                Posting::credit(Account::Wallet, current.final_amount),
+                Posting::debit(Account::PayoutClearing, current.request_amount),
+            ];
+            if current.fee.is_positive() {
+                postings.push(Posting::debit(Account::DisbursementFeeRevenue, current.fee));
+            }
+            let proposal = EntryProposal {
+                kind: EntryKind::Reversal,
+                idempotency_key: Some(reversal_idempotency_key(current.debit_seq)),
+                memo: format!("disbursement {id} {}", to.as_str()),
+                postings,
+                reverses: Some(current.debit_seq),
+            };
+            let (entry, _) = self.record_entry(proposal)?;
+            next.reversal_seq = Some(entry.seq);
+            if let Some((day, total)) = self.daily_total.as_mut() {
+                if *day == current.wib_day {
+                    *total -= current.request_amount.get();
+                }
+            }
+            reversal = Some(entry);
+        }
+        let key_hash = self.args.store.key_hash(&next.idempotency_key);
+        self.remember_disbursement(key_hash, next.clone());
+        Ok((next, reversal))
+    }
+
+    fn disbursement_by_key(&self, key_hash: u128, key: &str) -> Result<Option<Disbursement>, EngineError> {
+        if let Some(id) = self.disbursement_keys.get(&key_hash) {
+            if let Some(found) = self.disbursements.get(id).filter(|d| d.idempotency_key == key) {
+                return Ok(Some(found.clone()));
+            }
+        }
+        Ok(self.args.store.disbursement_by_key(&self.args.merchant_id, key)?)
+    }
+
+    fn remember_disbursement(&mut self, key_hash: u128, disbursement: Disbursement) {
+        // Only safe to forget once nothing is in flight: then storage has them all.
+        if self.disbursements.len() >= limits::RECENT_ENTRIES_MAX && self.in_flight.load(Ordering::Acquire) == 0 {
+            self.disbursements.clear();
+            self.disbursement_keys.clear();
+        }
+        self.disbursement_keys.insert(key_hash, disbursement.id);
+        self.disbursements.insert(disbursement.id, disbursement);
+    }
+
+    /// The WIB day's sum of request amounts not reversed: from storage the
+    /// first time a day is seen (nothing of a new day is in flight then).
+    fn day_total(&mut self, day: i64) -> Result<i64, EngineError> {
+        if let Some((cached_day, total)) = self.daily_total {
+            if cached_day == day {
+                return Ok(total);
+            }
+        }
+        let start_ms = (day * 86_400 - WIB_OFFSET_SECONDS) * 1000;
+        let end_ms = start_ms + 86_400_000;
+        let mut total = 0i64;
+        let (disbursements, _) = self.args.store.merchant_disbursements(
+            &self.args.merchant_id,
+            start_ms,
+            end_ms,
+            |d| !d.status.is_reversed(),
+            0,
+            usize::MAX,
+        )?;
+        for disbursement in disbursements {
+            total = total.saturating_add(disbursement.request_amount.get());
+        }
+        self.daily_total = Some((day, total));
+        Ok(total)
     }
 
     fn find_idempotency_key(&mut self, hash: u128) -> Option<u64> {

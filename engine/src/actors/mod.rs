@@ -1,6 +1,7 @@
 //! Actors: one merchant actor per merchant (the only writer of its money),
 //! and the registry that spawns them on demand and lets idle ones stop.
 
+pub mod disbursement;
 pub mod merchant;
 pub mod registry;
 

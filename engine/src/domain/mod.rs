@@ -2,9 +2,11 @@
 //! credentials, organizations, and the bank and e-wallet catalog.
 
 pub mod catalog;
+pub mod disbursement;
 pub mod merchant;
 
 pub use catalog::{Bank, Catalog, Ewallet, Organization};
+pub use disbursement::{Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, Source};
 pub use merchant::{
     Credentials, Fees, FeesPatch, Limits, LimitsPatch, MerchantRecord, MerchantSettings, SettlementBank,
     SettlementType, StoredCredentials,

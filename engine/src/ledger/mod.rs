@@ -145,6 +145,8 @@ pub enum EntryKind {
     WalletDebit,
     /// The mirror of an earlier entry.
     Reversal,
+    /// A disbursement's debit: request to payout clearing, fee to revenue.
+    Disbursement,
 }
 
 /// What a caller asks the book to record; the book turns it into an `Entry`.

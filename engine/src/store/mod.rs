@@ -12,12 +12,17 @@
 //!
 //! `ledger` tree keys: `B`+merchant -> book; `E`+merchant+first seq -> entry
 //! block; `K`+merchant+run -> sorted idempotency key hashes; `M`+name -> meta.
+//!
+//! `disbursements` tree keys, written in one atomic batch per record:
+//! `d`+id -> disbursement; `r`+ref code -> id; `l`+merchant+created ms+id ->
+//! (listing, newest last); `i`+merchant+key hash -> id; `o`+id -> () while
+//! not terminal (resumed after a restart).
 
 pub mod journal;
 pub mod overlay;
 pub mod record;
 
-use crate::domain::{Bank, Catalog, Ewallet, MerchantRecord, Organization};
+use crate::domain::{Bank, Catalog, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::{Entry, MerchantBook};
 use crate::limits;
 use overlay::{Layer, MerchantLayer, MerchantView, Overlay};
@@ -115,6 +120,7 @@ pub struct Store {
     path: PathBuf,
     db: sled::Db,
     ledger: sled::Tree,
+    disbursements: sled::Tree,
     merchants: sled::Tree,
     catalog: sled::Tree,
     directory: RwLock<Directory>,
@@ -139,6 +145,14 @@ fn merchant_seq_key(prefix: u8, merchant_id: &Uuid, seq: u64) -> [u8; 25] {
     key
 }
 
+fn prefixed(prefix: u8, parts: &[&[u8]]) -> Vec<u8> {
+    let mut key = vec![prefix];
+    for part in parts {
+        key.extend_from_slice(part);
+    }
+    key
+}
+
 fn read_u64(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(bytes.try_into().unwrap_or([0; 8]))
 }
@@ -160,6 +174,7 @@ impl Store {
         let store = Store {
             path: path.to_path_buf(),
             merchants: db.open_tree("merchants")?,
+            disbursements: db.open_tree("disbursements")?,
             catalog: db.open_tree("catalog")?,
             ledger,
             db,
@@ -202,6 +217,16 @@ impl Store {
     pub fn apply(&self, seq: u64, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
             JournalRecord::EntryPosted(entry) => return self.apply_entry(seq, entry, payload),
+            JournalRecord::DisbursementCreated { disbursement, entry }
+            | JournalRecord::DisbursementReversed { disbursement, entry } => {
+                // Entry blocks hold plain entry records, whatever record carried the entry.
+                self.apply_entry(seq, entry, &record::encode_entry(entry))?;
+                self.put_disbursement(disbursement)?;
+                return Ok(());
+            }
+            JournalRecord::DisbursementUpdated(disbursement) => {
+                self.put_disbursement(disbursement)?;
+            }
             JournalRecord::MerchantSaved(merchant) => {
                 self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
                 self.directory
@@ -311,7 +336,7 @@ impl Store {
             JournalRecord::OrganizationSaved(organization) => {
                 catalog.organizations.insert(organization.id, organization);
             }
-            JournalRecord::MerchantSaved(_) | JournalRecord::EntryPosted(_) => {}
+            _ => {}
         }
     }
 
@@ -513,6 +538,113 @@ impl Store {
         batch.insert(newest.clone(), overlay::encode_run(&keys));
         self.ledger.apply_batch(batch)?;
         Ok(())
+    }
+
+    fn put_disbursement(&self, disbursement: &Disbursement) -> Result<(), StoreError> {
+        let id = disbursement.id.as_bytes();
+        let mut batch = sled::Batch::default();
+        batch.insert(prefixed(b'd', &[id]), encode_value(disbursement));
+        batch.insert(prefixed(b'r', &[disbursement.ref_code.as_bytes()]), &id[..]);
+        let created = (disbursement.created_at_ms.max(0) as u64).to_be_bytes();
+        batch.insert(
+            prefixed(b'l', &[disbursement.merchant_id.as_bytes(), &created, id]),
+            &[][..],
+        );
+        let key_hash = self.key_hash(&disbursement.idempotency_key).to_be_bytes();
+        batch.insert(
+            prefixed(b'i', &[disbursement.merchant_id.as_bytes(), &key_hash]),
+            &id[..],
+        );
+        if disbursement.status.is_terminal() {
+            batch.remove(prefixed(b'o', &[id]));
+        } else {
+            batch.insert(prefixed(b'o', &[id]), &[][..]);
+        }
+        self.disbursements.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// A disbursement by id.
+    pub fn disbursement(&self, id: &Uuid) -> Result<Option<Disbursement>, StoreError> {
+        match self.disbursements.get(prefixed(b'd', &[id.as_bytes()]))? {
+            Some(bytes) => Ok(Some(decode_value(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// A disbursement by ref code.
+    pub fn disbursement_by_ref(&self, ref_code: &str) -> Result<Option<Disbursement>, StoreError> {
+        match self.disbursements.get(prefixed(b'r', &[ref_code.as_bytes()]))? {
+            Some(id) => self.disbursement(&Uuid::from_slice(&id).unwrap_or_default()),
+            None => Ok(None),
+        }
+    }
+
+    /// True when a ref code is taken.
+    pub fn disbursement_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .disbursements
+            .contains_key(prefixed(b'r', &[ref_code.as_bytes()]))?)
+    }
+
+    /// The disbursement a merchant created with an idempotency key.
+    pub fn disbursement_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Disbursement>, StoreError> {
+        let key_hash = self.key_hash(key).to_be_bytes();
+        match self
+            .disbursements
+            .get(prefixed(b'i', &[merchant_id.as_bytes(), &key_hash]))?
+        {
+            Some(id) => Ok(self
+                .disbursement(&Uuid::from_slice(&id).unwrap_or_default())?
+                .filter(|d| d.idempotency_key == key)),
+            None => Ok(None),
+        }
+    }
+
+    /// A merchant's disbursements created in `[from_ms, to_ms)`, newest first,
+    /// that pass `keep`: the `offset`..`offset + limit` slice and the total.
+    pub fn merchant_disbursements(
+        &self,
+        merchant_id: &Uuid,
+        from_ms: i64,
+        to_ms: i64,
+        keep: impl Fn(&Disbursement) -> bool,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Disbursement>, usize), StoreError> {
+        let from = (from_ms.max(0) as u64).to_be_bytes();
+        let to = (to_ms.max(0) as u64).to_be_bytes();
+        let start = prefixed(b'l', &[merchant_id.as_bytes(), &from]);
+        let end = prefixed(b'l', &[merchant_id.as_bytes(), &to]);
+        let mut page = Vec::new();
+        let mut total = 0;
+        for item in self.disbursements.range(start..end).rev() {
+            let (key, _) = item?;
+            let id = Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default();
+            let Some(disbursement) = self.disbursement(&id)? else {
+                continue;
+            };
+            if !keep(&disbursement) {
+                continue;
+            }
+            if total >= offset && page.len() < limit {
+                page.push(disbursement);
+            }
+            total += 1;
+        }
+        Ok((page, total))
+    }
+
+    /// Disbursements not yet in a final status, to resume after a restart.
+    pub fn open_disbursements(&self) -> Result<Vec<Disbursement>, StoreError> {
+        let mut open = Vec::new();
+        for item in self.disbursements.scan_prefix([b'o']) {
+            let (key, _) = item?;
+            if let Some(disbursement) = self.disbursement(&Uuid::from_slice(&key[1..]).unwrap_or_default())? {
+                open.push(disbursement);
+            }
+        }
+        Ok(open)
     }
 
     /// Flushes sled without the fsync (on shutdown after a checkpoint).

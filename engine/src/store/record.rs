@@ -1,6 +1,6 @@
 //! The journal's record types and their bincode 2 encoding.
 
-use crate::domain::{Bank, Ewallet, MerchantRecord, Organization};
+use crate::domain::{Bank, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,23 @@ pub enum JournalRecord {
     MerchantSaved(Box<MerchantRecord>),
     /// Money moved.
     EntryPosted(Entry),
+    /// A disbursement was created together with the entry debiting the wallet.
+    DisbursementCreated {
+        /// The new disbursement.
+        disbursement: Box<Disbursement>,
+        /// Its debit.
+        entry: Entry,
+    },
+    /// A disbursement changed status without moving money.
+    DisbursementUpdated(Box<Disbursement>),
+    /// A disbursement failed or was rejected, with the entry giving the
+    /// full amount back.
+    DisbursementReversed {
+        /// The disbursement in its final status.
+        disbursement: Box<Disbursement>,
+        /// Its reversal.
+        entry: Entry,
+    },
 }
 
 /// `JournalRecord` by reference: the same variants in the same order, so it

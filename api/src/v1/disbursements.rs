@@ -1,0 +1,128 @@
+//! `POST /v1/disbursements`, `GET /v1/disbursements[/{id}]` (SPEC.md 4.3)
+//! and the sandbox's `POST /v1/sandbox/disbursements/{id}/complete`.
+
+use super::pagination::ListQuery;
+use crate::error::V1Error;
+use crate::extract::{SignedJson, V1Json, V1Merchant};
+use crate::wire::{created_disbursement_view, disbursement_view, Created, Data, Page};
+use crate::{AppState, Mode};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
+use paygate_engine::domain::DisbursementStatus;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Body of `POST /v1/disbursements`: every field optional here so that each
+/// missing one gets the code SPEC.md 7.1 gives it.
+#[derive(Deserialize)]
+pub struct CreateDisbursement {
+    idempotency_key: Option<String>,
+    channel: Option<String>,
+    bank_short_code: Option<String>,
+    account_number: Option<String>,
+    account_name: Option<String>,
+    ewallet_provider: Option<String>,
+    ewallet_phone: Option<String>,
+    amount_minor: Option<i64>,
+    notify_url: Option<String>,
+    beneficiary_id: Option<String>,
+}
+
+/// POST /v1/disbursements: 201 with the disbursement, wallet debited by request + fee.
+pub async fn create_disbursement(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    SignedJson(body): SignedJson<CreateDisbursement>,
+) -> Result<Created<Value>, V1Error> {
+    if body.beneficiary_id.is_some() {
+        // Saved beneficiaries do not exist yet on this platform.
+        return Err(V1Error::new(
+            StatusCode::NOT_FOUND,
+            "BENEFICIARY_NOT_FOUND",
+            "beneficiary not found",
+        ));
+    }
+    let new = NewDisbursement {
+        idempotency_key: body.idempotency_key,
+        channel: body.channel,
+        bank_short_code: body.bank_short_code,
+        account_number: body.account_number,
+        account_name: body.account_name,
+        ewallet_provider: body.ewallet_provider,
+        ewallet_phone: body.ewallet_phone,
+        amount_minor: body.amount_minor,
+        notify_url: body.notify_url,
+        source: None,
+    };
+    let disbursement = state.engine.create_disbursement(merchant.id, new).await?;
+    Ok(Created(created_disbursement_view(&disbursement)))
+}
+
+/// GET /v1/disbursements/{id}: by UUID or ref code.
+pub async fn get_disbursement(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(id): Path<String>,
+) -> Result<Data<Value>, V1Error> {
+    let disbursement = state.engine.disbursement_for(merchant.id, &id)?;
+    Ok(Data(disbursement_view(&disbursement)))
+}
+
+/// GET /v1/disbursements: newest first, paginated, filterable.
+pub async fn list_disbursements(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    query: ListQuery,
+) -> Result<Page, V1Error> {
+    let status = match &query.status {
+        None => None,
+        Some(raw) => Some(DisbursementStatus::parse(raw).ok_or_else(|| {
+            V1Error::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_QUERY",
+                "status: not a disbursement status",
+            )
+        })?),
+    };
+    let filter = DisbursementFilter {
+        status,
+        created_from_ms: query.created_from_ms,
+        created_to_ms: query.created_to_ms,
+    };
+    let (items, total) = state
+        .engine
+        .list_disbursements(merchant.id, &filter, query.page, query.limit)?;
+    Ok(Page {
+        items: items.iter().map(disbursement_view).collect(),
+        page: query.page,
+        limit: query.limit,
+        total,
+    })
+}
+
+/// Body of the sandbox completion.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteDisbursement {
+    status: String,
+}
+
+/// POST /v1/sandbox/disbursements/{id}/complete: forces SUCCESS or FAILED.
+pub async fn complete_disbursement(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(id): Path<String>,
+    V1Json(body): V1Json<CompleteDisbursement>,
+) -> Result<Data<Value>, V1Error> {
+    if state.config.mode != Mode::Sandbox {
+        return Err(V1Error::route_not_found());
+    }
+    let outcome = match body.status.as_str() {
+        "SUCCESS" => DisbursementStatus::Success,
+        "FAILED" => DisbursementStatus::Failed,
+        _ => return Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
+    };
+    let disbursement = state.engine.complete_disbursement(merchant.id, &id, outcome).await?;
+    Ok(Data(disbursement_view(&disbursement)))
+}

@@ -1,0 +1,68 @@
+//! The list query of DESIGN.md 5: `page`, `limit` (integers >= 1, `limit`
+//! capped at 50), `status`, `created_from`, `created_to`; else 400 `INVALID_QUERY`.
+
+use crate::error::V1Error;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use std::collections::HashMap;
+
+/// Largest page served.
+pub const PAGE_LIMIT_MAX: usize = 50;
+/// Page size when none is asked for.
+pub const PAGE_LIMIT_DEFAULT: usize = 10;
+
+/// A validated list query.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    /// 1-based.
+    pub page: usize,
+    /// 1..=50.
+    pub limit: usize,
+    /// Raw status filter, checked by the resource.
+    pub status: Option<String>,
+    /// Created at or after, Unix ms.
+    pub created_from_ms: Option<i64>,
+    /// Created at or before, Unix ms.
+    pub created_to_ms: Option<i64>,
+}
+
+fn invalid(message: String) -> V1Error {
+    V1Error::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", message)
+}
+
+fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, V1Error> {
+    match query.get(name) {
+        None => Ok(default),
+        Some(raw) => match raw.parse::<usize>() {
+            Ok(value) if value >= 1 => Ok(value),
+            _ => Err(invalid(format!("{name}: must be an integer of at least 1"))),
+        },
+    }
+}
+
+fn instant(query: &HashMap<String, String>, name: &str) -> Result<Option<i64>, V1Error> {
+    match query.get(name) {
+        None => Ok(None),
+        Some(raw) => chrono::DateTime::parse_from_rfc3339(raw)
+            .map(|t| Some(t.timestamp_millis()))
+            .map_err(|_| invalid(format!("{name}: must be an RFC 3339 timestamp"))),
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
+    type Rejection = V1Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, V1Error> {
+        let query = axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+            .map_err(|_| invalid("query string could not be read".into()))?
+            .0;
+        Ok(ListQuery {
+            page: positive(&query, "page", 1)?,
+            limit: positive(&query, "limit", PAGE_LIMIT_DEFAULT)?.min(PAGE_LIMIT_MAX),
+            status: query.get("status").cloned(),
+            created_from_ms: instant(&query, "created_from")?,
+            created_to_ms: instant(&query, "created_to")?,
+        })
+    }
+}

@@ -1,0 +1,350 @@
+//! The engine's disbursement operations: validation against the catalog and
+//! merchant settings, creation through the merchant actor, queries, and the
+//! operator and sandbox moves.
+
+use crate::actors::disbursement::{DisbursementActor, DisbursementArgs, DisbursementMsg};
+use crate::actors::MerchantMsg;
+use crate::domain::disbursement::{is_valid_ewallet_phone, normalize_phone};
+use crate::domain::{
+    Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source,
+};
+use crate::engine::{validate_idempotency_key, Engine};
+use crate::error::EngineError;
+use crate::limits;
+use crate::money::MinorUnits;
+use ractor::{Actor, ActorRef};
+use uuid::Uuid;
+
+/// DANA's smallest payout, V1 and Legacy: IDR 20,000.
+pub const DANA_MINIMUM_MINOR: i64 = 2_000_000;
+
+/// A disbursement as a caller describes it, before validation.
+#[derive(Clone, Debug, Default)]
+pub struct NewDisbursement {
+    /// Required.
+    pub idempotency_key: Option<String>,
+    /// `BANK` or `EWALLET`.
+    pub channel: Option<String>,
+    /// BANK.
+    pub bank_short_code: Option<String>,
+    /// BANK.
+    pub account_number: Option<String>,
+    /// BANK.
+    pub account_name: Option<String>,
+    /// EWALLET.
+    pub ewallet_provider: Option<String>,
+    /// EWALLET.
+    pub ewallet_phone: Option<String>,
+    /// Excluding the fee; required.
+    pub amount_minor: Option<i64>,
+    /// Status webhook URL.
+    pub notify_url: Option<String>,
+    /// V1 or Legacy.
+    pub source: Option<Source>,
+}
+
+/// Filters of `GET /v1/disbursements`.
+#[derive(Clone, Debug, Default)]
+pub struct DisbursementFilter {
+    /// Only this status.
+    pub status: Option<DisbursementStatus>,
+    /// Created at or after, Unix ms.
+    pub created_from_ms: Option<i64>,
+    /// Created at or before, Unix ms.
+    pub created_to_ms: Option<i64>,
+}
+
+fn present(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+impl Engine {
+    /// Validates and creates a disbursement: the wallet is debited by
+    /// request + fee in the same journal record. 409-style duplicates come
+    /// back as `DuplicateDisbursement` with the existing one.
+    pub async fn create_disbursement(
+        &self,
+        merchant_id: Uuid,
+        new: NewDisbursement,
+    ) -> Result<Disbursement, EngineError> {
+        let request = self.validate_disbursement(merchant_id, new)?;
+        let created = self
+            .call_merchant(merchant_id, |reply| MerchantMsg::CreateDisbursement {
+                request: request.clone(),
+                reply,
+            })
+            .await??;
+        self.start_disbursement_actor(created.id, DisbursementMsg::Advance)
+            .await;
+        Ok(created)
+    }
+
+    fn validate_disbursement(
+        &self,
+        merchant_id: Uuid,
+        new: NewDisbursement,
+    ) -> Result<DisbursementRequest, EngineError> {
+        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        if merchant.settlement_type != SettlementType::Wallet {
+            return Err(EngineError::NotWalletMerchant);
+        }
+        let idempotency_key = new
+            .idempotency_key
+            .clone()
+            .ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?;
+        validate_idempotency_key(&idempotency_key)?;
+        let amount = new
+            .amount_minor
+            .ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?;
+        if amount < 1 {
+            return Err(EngineError::invalid("amount_minor", "must be at least 1"));
+        }
+        let destination = match new.channel.as_deref() {
+            Some("BANK") => self.bank_destination(&new)?,
+            Some("EWALLET") => self.ewallet_destination(&new, amount)?,
+            Some(_) => return Err(EngineError::invalid("channel", "must be BANK or EWALLET")),
+            None => return Err(EngineError::invalid("channel", "is required")),
+        };
+        if let Some(url) = &new.notify_url {
+            crate::engine::validate_url("notify_url", url)?;
+        }
+        if self.payout_vendor().is_none() {
+            return Err(EngineError::NoVendor);
+        }
+        Ok(DisbursementRequest {
+            idempotency_key,
+            destination,
+            request_amount: MinorUnits::new(amount),
+            notify_url: new.notify_url,
+            source: new.source.unwrap_or(crate::domain::Source::Api),
+            beneficiary_id: None,
+        })
+    }
+
+    fn bank_destination(&self, new: &NewDisbursement) -> Result<Destination, EngineError> {
+        let (Some(code), Some(number), Some(name)) = (
+            present(&new.bank_short_code),
+            present(&new.account_number),
+            present(&new.account_name),
+        ) else {
+            return Err(EngineError::MissingBankInfo);
+        };
+        let bank = self
+            .catalog()
+            .banks
+            .get(code)
+            .cloned()
+            .ok_or(EngineError::BankNotFound)?;
+        if !bank.is_enabled {
+            return Err(EngineError::BankDisabled);
+        }
+        if !(5..=34).contains(&number.len()) || !number.chars().all(|c| c.is_ascii_digit()) {
+            return Err(EngineError::invalid("account_number", "must be 5 to 34 digits"));
+        }
+        if name.chars().count() > limits::NAME_CHARS_MAX {
+            return Err(EngineError::invalid("account_name", "must be at most 255 characters"));
+        }
+        Ok(Destination::Bank {
+            bank_short_code: bank.short_code,
+            bank_id: bank.id,
+            account_number: number.to_string(),
+            account_name: name.to_string(),
+        })
+    }
+
+    fn ewallet_destination(&self, new: &NewDisbursement, amount: i64) -> Result<Destination, EngineError> {
+        let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone)) else {
+            return Err(EngineError::MissingEwalletInfo);
+        };
+        let ewallet = self
+            .catalog()
+            .ewallets
+            .get(code)
+            .cloned()
+            .ok_or(EngineError::EwalletNotFound)?;
+        if !ewallet.is_enabled {
+            return Err(EngineError::EwalletDisabled);
+        }
+        let phone = normalize_phone(raw_phone);
+        if !is_valid_ewallet_phone(&phone) {
+            return Err(EngineError::invalid(
+                "ewallet_phone",
+                "must be an Indonesian mobile number (62 8xx...)",
+            ));
+        }
+        if ewallet.short_code == "DANA" && amount < DANA_MINIMUM_MINOR {
+            return Err(EngineError::AmountBelowMinimum("IDR 20,000 for DANA".into()));
+        }
+        Ok(Destination::Ewallet {
+            provider: ewallet.short_code,
+            phone,
+        })
+    }
+
+    /// A merchant's disbursement by UUID or ref code.
+    pub fn disbursement_for(&self, merchant_id: Uuid, id_or_ref: &str) -> Result<Disbursement, EngineError> {
+        let found = match Uuid::parse_str(id_or_ref) {
+            Ok(id) => self.store().disbursement(&id)?,
+            Err(_) => self.store().disbursement_by_ref(id_or_ref)?,
+        };
+        found
+            .filter(|d| d.merchant_id == merchant_id)
+            .ok_or(EngineError::DisbursementNotFound)
+    }
+
+    /// A disbursement by id, whoever owns it.
+    pub fn stored_disbursement(&self, id: Uuid) -> Result<Option<Disbursement>, EngineError> {
+        Ok(self.store().disbursement(&id)?)
+    }
+
+    /// A page of a merchant's disbursements, newest first, and the total.
+    pub fn list_disbursements(
+        &self,
+        merchant_id: Uuid,
+        filter: &DisbursementFilter,
+        page: usize,
+        limit: usize,
+    ) -> Result<(Vec<Disbursement>, usize), EngineError> {
+        let from = filter.created_from_ms.unwrap_or(0);
+        let to = filter.created_to_ms.map_or(i64::MAX, |t| t.saturating_add(1));
+        let offset = page.saturating_sub(1).saturating_mul(limit);
+        let status = filter.status;
+        Ok(self.store().merchant_disbursements(
+            &merchant_id,
+            from,
+            to,
+            |d| status.is_none_or(|s| d.status == s),
+            offset,
+            limit,
+        )?)
+    }
+
+    /// Moves a disbursement through its merchant's actor.
+    pub async fn move_disbursement_by_id(
+        &self,
+        id: Uuid,
+        to: DisbursementStatus,
+        vendor_disbursement_id: Option<String>,
+        reason: Option<String>,
+    ) -> Result<Disbursement, EngineError> {
+        let current = self
+            .store()
+            .disbursement(&id)?
+            .ok_or(EngineError::DisbursementNotFound)?;
+        self.call_merchant(current.merchant_id, |reply| MerchantMsg::MoveDisbursement {
+            id,
+            to,
+            vendor_disbursement_id: vendor_disbursement_id.clone(),
+            reason: reason.clone(),
+            reply,
+        })
+        .await?
+    }
+
+    /// Operator approval of a disbursement IN_REVIEW: it goes to the vendor.
+    pub async fn approve_disbursement(&self, id: Uuid) -> Result<Disbursement, EngineError> {
+        let current = self
+            .store()
+            .disbursement(&id)?
+            .ok_or(EngineError::DisbursementNotFound)?;
+        if current.status != DisbursementStatus::InReview {
+            return Err(EngineError::InvalidStatus(current.status.as_str().into()));
+        }
+        let Some(vendor) = self.payout_vendor() else {
+            return Err(EngineError::NoVendor);
+        };
+        match vendor.submit(&current) {
+            Ok(submission) => {
+                let moved = self
+                    .move_disbursement_by_id(
+                        id,
+                        DisbursementStatus::OnProcess,
+                        Some(submission.vendor_disbursement_id),
+                        None,
+                    )
+                    .await?;
+                if let Some((delay, outcome)) = submission.settles {
+                    self.start_disbursement_actor(id, DisbursementMsg::SettleAfter(delay, outcome))
+                        .await;
+                }
+                Ok(moved)
+            }
+            Err(reason) => {
+                self.move_disbursement_by_id(id, DisbursementStatus::Failed, None, Some(reason))
+                    .await
+            }
+        }
+    }
+
+    /// Operator rejection of a PENDING or IN_REVIEW disbursement: the full
+    /// amount goes back to the wallet.
+    pub async fn reject_disbursement(&self, id: Uuid, reason: Option<String>) -> Result<Disbursement, EngineError> {
+        let reason = reason.unwrap_or_else(|| "rejected by the platform".into());
+        self.move_disbursement_by_id(id, DisbursementStatus::Rejected, None, Some(reason))
+            .await
+    }
+
+    /// Sandbox: forces the vendor's outcome (SUCCESS or FAILED) now.
+    pub async fn complete_disbursement(
+        &self,
+        merchant_id: Uuid,
+        id_or_ref: &str,
+        outcome: DisbursementStatus,
+    ) -> Result<Disbursement, EngineError> {
+        if !matches!(outcome, DisbursementStatus::Success | DisbursementStatus::Failed) {
+            return Err(EngineError::invalid("status", "must be SUCCESS or FAILED"));
+        }
+        let current = self.disbursement_for(merchant_id, id_or_ref)?;
+        if current.status == DisbursementStatus::Pending {
+            let vendor_id = format!("SBX-{}", current.id.simple());
+            match self
+                .move_disbursement_by_id(current.id, DisbursementStatus::OnProcess, Some(vendor_id), None)
+                .await
+            {
+                Ok(_) | Err(EngineError::InvalidStatus(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let reason = (outcome == DisbursementStatus::Failed).then(|| "failed by sandbox request".to_string());
+        self.move_disbursement_by_id(current.id, outcome, None, reason).await
+    }
+
+    /// Starts (or reuses) the actor of a disbursement and sends it `message`.
+    pub(crate) async fn start_disbursement_actor(&self, id: Uuid, message: DisbursementMsg) {
+        let engine = self.clone();
+        let spawned = self
+            .disbursement_actors()
+            .get_or_spawn(id, || async move {
+                let args = DisbursementArgs { id, engine };
+                let (actor, _) = Actor::spawn(None, DisbursementActor, args).await.map_err(|error| {
+                    tracing::error!(%error, %id, "disbursement actor failed to start");
+                    EngineError::ShuttingDown
+                })?;
+                Ok(actor)
+            })
+            .await;
+        if let Ok(actor) = spawned {
+            let _ = actor.cast(message);
+        }
+    }
+
+    /// Called by a disbursement actor just before it stops.
+    pub(crate) fn forget_disbursement_actor(&self, id: Uuid, actor: &ActorRef<DisbursementMsg>) {
+        self.disbursement_actors().remove(&id, actor.get_id());
+    }
+
+    /// Restarts the actors of every disbursement not yet final (after a restart).
+    pub(crate) async fn resume_disbursements(&self) -> Result<usize, EngineError> {
+        let open = self.store().open_disbursements()?;
+        for disbursement in &open {
+            self.start_disbursement_actor(disbursement.id, DisbursementMsg::Advance)
+                .await;
+        }
+        Ok(open.len())
+    }
+}
+
+/// The channel of a stored disbursement, for views.
+pub fn channel_of(disbursement: &Disbursement) -> Channel {
+    disbursement.destination.channel()
+}
