@@ -44,11 +44,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for SignedJson<T> {
         let bytes = read_body(request, state).await?;
         if let Some(merchant) = merchant {
             match signature {
-                Some(signature) => {
-                    if !signature_matches(&merchant.credentials.webhook_secret, &bytes, &signature) {
-                        return Err(invalid_signature());
-                    }
+                Some(signature) if !signature_matches(&merchant.credentials.webhook_secret, &bytes, &signature) => {
+                    return Err(invalid_signature());
                 }
+                Some(_) => {}
                 None if merchant.require_signature => return Err(invalid_signature()),
                 None => {}
             }

@@ -343,8 +343,3 @@ impl Engine {
         Ok(open.len())
     }
 }
-
-/// The channel of a stored disbursement, for views.
-pub fn channel_of(disbursement: &Disbursement) -> Channel {
-    disbursement.destination.channel()
-}
