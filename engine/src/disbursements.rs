@@ -5,9 +5,7 @@
 use crate::actors::disbursement::{DisbursementActor, DisbursementArgs, DisbursementMsg};
 use crate::actors::MerchantMsg;
 use crate::domain::disbursement::{is_valid_ewallet_phone, normalize_phone};
-use crate::domain::{
-    Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source,
-};
+use crate::domain::{Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source};
 use crate::engine::{validate_idempotency_key, Engine};
 use crate::error::EngineError;
 use crate::limits;
