@@ -109,6 +109,12 @@ impl TestServer {
         let _ = self.child.wait();
     }
 
+    /// Starts the server again on the same data dir with other extra flags.
+    pub fn restart_with(&mut self, extra_args: &[&str]) {
+        self.extra_args = extra_args.iter().map(|s| s.to_string()).collect();
+        self.restart();
+    }
+
     /// Starts the server again on the same data dir (after `kill` or `stop`).
     pub fn restart(&mut self) {
         let (child, base) = spawn(&self.data_dir, &self.extra_args);
