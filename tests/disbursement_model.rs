@@ -1,0 +1,212 @@
+//! Property test: random disbursements (some refused for balance or limit),
+//! vendor failures and successes, operator rejections, reused keys and
+//! restarts, against a model of the wallet. The wallet always equals the
+//! model, money comes back exactly once per failed or rejected disbursement,
+//! and the ledger verifies.
+
+use paygate_engine::clock::SystemClock;
+use paygate_engine::disbursements::NewDisbursement;
+use paygate_engine::domain::{DisbursementStatus, LimitsPatch, SettlementType};
+use paygate_engine::ledger::LedgerError;
+use paygate_engine::vendor::SandboxPayoutVendor;
+use paygate_engine::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
+use proptest::prelude::*;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+const FEE: i64 = 250_000;
+const PER_TRANSACTION: i64 = 1_000_000;
+const REVIEW_THRESHOLD: i64 = 800_000;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Create { amount: i64, key: u8 },
+    Fail { pick: usize },
+    Succeed { pick: usize },
+    Reject { pick: usize },
+    Restart,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (1i64..1_200_000, 0u8..12).prop_map(|(amount, key)| Op::Create { amount, key }),
+        2 => any::<usize>().prop_map(|pick| Op::Fail { pick }),
+        2 => any::<usize>().prop_map(|pick| Op::Succeed { pick }),
+        2 => any::<usize>().prop_map(|pick| Op::Reject { pick }),
+        1 => Just(Op::Restart),
+    ]
+}
+
+#[derive(Debug, Clone)]
+struct ModelDisbursement {
+    id: Uuid,
+    key: u8,
+    amount: i64,
+    final_status: Option<DisbursementStatus>,
+}
+
+async fn open(dir: &Path) -> Engine {
+    let mut config = EngineConfig::new(dir);
+    config.checkpoint_interval = Duration::from_millis(20);
+    // The vendor never settles by itself here: outcomes come from the test.
+    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    }));
+    Engine::open(config, Arc::new(SystemClock)).await.expect("engine opens")
+}
+
+fn bank(key: u8, amount: i64) -> NewDisbursement {
+    NewDisbursement {
+        idempotency_key: Some(format!("key-{key}")),
+        channel: Some("BANK".into()),
+        bank_short_code: Some("BCA".into()),
+        account_number: Some("1234567890".into()),
+        account_name: Some("Budi".into()),
+        amount_minor: Some(amount),
+        ..Default::default()
+    }
+}
+
+async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open(dir.path()).await;
+    let (merchant, _) = engine
+        .create_merchant(NewMerchant {
+            name: "m".into(),
+            settlement_type: Some(SettlementType::Wallet),
+            limits: LimitsPatch {
+                per_transaction_minor: Some(PER_TRANSACTION),
+                review_threshold_minor: Some(REVIEW_THRESHOLD),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let id = merchant.id;
+    engine
+        .credit_wallet(id, MinorUnits::new(funding), "fund", None)
+        .await
+        .unwrap();
+    let mut wallet = funding;
+    let mut made: Vec<ModelDisbursement> = Vec::new();
+
+    for op in ops {
+        match op {
+            Op::Create { amount, key } => {
+                let result = engine.create_disbursement(id, bank(key, amount)).await;
+                if let Some(existing) = made.iter().find(|d| d.key == key) {
+                    match result {
+                        Err(EngineError::DuplicateDisbursement(found)) => prop_assert_eq!(found.id, existing.id),
+                        other => prop_assert!(false, "expected a duplicate, got {:?}", other),
+                    }
+                } else if amount > PER_TRANSACTION {
+                    prop_assert!(matches!(result, Err(EngineError::AmountExceedsLimit)), "{:?}", result);
+                } else if amount + FEE > wallet {
+                    prop_assert!(
+                        matches!(result, Err(EngineError::Ledger(LedgerError::InsufficientBalance))),
+                        "{:?}",
+                        result
+                    );
+                } else {
+                    let created = result.map_err(|e| TestCaseError::fail(format!("create failed: {e}")))?;
+                    prop_assert_eq!(created.status, DisbursementStatus::Pending);
+                    prop_assert_eq!(created.final_amount.get(), amount + FEE);
+                    wallet -= amount + FEE;
+                    made.push(ModelDisbursement {
+                        id: created.id,
+                        key,
+                        amount,
+                        final_status: None,
+                    });
+                }
+            }
+            Op::Fail { pick } | Op::Succeed { pick } if !made.is_empty() => {
+                let index = pick % made.len();
+                let target = made[index].clone();
+                let outcome = if matches!(op, Op::Fail { .. }) {
+                    DisbursementStatus::Failed
+                } else {
+                    DisbursementStatus::Success
+                };
+                let result = engine.complete_disbursement(id, &target.id.to_string(), outcome).await;
+                // Small ones go PENDING -> ON_PROCESS -> outcome; large ones wait IN_REVIEW.
+                let settleable = target.final_status.is_none() && target.amount < REVIEW_THRESHOLD;
+                if settleable {
+                    let done = result.map_err(|e| TestCaseError::fail(format!("complete failed: {e}")))?;
+                    prop_assert_eq!(done.status, outcome);
+                    if outcome == DisbursementStatus::Failed {
+                        wallet += target.amount + FEE;
+                    }
+                    made[index].final_status = Some(outcome);
+                } else if target.final_status.is_some() {
+                    prop_assert!(matches!(result, Err(EngineError::InvalidStatus(_))), "{:?}", result);
+                } else {
+                    // A large one is PENDING for an instant, then IN_REVIEW: completing
+                    // it is refused once it is IN_REVIEW, and allowed before.
+                    match result {
+                        Err(EngineError::InvalidStatus(_)) => {}
+                        Ok(done) => {
+                            prop_assert_eq!(done.status, outcome);
+                            if outcome == DisbursementStatus::Failed {
+                                wallet += target.amount + FEE;
+                            }
+                            made[index].final_status = Some(outcome);
+                        }
+                        Err(other) => prop_assert!(false, "{:?}", other),
+                    }
+                }
+            }
+            Op::Reject { pick } if !made.is_empty() => {
+                let index = pick % made.len();
+                let target = made[index].clone();
+                let result = engine.reject_disbursement(target.id, None).await;
+                if target.final_status.is_none() && target.amount >= REVIEW_THRESHOLD {
+                    let done = result.map_err(|e| TestCaseError::fail(format!("reject failed: {e}")))?;
+                    prop_assert_eq!(done.status, DisbursementStatus::Rejected);
+                    wallet += target.amount + FEE;
+                    made[index].final_status = Some(DisbursementStatus::Rejected);
+                } else if target.final_status.is_some() {
+                    prop_assert!(matches!(result, Err(EngineError::InvalidStatus(_))), "{:?}", result);
+                } else {
+                    // A small one may still be PENDING (rejectable) or already ON_PROCESS.
+                    match result {
+                        Err(EngineError::InvalidStatus(_)) => {}
+                        Ok(done) => {
+                            prop_assert_eq!(done.status, DisbursementStatus::Rejected);
+                            wallet += target.amount + FEE;
+                            made[index].final_status = Some(DisbursementStatus::Rejected);
+                        }
+                        Err(other) => prop_assert!(false, "{:?}", other),
+                    }
+                }
+            }
+            Op::Restart => {
+                engine.shutdown().await;
+                drop(engine);
+                engine = open(dir.path()).await;
+            }
+            _ => {}
+        }
+        prop_assert_eq!(engine.wallet_balance(id).await.unwrap().get(), wallet);
+    }
+    let report = engine.verify_ledger().await.unwrap();
+    prop_assert!(report.balanced, "{:?}", report.problems);
+    engine.shutdown().await;
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
+
+    #[test]
+    fn wallet_matches_the_model_through_disbursement_lifecycles_and_restarts(
+        ops in prop::collection::vec(op(), 1..40),
+        funding in 1_000_000i64..6_000_000,
+    ) {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(run(ops, funding))?;
+    }
+}
