@@ -172,3 +172,154 @@ async fn a_journal_with_a_corrupted_last_record_opens_without_it() {
     // The journal continues cleanly after the cut.
     assert_eq!(server.credit(&merchant.id, 1).await, 501);
 }
+
+struct SentDisbursement {
+    key: String,
+    body: serde_json::Value,
+    acknowledged_id: Option<String>,
+}
+
+async fn all_disbursements(server: &TestServer, api_key: &str) -> Vec<serde_json::Value> {
+    let mut all = Vec::new();
+    for page in 1.. {
+        let path = format!("/v1/disbursements?limit=50&page={page}");
+        let reply = server.call(Method::GET, &path, Some(api_key), None).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        let items = reply.body["data"].as_array().unwrap().clone();
+        all.extend(items);
+        if page >= reply.body["meta"]["total_pages"].as_u64().unwrap() as usize {
+            return all;
+        }
+    }
+    unreachable!()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_disbursement_survives_sigkill_and_the_wallet_balances() {
+    let mut server = TestServer::start_with(&["--sandbox-disbursement-delay-ms", "100"]);
+    let merchant = server.create_wallet_merchant().await;
+    let limits = json!({ "limits": { "rate_limit_per_second": 100000, "rate_limit_burst": 100000 } });
+    let reply = server
+        .admin(
+            Method::PATCH,
+            &format!("/admin/v1/merchants/{}", merchant.id),
+            Some(limits),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let funding = 1_000_000_000_000i64;
+    server.credit(&merchant.id, funding).await;
+
+    let sent: Arc<Mutex<Vec<SentDisbursement>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let client = reqwest::Client::new();
+    let mut workers = Vec::new();
+    for worker in 0..12 {
+        let (sent, stop, client) = (sent.clone(), stop.clone(), client.clone());
+        let (base, api_key) = (server.base.clone(), merchant.api_key.clone());
+        workers.push(tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let key = format!("dsb-{worker}-{i}");
+                // Every fifth goes to the sandbox's failing account.
+                let account = if i % 5 == 0 { "0000000000" } else { "1234567890" };
+                let body = json!({
+                    "idempotency_key": key, "channel": "BANK", "bank_short_code": "BCA",
+                    "account_number": account, "account_name": "Budi", "amount_minor": 100_000 + i,
+                });
+                let response = client
+                    .post(format!("{base}/v1/disbursements"))
+                    .header("X-API-Key", &api_key)
+                    .json(&body)
+                    .timeout(Duration::from_secs(10))
+                    .send()
+                    .await;
+                let acknowledged_id = match response {
+                    Ok(r) if r.status() == StatusCode::CREATED => {
+                        let value: serde_json::Value = r.json().await.unwrap();
+                        Some(value["data"]["id"].as_str().unwrap().to_string())
+                    }
+                    Ok(r) => panic!("unexpected status {}", r.status()),
+                    Err(_) => None,
+                };
+                let gone = acknowledged_id.is_none();
+                sent.lock().unwrap().push(SentDisbursement {
+                    key,
+                    body,
+                    acknowledged_id,
+                });
+                if gone {
+                    return;
+                }
+                i += 1;
+            }
+        }));
+    }
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if sent
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.acknowledged_id.is_some())
+            .count()
+            >= 300
+        {
+            break;
+        }
+    }
+    server.kill();
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    server.restart();
+
+    // Every acknowledged disbursement is there; retrying the others lands each once.
+    let sent = std::mem::take(&mut *sent.lock().unwrap());
+    for item in &sent {
+        let reply = server
+            .call(
+                Method::POST,
+                "/v1/disbursements",
+                Some(&merchant.api_key),
+                Some(item.body.clone()),
+            )
+            .await;
+        match &item.acknowledged_id {
+            Some(id) => {
+                assert_eq!(
+                    reply.status,
+                    StatusCode::CONFLICT,
+                    "acknowledged {} missing: {}",
+                    item.key,
+                    reply.body
+                );
+                assert_eq!(reply.body["data"]["id"].as_str(), Some(id.as_str()));
+            }
+            None => assert!(reply.status == StatusCode::CREATED || reply.status == StatusCode::CONFLICT),
+        }
+    }
+    // Let every one settle, then the wallet is the funding minus what succeeded.
+    let mut settled = Vec::new();
+    for _ in 0..200 {
+        settled = all_disbursements(&server, &merchant.api_key).await;
+        if settled
+            .iter()
+            .all(|d| matches!(d["status"].as_str(), Some("SUCCESS") | Some("FAILED")))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(settled.len(), sent.len(), "one disbursement per key");
+    let paid_out: i64 = settled
+        .iter()
+        .filter(|d| d["status"] == json!("SUCCESS"))
+        .map(|d| d["final_amount_minor"].as_i64().unwrap())
+        .sum();
+    assert!(settled.iter().any(|d| d["status"] == json!("FAILED")));
+    assert_eq!(server.balance(&merchant.api_key).await, funding - paid_out);
+    let verify = server.verify().await;
+    assert_eq!(verify["balanced"], json!(true), "{verify}");
+}
