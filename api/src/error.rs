@@ -114,6 +114,9 @@ impl From<EngineError> for V1Error {
                 "a disbursement with this idempotency key exists",
             )
             .with_data(crate::wire::disbursement_view(&existing)),
+            EngineError::BeneficiaryNotFound => {
+                V1Error::new(S::NOT_FOUND, "BENEFICIARY_NOT_FOUND", "beneficiary not found")
+            }
             EngineError::DisbursementNotFound => {
                 V1Error::new(S::NOT_FOUND, "DISBURSEMENT_NOT_FOUND", "disbursement not found")
             }

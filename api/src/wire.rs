@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SecondsFormat, Utc};
-use paygate_engine::domain::{Bank, Destination, Disbursement, Ewallet, MerchantRecord, Organization};
+use paygate_engine::domain::{Bank, Beneficiary, Destination, Disbursement, Ewallet, MerchantRecord, Organization};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -151,4 +151,44 @@ impl IntoResponse for Page {
         });
         (StatusCode::OK, Json(body)).into_response()
     }
+}
+
+/// A beneficiary as SPEC.md 2.4 shows it.
+pub fn beneficiary_view(beneficiary: &Beneficiary) -> Value {
+    let (bank_id, account_number, account_name, ewallet_provider, ewallet_phone) = match &beneficiary.destination {
+        Destination::Bank {
+            bank_id,
+            account_number,
+            account_name,
+            ..
+        } => {
+            let name = if account_name.is_empty() {
+                Value::Null
+            } else {
+                json!(account_name)
+            };
+            (json!(bank_id), json!(account_number), name, Value::Null, Value::Null)
+        }
+        Destination::Ewallet { provider, phone } => {
+            (Value::Null, Value::Null, Value::Null, json!(provider), json!(phone))
+        }
+    };
+    json!({
+        "id": beneficiary.id,
+        "organization_id": beneficiary.organization_id,
+        "merchant_id": beneficiary.merchant_id,
+        "label": beneficiary.label,
+        "channel": beneficiary.destination.channel().as_str(),
+        "bank_id": bank_id,
+        "account_number": account_number,
+        "account_name": account_name,
+        "ewallet_provider": ewallet_provider,
+        "ewallet_phone": ewallet_phone,
+        "verification_status": beneficiary.verification_status.as_str(),
+        "verified_name": beneficiary.verified_name,
+        "is_default": beneficiary.is_default,
+        "is_enabled": beneficiary.is_enabled,
+        "created_at": timestamp(beneficiary.created_at_ms),
+        "updated_at": timestamp(beneficiary.updated_at_ms),
+    })
 }

@@ -39,6 +39,8 @@ pub struct NewDisbursement {
     pub notify_url: Option<String>,
     /// V1 or Legacy.
     pub source: Option<Source>,
+    /// A saved beneficiary supplying the channel and account.
+    pub beneficiary_id: Option<Uuid>,
 }
 
 /// Filters of `GET /v1/disbursements`.
@@ -97,11 +99,9 @@ impl Engine {
         if amount < 1 {
             return Err(EngineError::invalid("amount_minor", "must be at least 1"));
         }
-        let destination = match new.channel.as_deref() {
-            Some("BANK") => self.bank_destination(&new)?,
-            Some("EWALLET") => self.ewallet_destination(&new, amount)?,
-            Some(_) => return Err(EngineError::invalid("channel", "must be BANK or EWALLET")),
-            None => return Err(EngineError::invalid("channel", "is required")),
+        let destination = match new.beneficiary_id {
+            Some(beneficiary_id) => self.beneficiary_destination(merchant_id, beneficiary_id, &new, amount)?,
+            None => self.channel_destination(&new, amount)?,
         };
         if let Some(url) = &new.notify_url {
             crate::engine::validate_url("notify_url", url)?;
@@ -115,7 +115,56 @@ impl Engine {
             request_amount: MinorUnits::new(amount),
             notify_url: new.notify_url,
             source: new.source.unwrap_or(crate::domain::Source::Api),
-            beneficiary_id: None,
+            beneficiary_id: new.beneficiary_id,
+        })
+    }
+
+    /// DESIGN.md 4: the channel and account come from the beneficiary; a
+    /// `channel` sent along must match it.
+    fn beneficiary_destination(
+        &self,
+        merchant_id: Uuid,
+        beneficiary_id: Uuid,
+        new: &NewDisbursement,
+        amount: i64,
+    ) -> Result<Destination, EngineError> {
+        let beneficiary = self.beneficiary_for(merchant_id, beneficiary_id)?;
+        let channel = beneficiary.destination.channel().as_str();
+        if new.channel.as_deref().is_some_and(|sent| sent != channel) {
+            return Err(EngineError::invalid("channel", "does not match the beneficiary"));
+        }
+        let mut from_beneficiary = NewDisbursement {
+            channel: Some(channel.to_string()),
+            ..new.clone()
+        };
+        match &beneficiary.destination {
+            Destination::Bank {
+                bank_short_code,
+                account_number,
+                account_name,
+                ..
+            } => {
+                from_beneficiary.bank_short_code = Some(bank_short_code.clone());
+                from_beneficiary.account_number = Some(account_number.clone());
+                let name = Some(account_name.clone())
+                    .filter(|n| !n.is_empty())
+                    .or(beneficiary.verified_name.clone());
+                from_beneficiary.account_name = new.account_name.clone().or(name);
+            }
+            Destination::Ewallet { provider, phone } => {
+                from_beneficiary.ewallet_provider = Some(provider.clone());
+                from_beneficiary.ewallet_phone = Some(phone.clone());
+            }
+        }
+        self.channel_destination(&from_beneficiary, amount)
+    }
+
+    fn channel_destination(&self, new: &NewDisbursement, amount: i64) -> Result<Destination, EngineError> {
+        Ok(match new.channel.as_deref() {
+            Some("BANK") => self.bank_destination(new)?,
+            Some("EWALLET") => self.ewallet_destination(new, amount)?,
+            Some(_) => return Err(EngineError::invalid("channel", "must be BANK or EWALLET")),
+            None => return Err(EngineError::invalid("channel", "is required")),
         })
     }
 

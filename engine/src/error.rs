@@ -27,6 +27,9 @@ pub enum EngineError {
     /// A disbursement with this idempotency key exists already.
     #[error("a disbursement with this idempotency key exists")]
     DuplicateDisbursement(Box<crate::domain::Disbursement>),
+    /// No such (undeleted) beneficiary for this merchant.
+    #[error("beneficiary not found")]
+    BeneficiaryNotFound,
     /// No such disbursement for this merchant.
     #[error("disbursement not found")]
     DisbursementNotFound,

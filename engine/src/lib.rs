@@ -10,10 +10,12 @@
 //! - `signing`: RSA key parsing for Legacy signatures.
 //! - `refcode`: unique `ORD-`/`DSB-` reference codes.
 //! - `vendor`: payout vendors (sandbox).
-//! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements`: its payout operations.
+//! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements` and
+//!   `beneficiaries`: its payout operations.
 //! - `error`: `EngineError`.
 
 pub mod actors;
+pub mod beneficiaries;
 pub mod clock;
 pub mod disbursements;
 pub mod domain;

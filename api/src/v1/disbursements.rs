@@ -12,6 +12,7 @@ use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
 use paygate_engine::domain::DisbursementStatus;
 use serde::Deserialize;
 use serde_json::Value;
+use uuid::Uuid;
 
 /// Body of `POST /v1/disbursements`: every field optional here so that each
 /// missing one gets the code SPEC.md 7.1 gives it.
@@ -35,14 +36,11 @@ pub async fn create_disbursement(
     V1Merchant(merchant): V1Merchant,
     SignedJson(body): SignedJson<CreateDisbursement>,
 ) -> Result<Created<Value>, V1Error> {
-    if body.beneficiary_id.is_some() {
-        // Saved beneficiaries do not exist yet on this platform.
-        return Err(V1Error::new(
-            StatusCode::NOT_FOUND,
-            "BENEFICIARY_NOT_FOUND",
-            "beneficiary not found",
-        ));
-    }
+    // An id that is not even a UUID names no beneficiary either.
+    let beneficiary_id = match &body.beneficiary_id {
+        None => None,
+        Some(raw) => Some(Uuid::parse_str(raw).map_err(|_| paygate_engine::EngineError::BeneficiaryNotFound)?),
+    };
     let new = NewDisbursement {
         idempotency_key: body.idempotency_key,
         channel: body.channel,
@@ -54,6 +52,7 @@ pub async fn create_disbursement(
         amount_minor: body.amount_minor,
         notify_url: body.notify_url,
         source: None,
+        beneficiary_id,
     };
     let disbursement = state.engine.create_disbursement(merchant.id, new).await?;
     Ok(Created(created_disbursement_view(&disbursement)))

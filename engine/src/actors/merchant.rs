@@ -7,7 +7,8 @@ use crate::actors::registry::ActorRegistry;
 use crate::clock::SharedClock;
 use crate::domain::disbursement::{wib_day, WIB_OFFSET_SECONDS};
 use crate::domain::{
-    Channel, Disbursement, DisbursementRequest, DisbursementStatus, MerchantRecord, MerchantSettings, StoredCredentials,
+    Beneficiary, Channel, Disbursement, DisbursementRequest, DisbursementStatus, MerchantRecord, MerchantSettings,
+    StoredCredentials,
 };
 use crate::error::EngineError;
 use crate::ledger::{
@@ -71,6 +72,11 @@ pub enum MerchantMsg {
         change: MerchantChange,
         reply: RpcReplyPort<Result<MerchantRecord, EngineError>>,
     },
+    /// Create, verify or delete a beneficiary.
+    ChangeBeneficiary {
+        change: BeneficiaryChange,
+        reply: RpcReplyPort<Result<Beneficiary, EngineError>>,
+    },
     /// Create a disbursement and debit the wallet, in one journal record.
     CreateDisbursement {
         request: DisbursementRequest,
@@ -91,6 +97,17 @@ pub enum MerchantMsg {
     },
     /// Stop if idle for long enough.
     IdleCheck,
+}
+
+/// A change of one of the merchant's beneficiaries.
+#[derive(Clone, Debug)]
+pub enum BeneficiaryChange {
+    /// A new one (a default one unsets the previous default).
+    Create(Box<Beneficiary>),
+    /// The vendor's account inquiry answered: the holder's name, or why not.
+    Verify { id: Uuid, result: Result<String, String> },
+    /// Soft delete.
+    Delete { id: Uuid },
 }
 
 /// The actor behaviour; state lives in `MerchantState`.
@@ -246,6 +263,21 @@ impl Actor for MerchantActor {
                     .journal_record(record, Box::new(move || drop(reply.send(Ok(next)))))
                     .await?;
             }
+            MerchantMsg::ChangeBeneficiary { change, reply } => {
+                // Beneficiary changes read the stored ones: let earlier writes land first.
+                if state.in_flight.load(Ordering::Acquire) > 0 {
+                    state.args.journal.sync_point().await?;
+                }
+                match state.change_beneficiary(change) {
+                    Ok((changed, records)) => {
+                        let record = JournalRecord::BeneficiariesSaved(records);
+                        state
+                            .journal_record(record, Box::new(move || drop(reply.send(Ok(changed)))))
+                            .await?;
+                    }
+                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+                }
+            }
             MerchantMsg::CreateDisbursement { request, reply } => {
                 state.wait_for_room().await?;
                 match state.create_disbursement(request) {
@@ -329,6 +361,54 @@ impl MerchantState {
             wallet_balance: self.book.balance(crate::ledger::Account::Wallet),
         };
         Ok((entry, receipt))
+    }
+
+    /// The records a beneficiary change writes, and the changed beneficiary.
+    fn change_beneficiary(&self, change: BeneficiaryChange) -> Result<(Beneficiary, Vec<Beneficiary>), EngineError> {
+        let now = self.args.clock.now().timestamp_millis();
+        let store = &self.args.store;
+        let mine = |id: &Uuid| -> Result<Beneficiary, EngineError> {
+            store
+                .beneficiary(id)?
+                .filter(|b| b.merchant_id == self.args.merchant_id && b.deleted_at_ms.is_none())
+                .ok_or(EngineError::BeneficiaryNotFound)
+        };
+        match change {
+            BeneficiaryChange::Create(new) => {
+                let new = *new;
+                let mut records = Vec::new();
+                if new.is_default {
+                    for mut old in store.merchant_beneficiaries(&self.args.merchant_id)? {
+                        if old.is_default {
+                            old.is_default = false;
+                            old.updated_at_ms = now;
+                            records.push(old);
+                        }
+                    }
+                }
+                records.push(new.clone());
+                Ok((new, records))
+            }
+            BeneficiaryChange::Verify { id, result } => {
+                let mut beneficiary = mine(&id)?;
+                match result {
+                    Ok(name) => {
+                        beneficiary.verification_status = crate::domain::VerificationStatus::Verified;
+                        beneficiary.verified_name = Some(name);
+                    }
+                    Err(_) => beneficiary.verification_status = crate::domain::VerificationStatus::Failed,
+                }
+                beneficiary.updated_at_ms = now;
+                Ok((beneficiary.clone(), vec![beneficiary]))
+            }
+            BeneficiaryChange::Delete { id } => {
+                let mut beneficiary = mine(&id)?;
+                beneficiary.deleted_at_ms = Some(now);
+                beneficiary.is_default = false;
+                beneficiary.updated_at_ms = now;
+                Ok((beneficiary.clone(), vec![beneficiary]))
+            }
+        }
     }
 
     /// Validates a disbursement against limits, balance and the idempotency

@@ -5,5 +5,5 @@ pub mod disbursement;
 pub mod merchant;
 pub mod registry;
 
-pub use merchant::{MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt};
+pub use merchant::{BeneficiaryChange, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt};
 pub use registry::ActorRegistry;

@@ -1,10 +1,12 @@
 //! The records the engine keeps besides money: merchants and their
 //! credentials, organizations, and the bank and e-wallet catalog.
 
+pub mod beneficiary;
 pub mod catalog;
 pub mod disbursement;
 pub mod merchant;
 
+pub use beneficiary::{Beneficiary, VerificationStatus};
 pub use catalog::{Bank, Catalog, Ewallet, Organization};
 pub use disbursement::{Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, Source};
 pub use merchant::{

@@ -17,12 +17,14 @@
 //! `d`+id -> disbursement; `r`+ref code -> id; `l`+merchant+created ms+id ->
 //! (listing, newest last); `i`+merchant+key hash -> id; `o`+id -> () while
 //! not terminal (resumed after a restart).
+//!
+//! `beneficiaries` tree: `b`+id -> beneficiary; `m`+merchant+created ms+id -> ().
 
 pub mod journal;
 pub mod overlay;
 pub mod record;
 
-use crate::domain::{Bank, Catalog, Disbursement, Ewallet, MerchantRecord, Organization};
+use crate::domain::{Bank, Beneficiary, Catalog, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::{Entry, MerchantBook};
 use crate::limits;
 use overlay::{Layer, MerchantLayer, MerchantView, Overlay};
@@ -121,6 +123,7 @@ pub struct Store {
     db: sled::Db,
     ledger: sled::Tree,
     disbursements: sled::Tree,
+    beneficiaries: sled::Tree,
     merchants: sled::Tree,
     catalog: sled::Tree,
     directory: RwLock<Directory>,
@@ -175,6 +178,7 @@ impl Store {
             path: path.to_path_buf(),
             merchants: db.open_tree("merchants")?,
             disbursements: db.open_tree("disbursements")?,
+            beneficiaries: db.open_tree("beneficiaries")?,
             catalog: db.open_tree("catalog")?,
             ledger,
             db,
@@ -226,6 +230,19 @@ impl Store {
             }
             JournalRecord::DisbursementUpdated(disbursement) => {
                 self.put_disbursement(disbursement)?;
+            }
+            JournalRecord::BeneficiariesSaved(beneficiaries) => {
+                let mut batch = sled::Batch::default();
+                for beneficiary in beneficiaries {
+                    let id = beneficiary.id.as_bytes();
+                    batch.insert(prefixed(b'b', &[id]), encode_value(beneficiary));
+                    let created = (beneficiary.created_at_ms.max(0) as u64).to_be_bytes();
+                    batch.insert(
+                        prefixed(b'm', &[beneficiary.merchant_id.as_bytes(), &created, id]),
+                        &[][..],
+                    );
+                }
+                self.beneficiaries.apply_batch(batch)?;
             }
             JournalRecord::MerchantSaved(merchant) => {
                 self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
@@ -645,6 +662,32 @@ impl Store {
             }
         }
         Ok(open)
+    }
+
+    /// A beneficiary by id (deleted ones included).
+    pub fn beneficiary(&self, id: &Uuid) -> Result<Option<Beneficiary>, StoreError> {
+        match self.beneficiaries.get(prefixed(b'b', &[id.as_bytes()]))? {
+            Some(bytes) => Ok(Some(decode_value(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// A merchant's beneficiaries, deleted ones included, newest first.
+    pub fn merchant_beneficiaries(&self, merchant_id: &Uuid) -> Result<Vec<Beneficiary>, StoreError> {
+        let mut found = Vec::new();
+        for item in self
+            .beneficiaries
+            .scan_prefix(prefixed(b'm', &[merchant_id.as_bytes()]))
+            .rev()
+        {
+            let (key, _) = item?;
+            if let Some(beneficiary) =
+                self.beneficiary(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())?
+            {
+                found.push(beneficiary);
+            }
+        }
+        Ok(found)
     }
 
     /// Flushes sled without the fsync (on shutdown after a checkpoint).

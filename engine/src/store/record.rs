@@ -1,6 +1,6 @@
 //! The journal's record types and their bincode 2 encoding.
 
-use crate::domain::{Bank, Disbursement, Ewallet, MerchantRecord, Organization};
+use crate::domain::{Bank, Beneficiary, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,8 @@ pub enum JournalRecord {
         /// Its debit.
         entry: Entry,
     },
+    /// Beneficiaries created or changed together (a new default unsets the old one).
+    BeneficiariesSaved(Vec<Beneficiary>),
     /// A disbursement changed status without moving money.
     DisbursementUpdated(Box<Disbursement>),
     /// A disbursement failed or was rejected, with the entry giving the

@@ -1,7 +1,7 @@
 //! Payout vendors: where disbursements are sent. The sandbox vendor settles
 //! by itself after a delay; account `0000000000` always fails.
 
-use crate::domain::{Disbursement, DisbursementStatus};
+use crate::domain::{Destination, Disbursement, DisbursementStatus};
 use std::time::Duration;
 
 /// What a vendor said when a disbursement was handed to it.
@@ -17,6 +17,9 @@ pub struct Submission {
 pub trait PayoutVendor: Send + Sync + 'static {
     /// Hands a disbursement over; `Err` is the vendor refusing it outright.
     fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String>;
+
+    /// Account inquiry: the holder's name, or why the account cannot be confirmed.
+    fn inquire(&self, destination: &Destination) -> Result<String, String>;
 }
 
 /// The account number (or phone) the sandbox always fails.
@@ -38,6 +41,19 @@ impl PayoutVendor for SandboxPayoutVendor {
         Ok(Submission {
             vendor_disbursement_id: format!("SBX-{}", disbursement.id.simple()),
             settles: Some((self.delay, outcome)),
+        })
+    }
+
+    fn inquire(&self, destination: &Destination) -> Result<String, String> {
+        let account = destination.account();
+        if account == SANDBOX_FAILING_ACCOUNT {
+            return Err("account not found".into());
+        }
+        let last4 = &account[account.len().saturating_sub(4)..];
+        Ok(match destination {
+            Destination::Bank { account_name, .. } if !account_name.is_empty() => account_name.to_uppercase(),
+            Destination::Bank { bank_short_code, .. } => format!("{bank_short_code} ACCOUNT HOLDER {last4}"),
+            Destination::Ewallet { provider, .. } => format!("{provider} USER {last4}"),
         })
     }
 }

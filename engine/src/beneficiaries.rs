@@ -1,0 +1,175 @@
+//! The engine's beneficiary operations (SPEC.md 4.5): create with per-channel
+//! validation, verification by the vendor's account inquiry, list, soft delete.
+
+use crate::actors::{BeneficiaryChange, MerchantMsg};
+use crate::domain::disbursement::{is_valid_ewallet_phone, normalize_phone};
+use crate::domain::{Beneficiary, Destination, VerificationStatus};
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::limits;
+use uuid::Uuid;
+
+/// A beneficiary as a caller describes it, before validation.
+#[derive(Clone, Debug, Default)]
+pub struct NewBeneficiary {
+    /// `BANK` or `EWALLET`.
+    pub channel: Option<String>,
+    /// Friendly name.
+    pub label: Option<String>,
+    /// BANK: required.
+    pub bank_short_code: Option<String>,
+    /// BANK: required.
+    pub account_number: Option<String>,
+    /// BANK: optional.
+    pub account_name: Option<String>,
+    /// EWALLET: required.
+    pub ewallet_provider: Option<String>,
+    /// EWALLET: required.
+    pub ewallet_phone: Option<String>,
+    /// Becomes the merchant's default.
+    pub is_default: bool,
+}
+
+fn present(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+impl Engine {
+    /// Saves a beneficiary (verification PENDING) and starts its account inquiry.
+    pub async fn create_beneficiary(&self, merchant_id: Uuid, new: NewBeneficiary) -> Result<Beneficiary, EngineError> {
+        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let destination = match new.channel.as_deref() {
+            Some("BANK") => {
+                let (Some(code), Some(number)) = (present(&new.bank_short_code), present(&new.account_number)) else {
+                    return Err(EngineError::MissingBankInfo);
+                };
+                let bank = self
+                    .catalog()
+                    .banks
+                    .get(code)
+                    .cloned()
+                    .ok_or(EngineError::BankNotFound)?;
+                if !bank.is_enabled {
+                    return Err(EngineError::BankDisabled);
+                }
+                if !(5..=34).contains(&number.len()) || !number.chars().all(|c| c.is_ascii_digit()) {
+                    return Err(EngineError::invalid("account_number", "must be 5 to 34 digits"));
+                }
+                let name = present(&new.account_name).unwrap_or_default();
+                if name.chars().count() > limits::NAME_CHARS_MAX {
+                    return Err(EngineError::invalid("account_name", "must be at most 255 characters"));
+                }
+                // An empty name stands for "not given" (shown as null).
+                Destination::Bank {
+                    bank_short_code: bank.short_code,
+                    bank_id: bank.id,
+                    account_number: number.to_string(),
+                    account_name: name.to_string(),
+                }
+            }
+            Some("EWALLET") => {
+                let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone))
+                else {
+                    return Err(EngineError::MissingEwalletInfo);
+                };
+                let ewallet = self
+                    .catalog()
+                    .ewallets
+                    .get(code)
+                    .cloned()
+                    .ok_or(EngineError::EwalletNotFound)?;
+                if !ewallet.is_enabled {
+                    return Err(EngineError::EwalletDisabled);
+                }
+                let phone = normalize_phone(raw_phone);
+                if !is_valid_ewallet_phone(&phone) {
+                    return Err(EngineError::invalid(
+                        "ewallet_phone",
+                        "must be an Indonesian mobile number (62 8xx...)",
+                    ));
+                }
+                Destination::Ewallet {
+                    provider: ewallet.short_code,
+                    phone,
+                }
+            }
+            Some(_) => return Err(EngineError::invalid("channel", "must be BANK or EWALLET")),
+            None => return Err(EngineError::invalid("channel", "is required")),
+        };
+        if new
+            .label
+            .as_deref()
+            .is_some_and(|l| l.chars().count() > limits::NAME_CHARS_MAX)
+        {
+            return Err(EngineError::invalid("label", "must be at most 255 characters"));
+        }
+        let now = self.clock().now().timestamp_millis();
+        let beneficiary = Beneficiary {
+            id: Uuid::new_v4(),
+            organization_id: merchant.organization_id,
+            merchant_id,
+            label: new.label,
+            destination,
+            verification_status: VerificationStatus::Pending,
+            verified_name: None,
+            is_default: new.is_default,
+            is_enabled: true,
+            deleted_at_ms: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        let change = BeneficiaryChange::Create(Box::new(beneficiary));
+        let created = self.change_beneficiary(merchant_id, change).await?;
+        self.start_account_inquiry(&created);
+        Ok(created)
+    }
+
+    fn start_account_inquiry(&self, beneficiary: &Beneficiary) {
+        let Some(vendor) = self.payout_vendor() else { return };
+        let engine = self.clone();
+        let (merchant_id, id, destination) = (beneficiary.merchant_id, beneficiary.id, beneficiary.destination.clone());
+        tokio::spawn(async move {
+            let result = vendor.inquire(&destination);
+            match engine
+                .change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
+                .await
+            {
+                Ok(_) | Err(EngineError::BeneficiaryNotFound) => {}
+                Err(error) => tracing::error!(%error, %id, "recording a beneficiary verification failed"),
+            }
+        });
+    }
+
+    async fn change_beneficiary(
+        &self,
+        merchant_id: Uuid,
+        change: BeneficiaryChange,
+    ) -> Result<Beneficiary, EngineError> {
+        self.call_merchant(merchant_id, |reply| MerchantMsg::ChangeBeneficiary {
+            change: change.clone(),
+            reply,
+        })
+        .await?
+    }
+
+    /// A merchant's beneficiaries, newest first, deleted ones left out.
+    pub fn beneficiaries(&self, merchant_id: Uuid) -> Result<Vec<Beneficiary>, EngineError> {
+        let all = self.store().merchant_beneficiaries(&merchant_id)?;
+        Ok(all.into_iter().filter(|b| b.deleted_at_ms.is_none()).collect())
+    }
+
+    /// One of a merchant's beneficiaries, unless deleted.
+    pub fn beneficiary_for(&self, merchant_id: Uuid, id: Uuid) -> Result<Beneficiary, EngineError> {
+        self.store()
+            .beneficiary(&id)?
+            .filter(|b| b.merchant_id == merchant_id && b.deleted_at_ms.is_none())
+            .ok_or(EngineError::BeneficiaryNotFound)
+    }
+
+    /// Soft-deletes a beneficiary; disbursements that used it are kept.
+    pub async fn delete_beneficiary(&self, merchant_id: Uuid, id: Uuid) -> Result<(), EngineError> {
+        self.change_beneficiary(merchant_id, BeneficiaryChange::Delete { id })
+            .await
+            .map(|_| ())
+    }
+}

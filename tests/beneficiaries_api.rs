@@ -1,0 +1,252 @@
+//! Beneficiaries over HTTP (SPEC.md 4.5, 3.5; DESIGN.md 4): per-channel
+//! validation, verification by account inquiry, defaults, soft delete, and
+//! disbursements that name a beneficiary.
+
+mod support;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::time::Duration;
+use support::*;
+
+fn bank_beneficiary(account_number: &str, is_default: bool) -> Value {
+    json!({
+        "channel": "BANK", "label": "Supplier", "bank_short_code": "MANDIRI",
+        "account_number": account_number, "account_name": "Siti Rahayu", "is_default": is_default,
+    })
+}
+
+async fn create(server: &TestServer, merchant: &TestMerchant, body: Value) -> Reply {
+    server
+        .call(Method::POST, "/v1/beneficiaries", Some(&merchant.api_key), Some(body))
+        .await
+}
+
+async fn list(server: &TestServer, merchant: &TestMerchant) -> Vec<Value> {
+    let reply = server
+        .call(Method::GET, "/v1/beneficiaries", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["data"].as_array().unwrap().clone()
+}
+
+async fn wait_verified(server: &TestServer, merchant: &TestMerchant, id: &str, want: &str) -> Value {
+    for _ in 0..100 {
+        if let Some(found) = list(server, merchant).await.into_iter().find(|b| b["id"] == json!(id)) {
+            if found["verification_status"] == json!(want) {
+                return found;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("beneficiary {id} never became {want}");
+}
+
+#[tokio::test]
+async fn a_bank_beneficiary_is_created_pending_and_then_verified_with_the_holder_name() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let reply = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let data = &reply.body["data"];
+    assert_eq!(
+        sorted_keys(data),
+        strings(&[
+            "id",
+            "organization_id",
+            "merchant_id",
+            "label",
+            "channel",
+            "bank_id",
+            "account_number",
+            "account_name",
+            "ewallet_provider",
+            "ewallet_phone",
+            "verification_status",
+            "verified_name",
+            "is_default",
+            "is_enabled",
+            "created_at",
+            "updated_at",
+        ])
+    );
+    assert!(is_uuid(&data["id"]) && is_uuid(&data["organization_id"]) && is_uuid(&data["bank_id"]));
+    assert_eq!(data["merchant_id"], json!(merchant.id));
+    assert_eq!(data["channel"], json!("BANK"));
+    assert_eq!(data["verification_status"], json!("PENDING"));
+    assert_eq!(data["verified_name"], Value::Null);
+    assert_eq!(data["is_enabled"], json!(true));
+    assert_eq!(data["ewallet_phone"], Value::Null);
+    let verified = wait_verified(&server, &merchant, data["id"].as_str().unwrap(), "VERIFIED").await;
+    assert_eq!(verified["verified_name"], json!("SITI RAHAYU"));
+}
+
+#[tokio::test]
+async fn an_account_the_vendor_cannot_confirm_fails_verification() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let reply = create(&server, &merchant, bank_beneficiary("0000000000", false)).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let failed = wait_verified(&server, &merchant, reply.body["data"]["id"].as_str().unwrap(), "FAILED").await;
+    assert_eq!(failed["verified_name"], Value::Null);
+}
+
+#[tokio::test]
+async fn an_ewallet_beneficiary_has_its_phone_normalized() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let body = json!({ "channel": "EWALLET", "ewallet_provider": "GOPAY", "ewallet_phone": "+62 812-3456-7890" });
+    let reply = create(&server, &merchant, body).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    assert_eq!(reply.body["data"]["ewallet_phone"], json!("6281234567890"));
+    assert_eq!(reply.body["data"]["ewallet_provider"], json!("GOPAY"));
+    assert_eq!(reply.body["data"]["bank_id"], Value::Null);
+    assert_eq!(reply.body["data"]["label"], Value::Null);
+}
+
+#[tokio::test]
+async fn invalid_beneficiaries_are_refused_with_their_codes_and_nothing_is_saved() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let cases = [
+        (
+            json!({ "channel": "BANK", "bank_short_code": "BCA" }),
+            400,
+            "MISSING_BANK_INFO",
+        ),
+        (
+            json!({ "channel": "BANK", "bank_short_code": "NOPE", "account_number": "1234567890" }),
+            400,
+            "BANK_NOT_FOUND",
+        ),
+        (
+            json!({ "channel": "EWALLET", "ewallet_provider": "OVO" }),
+            400,
+            "MISSING_EWALLET_INFO",
+        ),
+        (
+            json!({ "channel": "EWALLET", "ewallet_provider": "XPAY", "ewallet_phone": "081234567890" }),
+            400,
+            "EWALLET_NOT_FOUND",
+        ),
+        (
+            json!({ "channel": "EWALLET", "ewallet_provider": "OVO", "ewallet_phone": "0412" }),
+            400,
+            "INVALID_BODY",
+        ),
+        (json!({ "channel": "CASH" }), 400, "INVALID_BODY"),
+        (
+            json!({ "channel": "BANK", "bank_short_code": "BCA", "account_number": "12ab" }),
+            400,
+            "INVALID_BODY",
+        ),
+    ];
+    for (body, status, code) in cases {
+        let reply = create(&server, &merchant, body.clone()).await;
+        assert_v1_error(&reply, status, code);
+    }
+    assert!(list(&server, &merchant).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_new_default_unsets_the_previous_default() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let first = create(&server, &merchant, bank_beneficiary("1111111111", true)).await;
+    let second = create(&server, &merchant, bank_beneficiary("2222222222", true)).await;
+    assert_eq!(second.status, StatusCode::CREATED);
+    let listed = list(&server, &merchant).await;
+    let default_of = |id: &Value| listed.iter().find(|b| b["id"] == *id).unwrap()["is_default"].clone();
+    assert_eq!(default_of(&first.body["data"]["id"]), json!(false));
+    assert_eq!(default_of(&second.body["data"]["id"]), json!(true));
+}
+
+#[tokio::test]
+async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it() {
+    let server = TestServer::start_with(&["--sandbox-disbursement-delay-ms", "60000"]);
+    let merchant = server.create_wallet_merchant().await;
+    let other = server.create_wallet_merchant().await;
+    server.credit(&merchant.id, 5_000_000).await;
+    let created = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
+    let id = created.body["data"]["id"].as_str().unwrap().to_string();
+
+    // A disbursement naming it takes channel and account from it.
+    let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "b-1" });
+    let paid = server
+        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
+        .await;
+    assert_eq!(paid.status, StatusCode::CREATED, "{}", paid.body);
+    assert_eq!(paid.body["data"]["channel"], json!("BANK"));
+    assert_eq!(paid.body["data"]["account_number"], json!("1234567890"));
+    assert_eq!(paid.body["data"]["account_name"], json!("Siti Rahayu"));
+    assert_eq!(server.balance(&merchant.api_key).await, 5_000_000 - 100_000 - 250_000);
+    let mismatch =
+        json!({ "beneficiary_id": id, "channel": "EWALLET", "amount_minor": 100_000, "idempotency_key": "b-2" });
+    let reply = server
+        .call(
+            Method::POST,
+            "/v1/disbursements",
+            Some(&merchant.api_key),
+            Some(mismatch),
+        )
+        .await;
+    assert_v1_error(&reply, 400, "INVALID_BODY");
+
+    // Another merchant cannot see or delete it.
+    let reply = server
+        .call(
+            Method::DELETE,
+            &format!("/v1/beneficiaries/{id}"),
+            Some(&other.api_key),
+            None,
+        )
+        .await;
+    assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
+    let reply = server
+        .call(
+            Method::DELETE,
+            &format!("/v1/beneficiaries/{id}"),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body, json!({ "success": true, "data": { "deleted": true } }));
+    assert!(list(&server, &merchant).await.is_empty());
+    let reply = server
+        .call(
+            Method::DELETE,
+            &format!("/v1/beneficiaries/{id}"),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
+    let reply = server
+        .call(
+            Method::DELETE,
+            "/v1/beneficiaries/not-a-uuid",
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_v1_error(&reply, 400, "INVALID_ID");
+
+    // It can no longer be paid; the earlier disbursement is still there.
+    let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "b-3" });
+    let reply = server
+        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
+        .await;
+    assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
+    let disbursement_id = paid.body["data"]["id"].as_str().unwrap();
+    let reply = server
+        .call(
+            Method::GET,
+            &format!("/v1/disbursements/{disbursement_id}"),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(server.balance(&merchant.api_key).await, 5_000_000 - 100_000 - 250_000);
+}
