@@ -187,3 +187,18 @@ impl FromRequestParts<AppState> for Admin {
         Ok(Admin)
     }
 }
+
+/// Sandbox-only routes: in live mode they do not exist (404 `NOT_FOUND`),
+/// whatever the key or body. Put it first in the handler's arguments.
+pub struct SandboxOnly;
+
+impl FromRequestParts<AppState> for SandboxOnly {
+    type Rejection = V1Error;
+
+    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, V1Error> {
+        match state.config.mode {
+            crate::Mode::Sandbox => Ok(SandboxOnly),
+            crate::Mode::Live => Err(V1Error::route_not_found()),
+        }
+    }
+}

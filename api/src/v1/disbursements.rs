@@ -3,9 +3,9 @@
 
 use super::pagination::ListQuery;
 use crate::error::V1Error;
-use crate::extract::{SignedJson, V1Json, V1Merchant};
+use crate::extract::{SandboxOnly, SignedJson, V1Json, V1Merchant};
 use crate::wire::{created_disbursement_view, disbursement_view, Created, Data, Page};
-use crate::{AppState, Mode};
+use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
@@ -109,14 +109,12 @@ pub struct CompleteDisbursement {
 
 /// POST /v1/sandbox/disbursements/{id}/complete: forces SUCCESS or FAILED.
 pub async fn complete_disbursement(
+    _sandbox: SandboxOnly,
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(id): Path<String>,
     V1Json(body): V1Json<CompleteDisbursement>,
 ) -> Result<Data<Value>, V1Error> {
-    if state.config.mode != Mode::Sandbox {
-        return Err(V1Error::route_not_found());
-    }
     let outcome = match body.status.as_str() {
         "SUCCESS" => DisbursementStatus::Success,
         "FAILED" => DisbursementStatus::Failed,

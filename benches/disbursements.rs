@@ -1,0 +1,132 @@
+//! Durable disbursements per second through the engine: validation, the
+//! merchant actor (limits, balance, debit and record in one journal entry),
+//! group commit, and the disbursement actor that hands each to the sandbox
+//! vendor. Every counted disbursement was fsynced before its caller heard.
+//!
+//! Run: `cargo bench --bench disbursements` (see BENCHMARKS.md).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use paygate_engine::clock::SystemClock;
+use paygate_engine::disbursements::NewDisbursement;
+use paygate_engine::domain::{LimitsPatch, SettlementType};
+use paygate_engine::vendor::SandboxPayoutVendor;
+use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+// The same allocator as the `paygate` binary.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Disbursements per measured iteration.
+const DISBURSEMENTS: usize = 20_000;
+/// Concurrent callers, as many HTTP connections would be.
+const CALLERS: usize = 1024;
+
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var("PAYGATE_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into());
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
+async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uuid>) {
+    let mut config = EngineConfig::new(dir);
+    // Disbursements wait on the vendor for the whole run, as with a slow bank.
+    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    }));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let mut ids = Vec::with_capacity(merchants);
+    for index in 0..merchants {
+        let limits = LimitsPatch {
+            daily_minor: Some(i64::MAX / 4),
+            ..Default::default()
+        };
+        let new = NewMerchant {
+            name: format!("bench-{index}"),
+            settlement_type: Some(SettlementType::Wallet),
+            limits,
+            ..Default::default()
+        };
+        let (merchant, _) = engine.create_merchant(new).await.unwrap();
+        engine
+            .credit_wallet(merchant.id, MinorUnits::new(i64::MAX / 4), "bench funding", None)
+            .await
+            .unwrap();
+        ids.push(merchant.id);
+    }
+    (engine, ids)
+}
+
+fn disbursement(key: u64) -> NewDisbursement {
+    NewDisbursement {
+        idempotency_key: Some(format!("bench-{key}")),
+        channel: Some("BANK".into()),
+        bank_short_code: Some("BCA".into()),
+        account_number: Some("1234567890".into()),
+        account_name: Some("Budi Santoso".into()),
+        amount_minor: Some(1_000_000),
+        ..Default::default()
+    }
+}
+
+async fn disburse(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Duration {
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(CALLERS);
+    for caller in 0..CALLERS {
+        let engine = engine.clone();
+        let ids = ids.to_vec();
+        let base = next_key.fetch_add(DISBURSEMENTS as u64, Ordering::Relaxed);
+        tasks.push(tokio::spawn(async move {
+            let mut i = caller;
+            while i < DISBURSEMENTS {
+                engine
+                    .create_disbursement(ids[i % ids.len()], disbursement(base + i as u64))
+                    .await
+                    .unwrap();
+                i += CALLERS;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    started.elapsed()
+}
+
+fn durable_disbursements(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("durable_disbursements");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(15))
+        .throughput(Throughput::Elements(DISBURSEMENTS as u64));
+    for merchants in [1usize, 1000] {
+        let dir = bench_dir();
+        let (engine, ids) = runtime.block_on(open_engine(dir.path(), merchants));
+        let next_key = AtomicU64::new(0);
+        group.bench_function(format!("{merchants}_merchants"), |b| {
+            b.to_async(&runtime).iter_custom(|iters| {
+                let (engine, ids, next_key) = (&engine, &ids, &next_key);
+                async move {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        total += disburse(engine, ids, next_key).await;
+                    }
+                    total
+                }
+            })
+        });
+        runtime.block_on(engine.shutdown());
+    }
+    group.finish();
+}
+
+criterion_group!(benches, durable_disbursements);
+criterion_main!(benches);
