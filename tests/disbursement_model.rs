@@ -22,11 +22,21 @@ const REVIEW_THRESHOLD: i64 = 800_000;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Create { amount: i64, key: u8 },
-    Fail { pick: usize },
-    Succeed { pick: usize },
-    Reject { pick: usize },
-    Restart,
+    Create {
+        amount: i64,
+        key: u8,
+    },
+    Fail {
+        pick: usize,
+    },
+    Succeed {
+        pick: usize,
+    },
+    Reject {
+        pick: usize,
+    },
+    /// 0: clean; 1: no final checkpoint (replay); 2: sled state lost (journal only).
+    Restart(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -35,7 +45,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<usize>().prop_map(|pick| Op::Fail { pick }),
         2 => any::<usize>().prop_map(|pick| Op::Succeed { pick }),
         2 => any::<usize>().prop_map(|pick| Op::Reject { pick }),
-        1 => Just(Op::Restart),
+        1 => (0u8..3).prop_map(Op::Restart),
     ]
 }
 
@@ -183,10 +193,25 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     }
                 }
             }
-            Op::Restart => {
-                engine.shutdown().await;
+            Op::Restart(kind) => {
+                if kind == 0 {
+                    engine.shutdown().await;
+                } else {
+                    engine.halt_without_checkpoint().await;
+                }
                 drop(engine);
+                if kind == 2 {
+                    // Test journals stay in one segment, so the journal alone rebuilds everything.
+                    std::fs::remove_dir_all(dir.path().join("state")).unwrap();
+                }
                 engine = open(dir.path()).await;
+                for made in &made {
+                    let stored = engine.disbursement_for(id, &made.id.to_string());
+                    let stored = stored.map_err(|e| TestCaseError::fail(format!("{} lost: {e}", made.id)))?;
+                    if let Some(status) = made.final_status {
+                        prop_assert_eq!(stored.status, status);
+                    }
+                }
             }
             _ => {}
         }

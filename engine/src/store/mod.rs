@@ -13,12 +13,13 @@
 //! `ledger` tree keys: `B`+merchant -> book; `E`+merchant+first seq -> entry
 //! block; `K`+merchant+run -> sorted idempotency key hashes; `M`+name -> meta.
 //!
-//! `disbursements` tree keys, written in one atomic batch per record:
+//! Resources go through the overlay too and into the `ledger` tree under
+//! lower-case prefixes:
 //! `d`+id -> disbursement; `r`+ref code -> id; `l`+merchant+created ms+id ->
 //! (listing, newest last); `i`+merchant+key hash -> id; `o`+id -> () while
 //! not terminal (resumed after a restart).
 //!
-//! `beneficiaries` tree: `b`+id -> beneficiary; `m`+merchant+created ms+id -> ().
+//! `b`+id -> beneficiary; `m`+merchant+created ms+id -> ().
 
 pub mod journal;
 pub mod overlay;
@@ -122,8 +123,6 @@ pub struct Store {
     path: PathBuf,
     db: sled::Db,
     ledger: sled::Tree,
-    disbursements: sled::Tree,
-    beneficiaries: sled::Tree,
     merchants: sled::Tree,
     catalog: sled::Tree,
     directory: RwLock<Directory>,
@@ -177,8 +176,6 @@ impl Store {
         let store = Store {
             path: path.to_path_buf(),
             merchants: db.open_tree("merchants")?,
-            disbursements: db.open_tree("disbursements")?,
-            beneficiaries: db.open_tree("beneficiaries")?,
             catalog: db.open_tree("catalog")?,
             ledger,
             db,
@@ -217,33 +214,10 @@ impl Store {
     }
 
     /// Applies durable journal record `seq`. Idempotent: replay may offer
-    /// records the checkpoint already holds.
+    /// records the checkpoint already holds. Everything a record puts in the
+    /// overlay goes in under one lock, so no checkpoint can split a record.
     pub fn apply(&self, seq: u64, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
-            JournalRecord::EntryPosted(entry) => return self.apply_entry(seq, entry, payload),
-            JournalRecord::DisbursementCreated { disbursement, entry }
-            | JournalRecord::DisbursementReversed { disbursement, entry } => {
-                // Entry blocks hold plain entry records, whatever record carried the entry.
-                self.apply_entry(seq, entry, &record::encode_entry(entry))?;
-                self.put_disbursement(disbursement)?;
-                return Ok(());
-            }
-            JournalRecord::DisbursementUpdated(disbursement) => {
-                self.put_disbursement(disbursement)?;
-            }
-            JournalRecord::BeneficiariesSaved(beneficiaries) => {
-                let mut batch = sled::Batch::default();
-                for beneficiary in beneficiaries {
-                    let id = beneficiary.id.as_bytes();
-                    batch.insert(prefixed(b'b', &[id]), encode_value(beneficiary));
-                    let created = (beneficiary.created_at_ms.max(0) as u64).to_be_bytes();
-                    batch.insert(
-                        prefixed(b'm', &[beneficiary.merchant_id.as_bytes(), &created, id]),
-                        &[][..],
-                    );
-                }
-                self.beneficiaries.apply_batch(batch)?;
-            }
             JournalRecord::MerchantSaved(merchant) => {
                 self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
                 self.directory
@@ -256,8 +230,34 @@ impl Store {
                 self.apply_to_catalog(record.clone());
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);
             }
+            _ => {}
         }
         let mut overlay = self.overlay.lock().expect("overlay lock");
+        match record {
+            JournalRecord::EntryPosted(entry) => self.overlay_entry(&mut overlay, entry, payload)?,
+            JournalRecord::DisbursementCreated { disbursement, entry }
+            | JournalRecord::DisbursementReversed { disbursement, entry } => {
+                // Entry blocks hold plain entry records, whatever record carried the entry.
+                self.overlay_entry(&mut overlay, entry, &record::encode_entry(entry))?;
+                self.overlay_disbursement(&mut overlay, disbursement);
+            }
+            JournalRecord::DisbursementUpdated(disbursement) => self.overlay_disbursement(&mut overlay, disbursement),
+            JournalRecord::BeneficiariesSaved(beneficiaries) => {
+                for beneficiary in beneficiaries {
+                    let id = beneficiary.id.as_bytes();
+                    let created = (beneficiary.created_at_ms.max(0) as u64).to_be_bytes();
+                    let writes = [
+                        (prefixed(b'b', &[id]), Some(encode_value(beneficiary))),
+                        (
+                            prefixed(b'm', &[beneficiary.merchant_id.as_bytes(), &created, id]),
+                            Some(Vec::new()),
+                        ),
+                    ];
+                    overlay.active.put_resources(writes);
+                }
+            }
+            _ => {}
+        }
         overlay.active.through_seq = overlay.active.through_seq.max(seq);
         Ok(())
     }
@@ -265,10 +265,16 @@ impl Store {
     /// Applies durable journal record `seq`, a ledger entry, to the overlay.
     /// Idempotent: entries the book already holds are skipped.
     pub fn apply_entry(&self, seq: u64, entry: &Entry, payload: &[u8]) -> Result<(), StoreError> {
-        let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
         let mut overlay = self.overlay.lock().expect("overlay lock");
+        self.overlay_entry(&mut overlay, entry, payload)?;
+        overlay.active.through_seq = overlay.active.through_seq.max(seq);
+        Ok(())
+    }
+
+    fn overlay_entry(&self, overlay: &mut Overlay, entry: &Entry, payload: &[u8]) -> Result<(), StoreError> {
+        let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
         if !overlay.active.merchants.contains_key(&entry.merchant_id) {
-            let base = self.book_below_active(&overlay, &entry.merchant_id)?;
+            let base = self.book_below_active(overlay, &entry.merchant_id)?;
             overlay
                 .active
                 .merchants
@@ -284,8 +290,80 @@ impl Store {
             layer.push_entry(entry, payload, key_hash);
             active.entry_count += 1;
         }
-        active.through_seq = active.through_seq.max(seq);
         Ok(())
+    }
+
+    fn overlay_disbursement(&self, overlay: &mut Overlay, disbursement: &Disbursement) {
+        let id = disbursement.id.as_bytes();
+        let created = (disbursement.created_at_ms.max(0) as u64).to_be_bytes();
+        let key_hash = self.key_hash(&disbursement.idempotency_key).to_be_bytes();
+        let open = (!disbursement.status.is_terminal()).then(Vec::new);
+        let writes = [
+            (prefixed(b'd', &[id]), Some(encode_value(disbursement))),
+            (prefixed(b'r', &[disbursement.ref_code.as_bytes()]), Some(id.to_vec())),
+            (
+                prefixed(b'l', &[disbursement.merchant_id.as_bytes(), &created, id]),
+                Some(Vec::new()),
+            ),
+            (
+                prefixed(b'i', &[disbursement.merchant_id.as_bytes(), &key_hash]),
+                Some(id.to_vec()),
+            ),
+            (prefixed(b'o', &[id]), open),
+        ];
+        overlay.active.put_resources(writes);
+    }
+
+    /// A resource value: the overlay's newest, else sled's.
+    fn resource(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let flushing = overlay.flushing.as_ref().and_then(|f| f.resources.get(key));
+            if let Some(value) = overlay.active.resources.get(key).or(flushing) {
+                return Ok(value.clone());
+            }
+        }
+        Ok(self.ledger.get(key)?.map(|value| value.to_vec()))
+    }
+
+    /// Live resource keys and values in `[start, end)`, ascending: sled's,
+    /// with the overlay's newer values and removals laid over them.
+    fn resource_range(&self, start: &[u8], end: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+        let mut newer: std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>> = std::collections::BTreeMap::new();
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let range = (
+                std::ops::Bound::Included(start.to_vec()),
+                std::ops::Bound::Excluded(end.to_vec()),
+            );
+            if let Some(flushing) = overlay.flushing.as_ref() {
+                newer.extend(
+                    flushing
+                        .resources
+                        .range(range.clone())
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                );
+            }
+            newer.extend(
+                overlay
+                    .active
+                    .resources
+                    .range(range)
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        let mut merged: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = std::collections::BTreeMap::new();
+        for item in self.ledger.range(start..end) {
+            let (key, value) = item?;
+            merged.insert(key.to_vec(), value.to_vec());
+        }
+        for (key, value) in newer {
+            match value {
+                Some(value) => merged.insert(key, value),
+                None => merged.remove(&key),
+            };
+        }
+        Ok(merged.into_iter().collect())
     }
 
     /// Decodes and applies journal record `seq` (recovery).
@@ -493,6 +571,7 @@ impl Store {
                 for (merchant_id, newer) in std::mem::take(&mut overlay.active.merchants) {
                     restored.merge_newer(merchant_id, newer);
                 }
+                restored.resources.extend(std::mem::take(&mut overlay.active.resources));
                 restored.through_seq = overlay.active.through_seq;
                 restored.entry_count += overlay.active.entry_count;
                 overlay.active = restored;
@@ -520,6 +599,12 @@ impl Store {
                     overlay::encode_run(&keys),
                 );
                 compact.push(*merchant_id);
+            }
+        }
+        for (key, value) in &layer.resources {
+            match value {
+                Some(value) => batch.insert(key.as_slice(), value.as_slice()),
+                None => batch.remove(key.as_slice()),
             }
         }
         batch.insert(CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
@@ -557,33 +642,9 @@ impl Store {
         Ok(())
     }
 
-    fn put_disbursement(&self, disbursement: &Disbursement) -> Result<(), StoreError> {
-        let id = disbursement.id.as_bytes();
-        let mut batch = sled::Batch::default();
-        batch.insert(prefixed(b'd', &[id]), encode_value(disbursement));
-        batch.insert(prefixed(b'r', &[disbursement.ref_code.as_bytes()]), &id[..]);
-        let created = (disbursement.created_at_ms.max(0) as u64).to_be_bytes();
-        batch.insert(
-            prefixed(b'l', &[disbursement.merchant_id.as_bytes(), &created, id]),
-            &[][..],
-        );
-        let key_hash = self.key_hash(&disbursement.idempotency_key).to_be_bytes();
-        batch.insert(
-            prefixed(b'i', &[disbursement.merchant_id.as_bytes(), &key_hash]),
-            &id[..],
-        );
-        if disbursement.status.is_terminal() {
-            batch.remove(prefixed(b'o', &[id]));
-        } else {
-            batch.insert(prefixed(b'o', &[id]), &[][..]);
-        }
-        self.disbursements.apply_batch(batch)?;
-        Ok(())
-    }
-
     /// A disbursement by id.
     pub fn disbursement(&self, id: &Uuid) -> Result<Option<Disbursement>, StoreError> {
-        match self.disbursements.get(prefixed(b'd', &[id.as_bytes()]))? {
+        match self.resource(&prefixed(b'd', &[id.as_bytes()]))? {
             Some(bytes) => Ok(Some(decode_value(&bytes)?)),
             None => Ok(None),
         }
@@ -591,7 +652,7 @@ impl Store {
 
     /// A disbursement by ref code.
     pub fn disbursement_by_ref(&self, ref_code: &str) -> Result<Option<Disbursement>, StoreError> {
-        match self.disbursements.get(prefixed(b'r', &[ref_code.as_bytes()]))? {
+        match self.resource(&prefixed(b'r', &[ref_code.as_bytes()]))? {
             Some(id) => self.disbursement(&Uuid::from_slice(&id).unwrap_or_default()),
             None => Ok(None),
         }
@@ -599,18 +660,13 @@ impl Store {
 
     /// True when a ref code is taken.
     pub fn disbursement_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
-        Ok(self
-            .disbursements
-            .contains_key(prefixed(b'r', &[ref_code.as_bytes()]))?)
+        Ok(self.resource(&prefixed(b'r', &[ref_code.as_bytes()]))?.is_some())
     }
 
     /// The disbursement a merchant created with an idempotency key.
     pub fn disbursement_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Disbursement>, StoreError> {
         let key_hash = self.key_hash(key).to_be_bytes();
-        match self
-            .disbursements
-            .get(prefixed(b'i', &[merchant_id.as_bytes(), &key_hash]))?
-        {
+        match self.resource(&prefixed(b'i', &[merchant_id.as_bytes(), &key_hash]))? {
             Some(id) => Ok(self
                 .disbursement(&Uuid::from_slice(&id).unwrap_or_default())?
                 .filter(|d| d.idempotency_key == key)),
@@ -635,8 +691,7 @@ impl Store {
         let end = prefixed(b'l', &[merchant_id.as_bytes(), &to]);
         let mut page = Vec::new();
         let mut total = 0;
-        for item in self.disbursements.range(start..end).rev() {
-            let (key, _) = item?;
+        for (key, _) in self.resource_range(&start, &end)?.into_iter().rev() {
             let id = Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default();
             let Some(disbursement) = self.disbursement(&id)? else {
                 continue;
@@ -655,8 +710,7 @@ impl Store {
     /// Disbursements not yet in a final status, to resume after a restart.
     pub fn open_disbursements(&self) -> Result<Vec<Disbursement>, StoreError> {
         let mut open = Vec::new();
-        for item in self.disbursements.scan_prefix([b'o']) {
-            let (key, _) = item?;
+        for (key, _) in self.resource_range(b"o", b"p")? {
             if let Some(disbursement) = self.disbursement(&Uuid::from_slice(&key[1..]).unwrap_or_default())? {
                 open.push(disbursement);
             }
@@ -666,7 +720,7 @@ impl Store {
 
     /// A beneficiary by id (deleted ones included).
     pub fn beneficiary(&self, id: &Uuid) -> Result<Option<Beneficiary>, StoreError> {
-        match self.beneficiaries.get(prefixed(b'b', &[id.as_bytes()]))? {
+        match self.resource(&prefixed(b'b', &[id.as_bytes()]))? {
             Some(bytes) => Ok(Some(decode_value(&bytes)?)),
             None => Ok(None),
         }
@@ -675,12 +729,9 @@ impl Store {
     /// A merchant's beneficiaries, deleted ones included, newest first.
     pub fn merchant_beneficiaries(&self, merchant_id: &Uuid) -> Result<Vec<Beneficiary>, StoreError> {
         let mut found = Vec::new();
-        for item in self
-            .beneficiaries
-            .scan_prefix(prefixed(b'm', &[merchant_id.as_bytes()]))
-            .rev()
-        {
-            let (key, _) = item?;
+        let start = prefixed(b'm', &[merchant_id.as_bytes()]);
+        let end = prefixed(b'm', &[merchant_id.as_bytes(), &[0xFF; 40]]);
+        for (key, _) in self.resource_range(&start, &end)?.into_iter().rev() {
             if let Some(beneficiary) =
                 self.beneficiary(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())?
             {

@@ -4,7 +4,7 @@
 //! one atomic batch, so the hot path never pays a sled insert per entry.
 
 use crate::ledger::{Entry, MerchantBook};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -30,6 +30,9 @@ pub struct Layer {
     pub entry_count: usize,
     /// Per merchant.
     pub merchants: HashMap<Uuid, MerchantLayer>,
+    /// Resource keys (disbursements, beneficiaries) and their newest values;
+    /// `None` removes the key.
+    pub resources: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl Layer {
@@ -39,6 +42,15 @@ impl Layer {
             through_seq: layer.through_seq,
             entry_count: layer.entry_count,
             merchants: layer.merchants.clone(),
+            resources: layer.resources.clone(),
+        }
+    }
+
+    /// Sets resource keys (a later write of a key replaces the earlier one).
+    pub fn put_resources(&mut self, writes: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>) {
+        for (key, value) in writes {
+            self.resources.insert(key, value);
+            self.entry_count += 1;
         }
     }
 
