@@ -147,6 +147,9 @@ fn merchant_seq_key(prefix: u8, merchant_id: &Uuid, seq: u64) -> [u8; 25] {
     key
 }
 
+/// A key and its value, as read from sled or the overlay.
+type KeyValue = (Vec<u8>, Vec<u8>);
+
 fn prefixed(prefix: u8, parts: &[&[u8]]) -> Vec<u8> {
     let mut key = vec![prefix];
     for part in parts {
@@ -328,7 +331,7 @@ impl Store {
 
     /// Live resource keys and values in `[start, end)`, ascending: sled's,
     /// with the overlay's newer values and removals laid over them.
-    fn resource_range(&self, start: &[u8], end: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    fn resource_range(&self, start: &[u8], end: &[u8]) -> Result<Vec<KeyValue>, StoreError> {
         let mut newer: std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>> = std::collections::BTreeMap::new();
         {
             let overlay = self.overlay.lock().expect("overlay lock");
