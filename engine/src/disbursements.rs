@@ -176,12 +176,7 @@ impl Engine {
         ) else {
             return Err(EngineError::MissingBankInfo);
         };
-        let bank = self
-            .catalog()
-            .banks
-            .get(code)
-            .cloned()
-            .ok_or(EngineError::BankNotFound)?;
+        let bank = self.bank(code).ok_or(EngineError::BankNotFound)?;
         if !bank.is_enabled {
             return Err(EngineError::BankDisabled);
         }
@@ -203,12 +198,7 @@ impl Engine {
         let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone)) else {
             return Err(EngineError::MissingEwalletInfo);
         };
-        let ewallet = self
-            .catalog()
-            .ewallets
-            .get(code)
-            .cloned()
-            .ok_or(EngineError::EwalletNotFound)?;
+        let ewallet = self.ewallet(code).ok_or(EngineError::EwalletNotFound)?;
         if !ewallet.is_enabled {
             return Err(EngineError::EwalletDisabled);
         }

@@ -696,6 +696,16 @@ impl Engine {
         Ok(report)
     }
 
+    /// A bank by short code, without copying the catalog.
+    pub fn bank(&self, short_code: &str) -> Option<Bank> {
+        self.inner.store.catalog().banks.get(short_code).cloned()
+    }
+
+    /// An e-wallet by code, without copying the catalog.
+    pub fn ewallet(&self, short_code: &str) -> Option<Ewallet> {
+        self.inner.store.catalog().ewallets.get(short_code).cloned()
+    }
+
     /// A copy of the catalog.
     pub fn catalog(&self) -> Catalog {
         self.inner.store.catalog().clone()
