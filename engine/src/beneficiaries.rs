@@ -2,8 +2,8 @@
 //! validation, verification by the vendor's account inquiry, list, soft delete.
 
 use crate::actors::{BeneficiaryChange, MerchantMsg};
-use crate::domain::disbursement::{is_valid_ewallet_phone, normalize_phone};
-use crate::domain::{Beneficiary, Destination, VerificationStatus};
+use crate::destinations::present;
+use crate::domain::{Beneficiary, VerificationStatus};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
@@ -30,10 +30,6 @@ pub struct NewBeneficiary {
     pub is_default: bool,
 }
 
-fn present(value: &Option<String>) -> Option<&str> {
-    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
-}
-
 impl Engine {
     /// Saves a beneficiary (verification PENDING) and starts its account inquiry.
     pub async fn create_beneficiary(&self, merchant_id: Uuid, new: NewBeneficiary) -> Result<Beneficiary, EngineError> {
@@ -43,45 +39,15 @@ impl Engine {
                 let (Some(code), Some(number)) = (present(&new.bank_short_code), present(&new.account_number)) else {
                     return Err(EngineError::MissingBankInfo);
                 };
-                let bank = self.bank(code).ok_or(EngineError::BankNotFound)?;
-                if !bank.is_enabled {
-                    return Err(EngineError::BankDisabled);
-                }
-                if !(5..=34).contains(&number.len()) || !number.chars().all(|c| c.is_ascii_digit()) {
-                    return Err(EngineError::invalid("account_number", "must be 5 to 34 digits"));
-                }
-                let name = present(&new.account_name).unwrap_or_default();
-                if name.chars().count() > limits::NAME_CHARS_MAX {
-                    return Err(EngineError::invalid("account_name", "must be at most 255 characters"));
-                }
-                // An empty name stands for "not given" (shown as null).
-                Destination::Bank {
-                    bank_short_code: bank.short_code,
-                    bank_id: bank.id,
-                    account_number: number.to_string(),
-                    account_name: name.to_string(),
-                }
+                // The holder's name is optional here; empty stands for "not given".
+                self.bank_account(code, number, present(&new.account_name).unwrap_or_default())?
             }
             Some("EWALLET") => {
                 let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone))
                 else {
                     return Err(EngineError::MissingEwalletInfo);
                 };
-                let ewallet = self.ewallet(code).ok_or(EngineError::EwalletNotFound)?;
-                if !ewallet.is_enabled {
-                    return Err(EngineError::EwalletDisabled);
-                }
-                let phone = normalize_phone(raw_phone);
-                if !is_valid_ewallet_phone(&phone) {
-                    return Err(EngineError::invalid(
-                        "ewallet_phone",
-                        "must be an Indonesian mobile number (62 8xx...)",
-                    ));
-                }
-                Destination::Ewallet {
-                    provider: ewallet.short_code,
-                    phone,
-                }
+                self.ewallet_account(code, raw_phone)?
             }
             Some(_) => return Err(EngineError::invalid("channel", "must be BANK or EWALLET")),
             None => return Err(EngineError::invalid("channel", "is required")),

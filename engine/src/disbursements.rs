@@ -4,11 +4,10 @@
 
 use crate::actors::disbursement::{DisbursementActor, DisbursementArgs, DisbursementMsg};
 use crate::actors::MerchantMsg;
-use crate::domain::disbursement::{is_valid_ewallet_phone, normalize_phone};
+use crate::destinations::present;
 use crate::domain::{Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source};
 use crate::engine::{validate_idempotency_key, Engine};
 use crate::error::EngineError;
-use crate::limits;
 use crate::money::MinorUnits;
 use ractor::{Actor, ActorRef};
 use uuid::Uuid;
@@ -52,10 +51,6 @@ pub struct DisbursementFilter {
     pub created_from_ms: Option<i64>,
     /// Created at or before, Unix ms.
     pub created_to_ms: Option<i64>,
-}
-
-fn present(value: &Option<String>) -> Option<&str> {
-    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
 impl Engine {
@@ -176,46 +171,20 @@ impl Engine {
         ) else {
             return Err(EngineError::MissingBankInfo);
         };
-        let bank = self.bank(code).ok_or(EngineError::BankNotFound)?;
-        if !bank.is_enabled {
-            return Err(EngineError::BankDisabled);
-        }
-        if !(5..=34).contains(&number.len()) || !number.chars().all(|c| c.is_ascii_digit()) {
-            return Err(EngineError::invalid("account_number", "must be 5 to 34 digits"));
-        }
-        if name.chars().count() > limits::NAME_CHARS_MAX {
-            return Err(EngineError::invalid("account_name", "must be at most 255 characters"));
-        }
-        Ok(Destination::Bank {
-            bank_short_code: bank.short_code,
-            bank_id: bank.id,
-            account_number: number.to_string(),
-            account_name: name.to_string(),
-        })
+        self.bank_account(code, number, name)
     }
 
     fn ewallet_destination(&self, new: &NewDisbursement, amount: i64) -> Result<Destination, EngineError> {
         let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone)) else {
             return Err(EngineError::MissingEwalletInfo);
         };
-        let ewallet = self.ewallet(code).ok_or(EngineError::EwalletNotFound)?;
-        if !ewallet.is_enabled {
-            return Err(EngineError::EwalletDisabled);
-        }
-        let phone = normalize_phone(raw_phone);
-        if !is_valid_ewallet_phone(&phone) {
-            return Err(EngineError::invalid(
-                "ewallet_phone",
-                "must be an Indonesian mobile number (62 8xx...)",
-            ));
-        }
-        if ewallet.short_code == "DANA" && amount < DANA_MINIMUM_MINOR {
+        let destination = self.ewallet_account(code, raw_phone)?;
+        if matches!(&destination, Destination::Ewallet { provider, .. } if provider == "DANA")
+            && amount < DANA_MINIMUM_MINOR
+        {
             return Err(EngineError::AmountBelowMinimum("IDR 20,000 for DANA".into()));
         }
-        Ok(Destination::Ewallet {
-            provider: ewallet.short_code,
-            phone,
-        })
+        Ok(destination)
     }
 
     /// A merchant's disbursement by UUID or ref code.

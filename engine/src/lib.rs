@@ -17,6 +17,7 @@
 pub mod actors;
 pub mod beneficiaries;
 pub mod clock;
+mod destinations;
 pub mod disbursements;
 pub mod domain;
 pub mod engine;
