@@ -88,9 +88,6 @@ impl From<EngineError> for V1Error {
             EngineError::NotWalletMerchant => {
                 V1Error::new(S::FORBIDDEN, "NOT_WALLET_MERCHANT", "merchant is not a WALLET merchant")
             }
-            EngineError::OrganizationNotFound => {
-                V1Error::new(S::NOT_FOUND, "ORGANIZATION_NOT_FOUND", "organization not found")
-            }
             EngineError::BankNotFound => V1Error::new(S::BAD_REQUEST, "BANK_NOT_FOUND", "bank not found"),
             EngineError::EwalletNotFound => V1Error::new(S::BAD_REQUEST, "EWALLET_NOT_FOUND", "e-wallet not found"),
             EngineError::Ledger(LedgerError::InsufficientBalance) => {

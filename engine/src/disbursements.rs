@@ -302,9 +302,14 @@ impl Engine {
         }
         let current = self.disbursement_for(merchant_id, id_or_ref)?;
         if current.status == DisbursementStatus::Pending {
-            let vendor_id = format!("SBX-{}", current.id.simple());
+            // Hand it to the vendor first, as the disbursement actor would have.
+            let vendor = self.payout_vendor().ok_or(EngineError::NoVendor)?;
+            let vendor_id = vendor
+                .submit(&current)
+                .ok()
+                .map(|submission| submission.vendor_disbursement_id);
             match self
-                .move_disbursement_by_id(current.id, DisbursementStatus::OnProcess, Some(vendor_id), None)
+                .move_disbursement_by_id(current.id, DisbursementStatus::OnProcess, vendor_id, None)
                 .await
             {
                 Ok(_) | Err(EngineError::InvalidStatus(_)) => {}

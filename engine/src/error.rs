@@ -15,9 +15,6 @@ pub enum EngineError {
     /// The operation needs a WALLET merchant.
     #[error("merchant is not a WALLET merchant")]
     NotWalletMerchant,
-    /// No organization with that id.
-    #[error("organization not found")]
-    OrganizationNotFound,
     /// No bank with that code.
     #[error("bank not found")]
     BankNotFound,

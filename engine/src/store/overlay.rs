@@ -89,11 +89,6 @@ pub struct MerchantView {
 }
 
 impl MerchantView {
-    /// The newest durable book in the overlay.
-    pub fn book(&self) -> Option<&MerchantBook> {
-        self.active.as_ref().or(self.flushing.as_ref()).map(|layer| &layer.book)
-    }
-
     /// Both layers, oldest first.
     pub fn layers(&self) -> impl Iterator<Item = &MerchantLayer> {
         self.flushing.iter().chain(self.active.iter())
