@@ -43,6 +43,8 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     if settings.mode == Mode::Sandbox {
         let delay = std::time::Duration::from_millis(settings.sandbox_disbursement_delay_ms);
         engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));
+        // Sandbox refunds take as long as sandbox payouts.
+        engine_config.sandbox_refund_delay = Some(delay);
     }
     let engine = Engine::open(engine_config, Arc::new(SystemClock))
         .await

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::EngineError;
-use serde_json::{json, Value};
+use serde_json::value::RawValue;
 
 /// An error answered as `{success: false, error: {code, message}}`.
 #[derive(Debug)]
@@ -17,8 +17,9 @@ pub struct V1Error {
     pub code: &'static str,
     /// Human-readable message.
     pub message: String,
-    /// The existing resource, for 409 duplicates.
-    pub data: Option<Value>,
+    /// The existing resource, for 409 duplicates (raw, so an order's
+    /// metadata keeps its bytes).
+    pub data: Option<Box<RawValue>>,
     /// Seconds for `Retry-After` (429).
     pub retry_after_seconds: Option<u64>,
 }
@@ -57,18 +58,36 @@ impl V1Error {
     }
 
     /// Attaches the existing resource (409 duplicates).
-    pub fn with_data(mut self, data: Value) -> V1Error {
-        self.data = Some(data);
+    pub fn with_data(mut self, data: impl serde::Serialize) -> V1Error {
+        self.data = serde_json::value::to_raw_value(&data).ok();
         self
     }
 }
 
+#[derive(serde::Serialize)]
+struct ErrorBody<'a> {
+    success: bool,
+    error: ErrorFields<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(serde::Serialize)]
+struct ErrorFields<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
 impl IntoResponse for V1Error {
     fn into_response(self) -> Response {
-        let mut body = json!({ "success": false, "error": { "code": self.code, "message": self.message } });
-        if let Some(data) = self.data {
-            body["data"] = data;
-        }
+        let body = ErrorBody {
+            success: false,
+            error: ErrorFields {
+                code: self.code,
+                message: &self.message,
+            },
+            data: self.data.as_deref(),
+        };
         let mut response = (self.status, Json(body)).into_response();
         if let Some(seconds) = self.retry_after_seconds {
             response
@@ -76,6 +95,20 @@ impl IntoResponse for V1Error {
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
+    }
+}
+
+/// Maps an engine error of an order operation: like `From`, but a
+/// duplicate order carries its view with an absolute `qr_url`.
+pub fn order_error(error: EngineError, public_url: &str) -> V1Error {
+    match error {
+        EngineError::DuplicateOrder(existing) => V1Error::new(
+            StatusCode::CONFLICT,
+            "DUPLICATE_ORDER",
+            "an order with this merchant_order_id exists",
+        )
+        .with_data(crate::wire::order_view(&existing, public_url)),
+        other => other.into(),
     }
 }
 
@@ -157,9 +190,47 @@ impl From<EngineError> for V1Error {
                 "INVALID_STATUS",
                 format!("not allowed in status {status}"),
             ),
-            EngineError::NoVendor => {
-                V1Error::new(S::SERVICE_UNAVAILABLE, "NO_VENDOR", "no payout vendor is configured")
-            }
+            EngineError::NoVendor => V1Error::new(
+                S::SERVICE_UNAVAILABLE,
+                "NO_VENDOR",
+                "no vendor is configured for this operation",
+            ),
+            EngineError::VendorError(_) => V1Error::new(
+                S::SERVICE_UNAVAILABLE,
+                "VENDOR_ERROR",
+                "all configured payment vendors failed; retry later",
+            ),
+            EngineError::OrderNotFound => V1Error::new(S::NOT_FOUND, "ORDER_NOT_FOUND", "order not found"),
+            EngineError::RefundNotFound => V1Error::new(S::NOT_FOUND, "REFUND_NOT_FOUND", "refund not found"),
+            EngineError::VendorNotFound => V1Error::route_not_found(),
+            EngineError::InvalidSignature => V1Error::new(
+                S::UNAUTHORIZED,
+                "INVALID_SIGNATURE",
+                "signature does not match the request body",
+            ),
+            // Order handlers use `order_error`, which makes `qr_url` absolute.
+            EngineError::DuplicateOrder(existing) => order_error(EngineError::DuplicateOrder(existing), ""),
+            EngineError::IdempotencyKeyReused => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "IDEMPOTENCY_KEY_REUSED",
+                "Idempotency-Key was already used with a different request body",
+            ),
+            EngineError::AmountExceedsOrder => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "AMOUNT_EXCEEDS_ORDER",
+                "amount exceeds the remaining refundable amount",
+            ),
+            EngineError::RefundNotSupported => V1Error::new(
+                S::UNPROCESSABLE_ENTITY,
+                "REFUND_NOT_SUPPORTED",
+                "refunds are not supported by this order's payment vendor",
+            ),
+            EngineError::DuplicateRefund(existing) => V1Error::new(
+                S::CONFLICT,
+                "DUPLICATE_IDEMPOTENCY_KEY",
+                "a refund with this idempotency key exists",
+            )
+            .with_data(crate::wire::refund_view(&existing)),
             other @ (EngineError::Ledger(_) | EngineError::Store(_)) => V1Error::internal(other),
         }
     }

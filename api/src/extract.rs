@@ -36,6 +36,19 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for SignedJson<T> {
     type Rejection = V1Error;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, V1Error> {
+        let SignedBody(value, _) = SignedBody::from_request(request, state).await?;
+        Ok(SignedJson(value))
+    }
+}
+
+/// `SignedJson` that also keeps the raw body (the `Idempotency-Key` of an
+/// order compares bodies by their bytes).
+pub struct SignedBody<T>(pub T, pub Bytes);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for SignedBody<T> {
+    type Rejection = V1Error;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, V1Error> {
         let merchant = request.extensions().get::<Arc<MerchantRecord>>().cloned();
         let signature = request
             .headers()
@@ -52,7 +65,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for SignedJson<T> {
                 None => {}
             }
         }
-        parse_json(&bytes).map(SignedJson)
+        let value = parse_json(&bytes)?;
+        Ok(SignedBody(value, bytes))
     }
 }
 

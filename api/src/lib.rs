@@ -5,9 +5,11 @@
 //! - `extract`: JSON body, API key and admin token extractors.
 //! - `error`: the V1 envelope and the engine-error mapping table.
 //! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
+//! - `callbacks`: signed payment-vendor callbacks.
 //! - `ops`: healthz, metrics, 404/405.
 
 pub mod admin;
+pub mod callbacks;
 pub mod error;
 pub mod extract;
 pub mod ops;
@@ -85,6 +87,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(v1::routes())
         .merge(admin::routes())
+        .route("/callbacks/{vendor}", axum::routing::post(callbacks::vendor_callback))
         .route("/healthz", get(ops::healthz))
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)

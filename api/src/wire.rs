@@ -5,7 +5,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SecondsFormat, Utc};
-use paygate_engine::domain::{Bank, Beneficiary, Destination, Disbursement, Ewallet, MerchantRecord, Organization};
+use paygate_engine::domain::{
+    Bank, Beneficiary, Destination, Disbursement, Ewallet, MerchantRecord, Order, Organization, Refund,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -16,12 +18,27 @@ pub fn timestamp(millis: i64) -> String {
         .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// `{success: true, data}`, serialized straight from `T` so raw JSON inside
+/// (an order's metadata) keeps its exact bytes.
+#[derive(Serialize)]
+struct Envelope<'a, T> {
+    success: bool,
+    data: &'a T,
+}
+
 /// 200 `{success: true, data}`.
 pub struct Data<T>(pub T);
 
 impl<T: Serialize> IntoResponse for Data<T> {
     fn into_response(self) -> Response {
-        (StatusCode::OK, Json(json!({ "success": true, "data": self.0 }))).into_response()
+        (
+            StatusCode::OK,
+            Json(Envelope {
+                success: true,
+                data: &self.0,
+            }),
+        )
+            .into_response()
     }
 }
 
@@ -30,7 +47,14 @@ pub struct Created<T>(pub T);
 
 impl<T: Serialize> IntoResponse for Created<T> {
     fn into_response(self) -> Response {
-        (StatusCode::CREATED, Json(json!({ "success": true, "data": self.0 }))).into_response()
+        (
+            StatusCode::CREATED,
+            Json(Envelope {
+                success: true,
+                data: &self.0,
+            }),
+        )
+            .into_response()
     }
 }
 
@@ -130,9 +154,9 @@ pub fn created_disbursement_view(disbursement: &Disbursement) -> Value {
 }
 
 /// `{success, data: [..], meta: {page, limit, total, total_pages}}` (SPEC.md 4.1).
-pub struct Page {
+pub struct Page<T = Value> {
     /// The items of this page.
-    pub items: Vec<Value>,
+    pub items: Vec<T>,
     /// 1-based page number.
     pub page: usize,
     /// Page size in force.
@@ -141,14 +165,33 @@ pub struct Page {
     pub total: usize,
 }
 
-impl IntoResponse for Page {
+#[derive(Serialize)]
+struct PageBody<'a, T> {
+    success: bool,
+    data: &'a [T],
+    meta: PageMeta,
+}
+
+#[derive(Serialize)]
+struct PageMeta {
+    page: usize,
+    limit: usize,
+    total: usize,
+    total_pages: usize,
+}
+
+impl<T: Serialize> IntoResponse for Page<T> {
     fn into_response(self) -> Response {
-        let total_pages = self.total.div_ceil(self.limit.max(1));
-        let body = json!({
-            "success": true,
-            "data": self.items,
-            "meta": { "page": self.page, "limit": self.limit, "total": self.total, "total_pages": total_pages },
-        });
+        let body = PageBody {
+            success: true,
+            data: &self.items,
+            meta: PageMeta {
+                page: self.page,
+                limit: self.limit,
+                total: self.total,
+                total_pages: self.total.div_ceil(self.limit.max(1)),
+            },
+        };
         (StatusCode::OK, Json(body)).into_response()
     }
 }
@@ -190,5 +233,99 @@ pub fn beneficiary_view(beneficiary: &Beneficiary) -> Value {
         "is_enabled": beneficiary.is_enabled,
         "created_at": timestamp(beneficiary.created_at_ms),
         "updated_at": timestamp(beneficiary.updated_at_ms),
+    })
+}
+
+/// A V1 order (SPEC.md 2.1) plus `payment_method`, `virtual_account`
+/// (DESIGN.md 5), the input-only attributes it stores, and the refunded amount.
+#[derive(Serialize)]
+pub struct OrderView {
+    id: uuid::Uuid,
+    ref_code: String,
+    merchant_order_id: String,
+    amount_minor: i64,
+    currency_code: &'static str,
+    payment_method: &'static str,
+    status: &'static str,
+    qris_string: Option<String>,
+    qr_url: Option<String>,
+    virtual_account: Option<VirtualAccountView>,
+    expires_at: Option<String>,
+    paid_at: Option<String>,
+    is_settled: bool,
+    vendor_rrn: Option<String>,
+    customer_name: Option<String>,
+    customer_email: Option<String>,
+    customer_phone: Option<String>,
+    notify_url: Option<String>,
+    return_url: Option<String>,
+    metadata: Option<Box<serde_json::value::RawValue>>,
+    refunded_amount_minor: i64,
+    created_at: String,
+    updated_at: String,
+}
+
+#[derive(Serialize)]
+struct VirtualAccountView {
+    bank_short_code: String,
+    account_number: String,
+}
+
+/// An order as V1 shows it; `public_url` makes `qr_url` absolute.
+pub fn order_view(order: &Order, public_url: &str) -> OrderView {
+    let qr_url = order.qris_string.as_ref().map(|_| {
+        format!(
+            "{}/v1/orders/{}/qr.png",
+            public_url.trim_end_matches('/'),
+            order.ref_code
+        )
+    });
+    OrderView {
+        id: order.id,
+        ref_code: order.ref_code.clone(),
+        merchant_order_id: order.merchant_order_id.clone(),
+        amount_minor: order.amount.get(),
+        currency_code: "IDR",
+        payment_method: order.payment_method.as_str(),
+        status: order.status.as_str(),
+        qris_string: order.qris_string.clone(),
+        qr_url,
+        virtual_account: order.virtual_account.as_ref().map(|va| VirtualAccountView {
+            bank_short_code: va.bank_short_code.clone(),
+            account_number: va.account_number.clone(),
+        }),
+        expires_at: order.expires_at_ms.map(timestamp),
+        paid_at: order.paid_at_ms.map(timestamp),
+        is_settled: order.is_settled,
+        vendor_rrn: order.vendor_rrn.clone(),
+        customer_name: order.customer_name.clone(),
+        customer_email: order.customer_email.clone(),
+        customer_phone: order.customer_phone.clone(),
+        notify_url: order.notify_url.clone(),
+        return_url: order.return_url.clone(),
+        // Stored only after it parsed as a JSON object.
+        metadata: order
+            .metadata
+            .as_ref()
+            .and_then(|raw| serde_json::value::RawValue::from_string(raw.clone()).ok()),
+        refunded_amount_minor: order.refunded_amount.get(),
+        created_at: timestamp(order.created_at_ms),
+        updated_at: timestamp(order.updated_at_ms),
+    }
+}
+
+/// A refund (SPEC.md 2.2) with its further fields.
+pub fn refund_view(refund: &Refund) -> Value {
+    json!({
+        "id": refund.id,
+        "order_ref_code": refund.order_ref_code,
+        "amount_minor": refund.amount.get(),
+        "reason": refund.reason,
+        "reason_detail": refund.reason_detail,
+        "status": refund.status.as_str(),
+        "vendor_refund_id": refund.vendor_refund_id,
+        "failure_reason": refund.failure_reason,
+        "created_at": timestamp(refund.created_at_ms),
+        "updated_at": timestamp(refund.updated_at_ms),
     })
 }

@@ -39,6 +39,9 @@ pub struct EngineConfig {
     pub idempotency_keys_in_memory: usize,
     /// Where disbursements are sent; none refuses them (503 `NO_VENDOR`).
     pub payout_vendor: Option<Arc<dyn PayoutVendor>>,
+    /// Sandbox mode: the built-in sandbox payment vendor exists (the default
+    /// for every organization) and settles refunds after this long.
+    pub sandbox_refund_delay: Option<Duration>,
 }
 
 impl EngineConfig {
@@ -50,6 +53,7 @@ impl EngineConfig {
             actor_idle_timeout: limits::ACTOR_IDLE_TIMEOUT,
             idempotency_keys_in_memory: limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX,
             payout_vendor: None,
+            sandbox_refund_delay: None,
         }
     }
 }
@@ -131,6 +135,9 @@ struct EngineInner {
     ref_codes: Arc<crate::refcode::RefCodes>,
     disbursement_actors: Arc<ActorRegistry<DisbursementMsg>>,
     payout_vendor: Option<Arc<dyn PayoutVendor>>,
+    order_actors: Arc<ActorRegistry<crate::actors::order::OrderMsg>>,
+    sandbox_refund_delay: Option<Duration>,
+    http_client: reqwest::Client,
 }
 
 impl Engine {
@@ -180,6 +187,9 @@ impl Engine {
                 ref_codes: Arc::default(),
                 disbursement_actors: Arc::default(),
                 payout_vendor: config.payout_vendor.clone(),
+                order_actors: Arc::default(),
+                sandbox_refund_delay: config.sandbox_refund_delay,
+                http_client: reqwest::Client::new(),
             }),
         };
         engine.seed_catalog().await?;
@@ -188,6 +198,15 @@ impl Engine {
         if resumed > 0 {
             tracing::info!(resumed, "resumed disbursements in flight");
         }
+        let expired = engine.expire_due_orders().await?;
+        if expired > 0 {
+            tracing::info!(expired, "expired orders that fell due while stopped");
+        }
+        let resumed = engine.resume_refunds().await?;
+        if resumed > 0 {
+            tracing::info!(resumed, "resumed pending refunds");
+        }
+        engine.start_expiry_sweep();
         Ok(engine)
     }
 
@@ -243,6 +262,29 @@ impl Engine {
 
     fn now_ms(&self) -> i64 {
         self.inner.clock.now().timestamp_millis()
+    }
+
+    fn start_expiry_sweep(&self) {
+        let weak = Arc::downgrade(&self.inner);
+        let mut stopping = self.inner.stopping.subscribe();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(limits::ORDER_EXPIRY_SWEEP_INTERVAL) => {}
+                    _ = stopping.changed() => return,
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                if let Err(error) = (Engine { inner }).expire_due_orders().await {
+                    tracing::error!(%error, "order expiry sweep failed");
+                }
+            }
+        });
+        self.inner.background.lock().expect("background lock").push(task);
+    }
+
+    /// Journals a record not owned by any actor and waits until it is durable and applied.
+    pub(crate) async fn write_record(&self, record: JournalRecord) -> Result<(), EngineError> {
+        self.write(record).await
     }
 
     /// Journals a record not owned by any actor and waits until it is durable and applied.
@@ -323,6 +365,11 @@ impl Engine {
                 tracing::error!(%error, "final checkpoint failed");
             }
         }
+        for actor in self.inner.order_actors.drain() {
+            let _ = actor
+                .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
+                .await;
+        }
         for actor in self.inner.disbursement_actors.drain() {
             let _ = actor
                 .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
@@ -393,6 +440,31 @@ impl Engine {
     /// The live disbursement actors.
     pub(crate) fn disbursement_actors(&self) -> &ActorRegistry<DisbursementMsg> {
         &self.inner.disbursement_actors
+    }
+
+    /// The live order actors.
+    pub(crate) fn order_actors(&self) -> &ActorRegistry<crate::actors::order::OrderMsg> {
+        &self.inner.order_actors
+    }
+
+    /// Platform-wide reference codes.
+    pub(crate) fn ref_codes(&self) -> &crate::refcode::RefCodes {
+        &self.inner.ref_codes
+    }
+
+    /// Sandbox mode's refund delay; `None` in live mode.
+    pub fn sandbox_refund_delay(&self) -> Option<Duration> {
+        self.inner.sandbox_refund_delay
+    }
+
+    /// The HTTP client of vendor calls.
+    pub(crate) fn http_client(&self) -> &reqwest::Client {
+        &self.inner.http_client
+    }
+
+    /// How long actors stay without messages.
+    pub(crate) fn actor_idle_timeout(&self) -> Duration {
+        self.inner.actor_idle_timeout
     }
 
     /// Where disbursements go, if anywhere.

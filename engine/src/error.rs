@@ -57,6 +57,36 @@ pub enum EngineError {
     /// No vendor is configured for the operation.
     #[error("no vendor configured")]
     NoVendor,
+    /// Every configured vendor failed.
+    #[error("all configured vendors failed: {0}")]
+    VendorError(String),
+    /// No such order for this merchant.
+    #[error("order not found")]
+    OrderNotFound,
+    /// The merchant already has an order with this id.
+    #[error("merchant_order_id already exists")]
+    DuplicateOrder(Box<crate::domain::Order>),
+    /// The same `Idempotency-Key` came with a different body.
+    #[error("Idempotency-Key was used with a different request body")]
+    IdempotencyKeyReused,
+    /// A refund above what is left to refund.
+    #[error("amount exceeds the remaining refundable amount")]
+    AmountExceedsOrder,
+    /// The vendor that took the order cannot refund.
+    #[error("refunds are not supported for this order's vendor")]
+    RefundNotSupported,
+    /// A refund with this idempotency key exists already.
+    #[error("a refund with this idempotency key exists")]
+    DuplicateRefund(Box<crate::domain::Refund>),
+    /// No payment vendor with that name takes callbacks.
+    #[error("no such vendor")]
+    VendorNotFound,
+    /// A signature did not verify.
+    #[error("signature does not match")]
+    InvalidSignature,
+    /// No such refund for this merchant.
+    #[error("refund not found")]
+    RefundNotFound,
     /// Input failed validation; names the field.
     #[error("{field}: {reason}")]
     InvalidInput {

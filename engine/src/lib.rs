@@ -12,6 +12,7 @@
 //! - `vendor`: payout vendors (sandbox).
 //! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements` and
 //!   `beneficiaries`: its payout operations.
+//! - `orders`: orders, payments, expiry and refunds; `qris`: QRIS strings and PNGs.
 //! - `error`: `EngineError`.
 
 pub mod actors;
@@ -25,6 +26,8 @@ pub mod error;
 pub mod ledger;
 pub mod limits;
 pub mod money;
+pub mod orders;
+pub mod qris;
 pub mod refcode;
 pub mod signing;
 pub mod store;

@@ -105,3 +105,10 @@ pub const RECENT_ENTRIES_MAX: usize = 4096;
 
 /// Proposals accepted in one batch message.
 pub const POST_BATCH_MAX: usize = 8192;
+
+/// How often PENDING orders past their expiry are expired (orders due while
+/// the server was down are expired at start).
+pub const ORDER_EXPIRY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Orders expired per storage scan of a sweep.
+pub const ORDER_EXPIRY_SWEEP_BATCH: usize = 1000;

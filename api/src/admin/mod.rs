@@ -5,6 +5,7 @@ mod catalog;
 mod disbursements;
 mod ledger;
 mod merchants;
+mod vendors;
 
 use crate::error::V1Error;
 use crate::AppState;
@@ -38,6 +39,11 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/v1/organizations", post(catalog::create_organization))
         .route("/admin/v1/banks/{code}", put(catalog::save_bank))
         .route("/admin/v1/ewallets/{code}", put(catalog::save_ewallet))
+        .route("/admin/v1/vendors/{name}", put(vendors::save_vendor))
+        .route(
+            "/admin/v1/organizations/{id}/vendors/{payment_method}",
+            put(vendors::save_routing),
+        )
 }
 
 /// Parses a path id: 400 `INVALID_ID` when it is not a UUID.

@@ -4,6 +4,7 @@ mod balance;
 mod beneficiaries;
 mod catalog;
 mod disbursements;
+mod orders;
 pub mod pagination;
 
 use crate::AppState;
@@ -31,5 +32,16 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/v1/sandbox/disbursements/{id}/complete",
             post(disbursements::complete_disbursement),
+        )
+        .route("/v1/orders", post(orders::create_order).get(orders::list_orders))
+        .route("/v1/orders/{ref_code}", get(orders::get_order))
+        .route("/v1/orders/{ref_code}/qr.png", get(orders::qr_png))
+        .route("/v1/orders/{ref_code}/refund", post(orders::create_refund))
+        .route("/v1/sandbox/orders/{ref_code}/pay", post(orders::sandbox_pay))
+        .route("/v1/sandbox/orders/{ref_code}/expire", post(orders::sandbox_expire))
+        .route("/v1/sandbox/orders/{ref_code}/fail", post(orders::sandbox_fail))
+        .route(
+            "/v1/sandbox/refunds/{id}/complete",
+            post(orders::sandbox_complete_refund),
         )
 }

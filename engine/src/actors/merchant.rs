@@ -27,6 +27,10 @@ use std::sync::Arc;
 use std::time::Instant;
 use uuid::Uuid;
 
+mod orders;
+
+pub use orders::{OrderCommand, OrderOutcome};
+
 /// What a durable ledger entry looks like to its caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PostReceipt {
@@ -95,6 +99,13 @@ pub enum MerchantMsg {
         /// The disbursement after the move.
         reply: RpcReplyPort<Result<Disbursement, EngineError>>,
     },
+    /// Create, pay, expire or fail an order; create or settle a refund.
+    Order {
+        /// What to do.
+        command: OrderCommand,
+        /// The result, once durable.
+        reply: RpcReplyPort<Result<OrderOutcome, EngineError>>,
+    },
     /// Stop if idle for long enough.
     IdleCheck,
 }
@@ -156,6 +167,8 @@ pub struct MerchantState {
     disbursement_keys: HashMap<u128, Uuid>,
     /// The WIB day and its running sum of request amounts not reversed.
     daily_total: Option<(i64, i64)>,
+    /// Orders and refunds written since this actor started.
+    orders: orders::RecentOrders,
 }
 
 impl Actor for MerchantActor {
@@ -195,6 +208,7 @@ impl Actor for MerchantActor {
             disbursements: HashMap::new(),
             disbursement_keys: HashMap::new(),
             daily_total: None,
+            orders: Default::default(),
         })
     }
 
@@ -315,6 +329,18 @@ impl Actor for MerchantActor {
                             .journal_record(record, Box::new(move || drop(reply.send(Ok(disbursement)))))
                             .await?;
                     }
+                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+                }
+            }
+            MerchantMsg::Order { command, reply } => {
+                state.wait_for_room().await?;
+                match state.order_command(command) {
+                    Ok((outcome, Some(record))) => {
+                        state
+                            .journal_record(record, Box::new(move || drop(reply.send(Ok(outcome)))))
+                            .await?;
+                    }
+                    Ok((outcome, None)) => state.reply_when_durable(reply, Ok(outcome)).await?,
                     Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
                 }
             }

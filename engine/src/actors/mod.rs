@@ -3,7 +3,11 @@
 
 pub mod disbursement;
 pub mod merchant;
+pub mod order;
 pub mod registry;
 
-pub use merchant::{BeneficiaryChange, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt};
+pub use merchant::{
+    BeneficiaryChange, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, OrderCommand, OrderOutcome,
+    PostReceipt,
+};
 pub use registry::ActorRegistry;

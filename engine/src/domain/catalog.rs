@@ -1,6 +1,7 @@
 //! Banks, e-wallets and organizations: the reference data disbursements and
 //! merchants point at. Seeded on first start; admins enable and disable.
 
+use crate::domain::order::PaymentMethod;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -47,6 +48,48 @@ pub struct Organization {
     /// Creation time, Unix ms.
     pub created_at_ms: i64,
 }
+
+/// How the platform reaches a payment vendor (DESIGN.md 7).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VendorKind {
+    /// The in-process sandbox vendor (sandbox mode only).
+    Sandbox,
+    /// A vendor over HTTP: payments and refunds are POSTed to `url`, signed
+    /// with `secret`, and its callbacks come signed with the same secret.
+    Http {
+        /// Base URL; `/payments` and `/refunds` are appended.
+        url: String,
+        /// HMAC-SHA256 key of requests and callbacks.
+        secret: String,
+        /// Per-request timeout.
+        timeout_ms: u64,
+    },
+}
+
+/// A payment vendor the platform can route orders to, by unique name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentVendorConfig {
+    /// Unique, URL-safe; callbacks arrive at `/callbacks/{name}`.
+    pub name: String,
+    /// How to reach it.
+    pub kind: VendorKind,
+    /// Whether it can refund orders it took.
+    pub supports_refund: bool,
+}
+
+/// The vendors an organization's orders of one payment method go to, tried in order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VendorRouting {
+    /// Whose.
+    pub organization_id: Uuid,
+    /// Which method.
+    pub method: PaymentMethod,
+    /// Vendor names, first tried first; empty means none (503 `NO_VENDOR`).
+    pub vendors: Vec<String>,
+}
+
+/// The name of the built-in sandbox vendor.
+pub const SANDBOX_VENDOR: &str = "sandbox";
 
 /// The id of the organization every merchant belongs to unless told otherwise.
 pub const DEFAULT_ORGANIZATION_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001);
@@ -112,6 +155,10 @@ pub struct Catalog {
     pub ewallets: BTreeMap<String, Ewallet>,
     /// Organizations by id.
     pub organizations: BTreeMap<Uuid, Organization>,
+    /// Payment vendors by name.
+    pub payment_vendors: BTreeMap<String, PaymentVendorConfig>,
+    /// Configured routes; a route never configured falls back to the default.
+    pub vendor_routes: BTreeMap<(Uuid, PaymentMethod), Vec<String>>,
 }
 
 impl Catalog {

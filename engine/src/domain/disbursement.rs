@@ -109,7 +109,7 @@ impl DisbursementStatus {
 }
 
 /// Which API created it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Source {
     /// V1.
     #[serde(rename = "API")]

@@ -5,11 +5,13 @@ pub mod beneficiary;
 pub mod catalog;
 pub mod disbursement;
 pub mod merchant;
+pub mod order;
 
 pub use beneficiary::{Beneficiary, VerificationStatus};
-pub use catalog::{Bank, Catalog, Ewallet, Organization};
+pub use catalog::{Bank, Catalog, Ewallet, Organization, PaymentVendorConfig, VendorKind, VendorRouting};
 pub use disbursement::{Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, Source};
 pub use merchant::{
     Credentials, Fees, FeesPatch, Limits, LimitsPatch, MerchantRecord, MerchantSettings, SettlementBank,
     SettlementType, StoredCredentials,
 };
+pub use order::{FeeSplit, Order, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};

@@ -147,6 +147,10 @@ pub enum EntryKind {
     Reversal,
     /// A disbursement's debit: request to payout clearing, fee to revenue.
     Disbursement,
+    /// A paid order: vendor clearing to the merchant's net and the fees.
+    OrderPayment,
+    /// A refund's wallet debit, to refund clearing.
+    Refund,
 }
 
 /// What a caller asks the book to record; the book turns it into an `Entry`.

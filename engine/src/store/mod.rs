@@ -20,12 +20,22 @@
 //! not terminal (resumed after a restart).
 //!
 //! `b`+id -> beneficiary; `m`+merchant+created ms+id -> ().
+//!
+//! Orders: `a`+id -> order; `c`+ref code -> id; `e`+merchant+created ms+id ->
+//! () (listing); `f`+merchant+source+merchant order id -> id; `h`+merchant+
+//! Idempotency-Key hash -> id; `j`+expires ms+id -> () while PENDING (the
+//! expiry sweep). Refunds: `s`+id -> refund; `t`+merchant+key hash -> id;
+//! `n`+order id+created ms+id -> (); `u`+id -> () while PENDING.
 
 pub mod journal;
 pub mod overlay;
 pub mod record;
 
-use crate::domain::{Bank, Beneficiary, Catalog, Disbursement, Ewallet, MerchantRecord, Organization};
+use crate::domain::catalog::{PaymentVendorConfig, VendorRouting};
+use crate::domain::{
+    Bank, Beneficiary, Catalog, Disbursement, Ewallet, MerchantRecord, Order, OrderStatus, Organization, Refund,
+    RefundStatus, Source,
+};
 use crate::ledger::{Entry, MerchantBook};
 use crate::limits;
 use overlay::{Layer, MerchantLayer, MerchantView, Overlay};
@@ -158,6 +168,16 @@ fn prefixed(prefix: u8, parts: &[&[u8]]) -> Vec<u8> {
     key
 }
 
+/// `f`+merchant+source+merchant order id: a Legacy `orderId` and a V1
+/// `merchant_order_id` with the same text are different orders.
+fn order_id_key(merchant_id: &Uuid, source: Source, merchant_order_id: &str) -> Vec<u8> {
+    let source = [match source {
+        Source::Api => b'A',
+        Source::Legacy => b'L',
+    }];
+    prefixed(b'f', &[merchant_id.as_bytes(), &source, merchant_order_id.as_bytes()])
+}
+
 fn read_u64(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(bytes.try_into().unwrap_or([0; 8]))
 }
@@ -228,7 +248,11 @@ impl Store {
                     .expect("directory lock")
                     .insert((**merchant).clone());
             }
-            JournalRecord::OrganizationSaved(_) | JournalRecord::BankSaved(_) | JournalRecord::EwalletSaved(_) => {
+            JournalRecord::OrganizationSaved(_)
+            | JournalRecord::BankSaved(_)
+            | JournalRecord::EwalletSaved(_)
+            | JournalRecord::PaymentVendorSaved(_)
+            | JournalRecord::VendorRoutingSaved(_) => {
                 self.catalog.insert(catalog_key(record), payload)?;
                 self.apply_to_catalog(record.clone());
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);
@@ -245,6 +269,20 @@ impl Store {
                 self.overlay_disbursement(&mut overlay, disbursement);
             }
             JournalRecord::DisbursementUpdated(disbursement) => self.overlay_disbursement(&mut overlay, disbursement),
+            JournalRecord::OrderCreated(order) | JournalRecord::OrderUpdated(order) => {
+                self.overlay_order(&mut overlay, order)
+            }
+            JournalRecord::OrderPaid { order, entry } => {
+                self.overlay_entry(&mut overlay, entry, &record::encode_entry(entry))?;
+                self.overlay_order(&mut overlay, order);
+            }
+            JournalRecord::RefundSaved { order, refund, entry } => {
+                if let Some(entry) = entry {
+                    self.overlay_entry(&mut overlay, entry, &record::encode_entry(entry))?;
+                }
+                self.overlay_order(&mut overlay, order);
+                self.overlay_refund(&mut overlay, refund);
+            }
             JournalRecord::BeneficiariesSaved(beneficiaries) => {
                 for beneficiary in beneficiaries {
                     let id = beneficiary.id.as_bytes();
@@ -313,6 +351,51 @@ impl Store {
                 Some(id.to_vec()),
             ),
             (prefixed(b'o', &[id]), open),
+        ];
+        overlay.active.put_resources(writes);
+    }
+
+    fn overlay_order(&self, overlay: &mut Overlay, order: &Order) {
+        let id = order.id.as_bytes();
+        let merchant = order.merchant_id.as_bytes();
+        let created = (order.created_at_ms.max(0) as u64).to_be_bytes();
+        let mut writes = vec![
+            (prefixed(b'a', &[id]), Some(encode_value(order))),
+            (prefixed(b'c', &[order.ref_code.as_bytes()]), Some(id.to_vec())),
+            (prefixed(b'e', &[merchant, &created, id]), Some(Vec::new())),
+            (
+                order_id_key(&order.merchant_id, order.source, &order.merchant_order_id),
+                Some(id.to_vec()),
+            ),
+        ];
+        if let Some((key, _)) = &order.idempotency {
+            let key_hash = self.key_hash(key).to_be_bytes();
+            writes.push((prefixed(b'h', &[merchant, &key_hash]), Some(id.to_vec())));
+        }
+        if let Some(expires) = order.expires_at_ms {
+            let expires = (expires.max(0) as u64).to_be_bytes();
+            let pending = (order.status == OrderStatus::Pending).then(Vec::new);
+            writes.push((prefixed(b'j', &[&expires, id]), pending));
+        }
+        overlay.active.put_resources(writes);
+    }
+
+    fn overlay_refund(&self, overlay: &mut Overlay, refund: &Refund) {
+        let id = refund.id.as_bytes();
+        let created = (refund.created_at_ms.max(0) as u64).to_be_bytes();
+        let key_hash = self.key_hash(&refund.idempotency_key).to_be_bytes();
+        let open = (refund.status == RefundStatus::Pending).then(Vec::new);
+        let writes = [
+            (prefixed(b's', &[id]), Some(encode_value(refund))),
+            (
+                prefixed(b't', &[refund.merchant_id.as_bytes(), &key_hash]),
+                Some(id.to_vec()),
+            ),
+            (
+                prefixed(b'n', &[refund.order_id.as_bytes(), &created, id]),
+                Some(Vec::new()),
+            ),
+            (prefixed(b'u', &[id]), open),
         ];
         overlay.active.put_resources(writes);
     }
@@ -433,6 +516,14 @@ impl Store {
             }
             JournalRecord::OrganizationSaved(organization) => {
                 catalog.organizations.insert(organization.id, organization);
+            }
+            JournalRecord::PaymentVendorSaved(vendor) => {
+                catalog.payment_vendors.insert(vendor.name.clone(), vendor);
+            }
+            JournalRecord::VendorRoutingSaved(routing) => {
+                catalog
+                    .vendor_routes
+                    .insert((routing.organization_id, routing.method), routing.vendors);
             }
             _ => {}
         }
@@ -744,6 +835,132 @@ impl Store {
         Ok(found)
     }
 
+    fn decoded<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StoreError> {
+        match self.resource(key)? {
+            Some(bytes) => Ok(Some(decode_value(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn by_index<T: serde::de::DeserializeOwned>(&self, index_key: &[u8], prefix: u8) -> Result<Option<T>, StoreError> {
+        match self.resource(index_key)? {
+            Some(id) => self.decoded(&prefixed(prefix, &[&id])),
+            None => Ok(None),
+        }
+    }
+
+    /// An order by id.
+    pub fn order(&self, id: &Uuid) -> Result<Option<Order>, StoreError> {
+        self.decoded(&prefixed(b'a', &[id.as_bytes()]))
+    }
+
+    /// An order by ref code.
+    pub fn order_by_ref(&self, ref_code: &str) -> Result<Option<Order>, StoreError> {
+        self.by_index(&prefixed(b'c', &[ref_code.as_bytes()]), b'a')
+    }
+
+    /// True when an order ref code is taken.
+    pub fn order_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
+        Ok(self.resource(&prefixed(b'c', &[ref_code.as_bytes()]))?.is_some())
+    }
+
+    /// A merchant's order by its own id, in one API.
+    pub fn order_by_merchant_order_id(
+        &self,
+        merchant_id: &Uuid,
+        source: Source,
+        merchant_order_id: &str,
+    ) -> Result<Option<Order>, StoreError> {
+        self.by_index(&order_id_key(merchant_id, source, merchant_order_id), b'a')
+    }
+
+    /// The order a merchant created with an `Idempotency-Key`.
+    pub fn order_by_idempotency_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Order>, StoreError> {
+        let key_hash = self.key_hash(key).to_be_bytes();
+        let found: Option<Order> = self.by_index(&prefixed(b'h', &[merchant_id.as_bytes(), &key_hash]), b'a')?;
+        Ok(found.filter(|o| o.idempotency.as_ref().is_some_and(|(k, _)| k == key)))
+    }
+
+    /// A merchant's orders created in `[from_ms, to_ms)`, newest first, that
+    /// pass `keep`: the `offset`..`offset + limit` slice and the total.
+    pub fn merchant_orders(
+        &self,
+        merchant_id: &Uuid,
+        from_ms: i64,
+        to_ms: i64,
+        keep: impl Fn(&Order) -> bool,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Order>, usize), StoreError> {
+        let from = (from_ms.max(0) as u64).to_be_bytes();
+        let to = (to_ms.max(0) as u64).to_be_bytes();
+        let start = prefixed(b'e', &[merchant_id.as_bytes(), &from]);
+        let end = prefixed(b'e', &[merchant_id.as_bytes(), &to]);
+        let mut page = Vec::new();
+        let mut total = 0;
+        for (key, _) in self.resource_range(&start, &end)?.into_iter().rev() {
+            let id = Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default();
+            let Some(order) = self.order(&id)? else {
+                continue;
+            };
+            if !keep(&order) {
+                continue;
+            }
+            if total >= offset && page.len() < limit {
+                page.push(order);
+            }
+            total += 1;
+        }
+        Ok((page, total))
+    }
+
+    /// PENDING orders whose expiry is at or before `now_ms`, oldest first, at most `limit`.
+    pub fn orders_due(&self, now_ms: i64, limit: usize) -> Result<Vec<Uuid>, StoreError> {
+        let end = prefixed(b'j', &[&((now_ms.max(0) as u64) + 1).to_be_bytes()]);
+        Ok(self
+            .resource_range(b"j", &end)?
+            .into_iter()
+            .take(limit)
+            .map(|(key, _)| Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())
+            .collect())
+    }
+
+    /// A refund by id.
+    pub fn refund(&self, id: &Uuid) -> Result<Option<Refund>, StoreError> {
+        self.decoded(&prefixed(b's', &[id.as_bytes()]))
+    }
+
+    /// The refund a merchant created with an idempotency key.
+    pub fn refund_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Refund>, StoreError> {
+        let key_hash = self.key_hash(key).to_be_bytes();
+        let found: Option<Refund> = self.by_index(&prefixed(b't', &[merchant_id.as_bytes(), &key_hash]), b's')?;
+        Ok(found.filter(|r| r.idempotency_key == key))
+    }
+
+    /// An order's refunds, oldest first.
+    pub fn order_refunds(&self, order_id: &Uuid) -> Result<Vec<Refund>, StoreError> {
+        let start = prefixed(b'n', &[order_id.as_bytes()]);
+        let end = prefixed(b'n', &[order_id.as_bytes(), &[0xFF; 40]]);
+        let mut found = Vec::new();
+        for (key, _) in self.resource_range(&start, &end)? {
+            if let Some(refund) = self.refund(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())? {
+                found.push(refund);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Refunds still PENDING, to resume after a restart.
+    pub fn open_refunds(&self) -> Result<Vec<Refund>, StoreError> {
+        let mut open = Vec::new();
+        for (key, _) in self.resource_range(b"u", b"v")? {
+            if let Some(refund) = self.refund(&Uuid::from_slice(&key[1..]).unwrap_or_default())? {
+                open.push(refund);
+            }
+        }
+        Ok(open)
+    }
+
     /// Flushes sled without the fsync (on shutdown after a checkpoint).
     pub fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
@@ -800,6 +1017,12 @@ fn catalog_key(record: &JournalRecord) -> Vec<u8> {
         JournalRecord::BankSaved(Bank { short_code, .. }) => format!("bank:{short_code}").into_bytes(),
         JournalRecord::EwalletSaved(Ewallet { short_code, .. }) => format!("ewallet:{short_code}").into_bytes(),
         JournalRecord::OrganizationSaved(Organization { id, .. }) => format!("org:{id}").into_bytes(),
+        JournalRecord::PaymentVendorSaved(PaymentVendorConfig { name, .. }) => format!("vendor:{name}").into_bytes(),
+        JournalRecord::VendorRoutingSaved(VendorRouting {
+            organization_id,
+            method,
+            ..
+        }) => format!("route:{organization_id}:{}", method.as_str()).into_bytes(),
         _ => unreachable!("only catalog records have catalog keys"),
     }
 }

@@ -1,5 +1,7 @@
 //! The journal's record types and their bincode 2 encoding.
 
+use crate::domain::catalog::{PaymentVendorConfig, VendorRouting};
+use crate::domain::order::{Order, Refund};
 use crate::domain::{Bank, Beneficiary, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
@@ -37,6 +39,31 @@ pub enum JournalRecord {
         disbursement: Box<Disbursement>,
         /// Its reversal.
         entry: Entry,
+    },
+    /// A payment vendor was added or changed.
+    PaymentVendorSaved(PaymentVendorConfig),
+    /// An organization's vendors for a payment method were set.
+    VendorRoutingSaved(VendorRouting),
+    /// An order was created.
+    OrderCreated(Box<Order>),
+    /// An order changed without moving money (expired, failed).
+    OrderUpdated(Box<Order>),
+    /// An order was paid, with the entry crediting its net.
+    OrderPaid {
+        /// The order, PAID.
+        order: Box<Order>,
+        /// The payment's entry.
+        entry: Entry,
+    },
+    /// A refund was created or settled, with its order's new refunded
+    /// amount and status, and the entry that moved money (if any).
+    RefundSaved {
+        /// The order after the change.
+        order: Box<Order>,
+        /// The refund after the change.
+        refund: Box<Refund>,
+        /// The wallet debit at creation, or the credit back after a failure.
+        entry: Option<Entry>,
     },
 }
 

@@ -1,5 +1,8 @@
-//! Payout vendors: where disbursements are sent. The sandbox vendor settles
-//! by itself after a delay; account `0000000000` always fails.
+//! Vendors. Payout vendors: where disbursements are sent; the sandbox one
+//! settles by itself after a delay, and account `0000000000` always fails.
+//! Payment vendors (`payment`): who collects orders' money and refunds it.
+
+pub mod payment;
 
 use crate::domain::{Destination, Disbursement, DisbursementStatus};
 use std::time::Duration;

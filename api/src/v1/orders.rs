@@ -1,0 +1,254 @@
+//! V1 orders (SPEC.md 4.2): create, get, list, refund, the QR image, and the
+//! sandbox's pay, expire and fail.
+
+use super::pagination::ListQuery;
+use crate::error::{order_error, V1Error};
+use crate::extract::{SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
+use crate::wire::{order_view, refund_view, Created, Data, OrderView, Page};
+use crate::AppState;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use paygate_engine::domain::{OrderStatus, RefundStatus};
+use paygate_engine::orders::{Creation, NewOrder, NewRefund, OrderFilter};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use sha2::Digest;
+use uuid::Uuid;
+
+/// Body of `POST /v1/orders` (SPEC.md 4.2).
+#[derive(Deserialize)]
+pub struct CreateOrder {
+    merchant_order_id: String,
+    amount_minor: i64,
+    payment_method: String,
+    customer_name: Option<String>,
+    customer_email: Option<String>,
+    customer_phone: Option<String>,
+    notify_url: Option<String>,
+    return_url: Option<String>,
+    expire_minutes: Option<i64>,
+    metadata: Option<Box<RawValue>>,
+}
+
+/// POST /v1/orders: 201 with the order; an `Idempotency-Key` seen with the
+/// same body replays the first answer.
+pub async fn create_order(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    headers: HeaderMap,
+    SignedBody(body, raw): SignedBody<CreateOrder>,
+) -> Result<Response, V1Error> {
+    let public_url = &state.config.public_url;
+    let idempotency_key = match headers.get("idempotency-key") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .map_err(|_| V1Error::invalid_body("Idempotency-Key: must be printable ASCII"))?
+                .to_string(),
+        ),
+    };
+    if let Some(metadata) = &body.metadata {
+        if !metadata.get().trim_start().starts_with('{') {
+            return Err(V1Error::invalid_body("metadata: must be a JSON object"));
+        }
+    }
+    let new = NewOrder {
+        merchant_order_id: body.merchant_order_id,
+        amount_minor: body.amount_minor,
+        payment_method: body.payment_method,
+        customer_name: body.customer_name,
+        customer_email: body.customer_email,
+        customer_phone: body.customer_phone,
+        notify_url: body.notify_url,
+        return_url: body.return_url,
+        expire_minutes: body.expire_minutes,
+        metadata: body.metadata.map(|raw| raw.get().to_string()),
+        source: None,
+        idempotency: idempotency_key.map(|key| (key, sha2::Sha256::digest(&raw).into())),
+    };
+    let (order, creation) = state
+        .engine
+        .create_order(merchant.id, new)
+        .await
+        .map_err(|error| order_error(error, public_url))?;
+    let view = order_view(&order, public_url);
+    let mut response = Created(view).into_response();
+    if creation == Creation::Replayed {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", header::HeaderValue::from_static("true"));
+    }
+    Ok(response)
+}
+
+/// GET /v1/orders/{ref_code}.
+pub async fn get_order(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(ref_code): Path<String>,
+) -> Result<Data<OrderView>, V1Error> {
+    let order = state.engine.order_for(merchant.id, &ref_code)?;
+    Ok(Data(order_view(&order, &state.config.public_url)))
+}
+
+/// GET /v1/orders: newest first, paginated, filterable.
+pub async fn list_orders(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    query: ListQuery,
+) -> Result<Page<OrderView>, V1Error> {
+    let status = match &query.status {
+        None => None,
+        Some(raw) => Some(
+            OrderStatus::parse(raw)
+                .ok_or_else(|| V1Error::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", "status: not an order status"))?,
+        ),
+    };
+    let filter = OrderFilter {
+        status,
+        created_from_ms: query.created_from_ms,
+        created_to_ms: query.created_to_ms,
+    };
+    let (items, total) = state
+        .engine
+        .list_orders(merchant.id, &filter, query.page, query.limit)?;
+    let public_url = &state.config.public_url;
+    Ok(Page {
+        items: items.iter().map(|order| order_view(order, public_url)).collect(),
+        page: query.page,
+        limit: query.limit,
+        total,
+    })
+}
+
+/// GET /v1/orders/{ref_code}/qr.png: the QRIS as a PNG, no key needed (the
+/// ref code is the secret).
+pub async fn qr_png(State(state): State<AppState>, Path(ref_code): Path<String>) -> Result<Response, V1Error> {
+    let qris = state
+        .engine
+        .order_by_ref(&ref_code)?
+        .and_then(|order| order.qris_string)
+        .ok_or(paygate_engine::EngineError::OrderNotFound)?;
+    let png = tokio::task::spawn_blocking(move || paygate_engine::qris::render_png(&qris))
+        .await
+        .map_err(V1Error::internal)?
+        .map_err(V1Error::internal)?;
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "image/png"),
+            (header::CACHE_CONTROL, "private, max-age=3600"),
+        ],
+        png,
+    )
+        .into_response())
+}
+
+/// Body of `POST /v1/orders/{ref_code}/refund`; required fields are checked
+/// by the engine so each gets its own message.
+#[derive(Deserialize)]
+pub struct CreateRefund {
+    amount_minor: Option<i64>,
+    reason: Option<String>,
+    reason_detail: Option<String>,
+    idempotency_key: Option<String>,
+}
+
+/// POST /v1/orders/{ref_code}/refund: 201 with the refund, PENDING.
+pub async fn create_refund(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(ref_code): Path<String>,
+    SignedJson(body): SignedJson<CreateRefund>,
+) -> Result<Created<Value>, V1Error> {
+    let new = NewRefund {
+        amount_minor: body.amount_minor,
+        reason: body.reason,
+        reason_detail: body.reason_detail,
+        idempotency_key: body.idempotency_key,
+    };
+    let refund = state.engine.create_refund(merchant.id, &ref_code, new).await?;
+    Ok(Created(refund_view(&refund)))
+}
+
+/// Optional body of the sandbox payment.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxPay {
+    vendor_rrn: Option<String>,
+}
+
+/// POST /v1/sandbox/orders/{ref_code}/pay: confirms the payment now.
+pub async fn sandbox_pay(
+    _sandbox: SandboxOnly,
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(ref_code): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Data<OrderView>, V1Error> {
+    let body: SandboxPay = if body.iter().all(u8::is_ascii_whitespace) {
+        SandboxPay::default()
+    } else {
+        crate::extract::parse_json(&body)?
+    };
+    let order = state.engine.order_for(merchant.id, &ref_code)?;
+    let order = state.engine.pay_order(&order, body.vendor_rrn).await?;
+    Ok(Data(order_view(&order, &state.config.public_url)))
+}
+
+/// POST /v1/sandbox/orders/{ref_code}/expire.
+pub async fn sandbox_expire(
+    _sandbox: SandboxOnly,
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(ref_code): Path<String>,
+) -> Result<Data<OrderView>, V1Error> {
+    let order = state.engine.order_for(merchant.id, &ref_code)?;
+    let order = state.engine.expire_order(&order).await?;
+    Ok(Data(order_view(&order, &state.config.public_url)))
+}
+
+/// POST /v1/sandbox/orders/{ref_code}/fail.
+pub async fn sandbox_fail(
+    _sandbox: SandboxOnly,
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(ref_code): Path<String>,
+) -> Result<Data<OrderView>, V1Error> {
+    let order = state.engine.order_for(merchant.id, &ref_code)?;
+    let order = state
+        .engine
+        .fail_order(&order, "payment failed by sandbox request")
+        .await?;
+    Ok(Data(order_view(&order, &state.config.public_url)))
+}
+
+/// Body of the sandbox refund completion.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteRefund {
+    status: String,
+}
+
+/// POST /v1/sandbox/refunds/{id}/complete: forces a PENDING refund's
+/// outcome (SUCCESS, or FAILED with the money given back).
+pub async fn sandbox_complete_refund(
+    _sandbox: SandboxOnly,
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(id): Path<String>,
+    V1Json(body): V1Json<CompleteRefund>,
+) -> Result<Data<Value>, V1Error> {
+    let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
+    let outcome = match body.status.as_str() {
+        "SUCCESS" => RefundStatus::Success,
+        "FAILED" => RefundStatus::Failed,
+        _ => return Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
+    };
+    let refund = state.engine.refund_for(merchant.id, id)?;
+    let refund = state.engine.settle_refund(&refund, outcome).await?;
+    Ok(Data(refund_view(&refund)))
+}

@@ -1,0 +1,398 @@
+//! The merchant actor's side of orders and refunds: it is the only writer
+//! of an order's record, so uniqueness checks, the payment's entry and a
+//! refund's debit happen in one place, each in one journal record.
+
+use super::MerchantState;
+use crate::domain::{FeeSplit, Order, OrderStatus, Refund, RefundStatus, SettlementType, Source};
+use crate::error::EngineError;
+use crate::ledger::{reversal_idempotency_key, Account, EntryKind, EntryProposal, LedgerError, Posting};
+use crate::limits;
+use crate::money::MinorUnits;
+use crate::store::record::JournalRecord;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use uuid::Uuid;
+
+/// What a merchant actor is asked to do with an order.
+#[derive(Clone, Debug)]
+pub enum OrderCommand {
+    /// Record a new order (its vendor already accepted it).
+    Create(Box<Order>),
+    /// The payment was confirmed: PAID, and the net is posted.
+    Pay {
+        /// Which order.
+        id: Uuid,
+        /// The payment network's reference.
+        vendor_rrn: Option<String>,
+    },
+    /// PENDING to EXPIRED: when due, or at once when `force` (sandbox).
+    Expire {
+        /// Which order.
+        id: Uuid,
+        /// Expire even before `expires_at`.
+        force: bool,
+    },
+    /// PENDING to FAILED.
+    Fail {
+        /// Which order.
+        id: Uuid,
+        /// Why.
+        reason: String,
+    },
+    /// A new refund of a paid order; WALLET merchants are debited now.
+    CreateRefund(Box<Refund>),
+    /// The vendor's outcome of a PENDING refund; a failure gives the money back.
+    SettleRefund {
+        /// Which refund.
+        id: Uuid,
+        /// SUCCESS or FAILED.
+        outcome: RefundStatus,
+        /// The vendor's reference, if it gave one.
+        vendor_refund_id: Option<String>,
+        /// Why it failed.
+        reason: Option<String>,
+    },
+}
+
+/// What an order command produced.
+#[derive(Clone, Debug)]
+pub enum OrderOutcome {
+    /// A new or changed order.
+    Order(Order),
+    /// An `Idempotency-Key` replay: the order as first created, nothing written.
+    Replayed(Order),
+    /// A new or changed refund, with its order.
+    Refund(Box<(Order, Refund)>),
+}
+
+/// Orders and refunds written since the actor started, authoritative while
+/// their records may still be in flight (storage catches up once applied).
+#[derive(Default)]
+pub(super) struct RecentOrders {
+    orders: HashMap<Uuid, Order>,
+    by_merchant_order_id: HashMap<(Source, String), Uuid>,
+    by_idempotency_key: HashMap<u128, Uuid>,
+    refunds: HashMap<Uuid, Refund>,
+    refunds_by_key: HashMap<u128, Uuid>,
+}
+
+impl MerchantState {
+    /// Validates an order command against memory and storage and applies its
+    /// money to the book; returns the outcome and the record to journal.
+    pub(super) fn order_command(
+        &mut self,
+        command: OrderCommand,
+    ) -> Result<(OrderOutcome, Option<JournalRecord>), EngineError> {
+        let now_ms = self.args.clock.now().timestamp_millis();
+        match command {
+            OrderCommand::Create(order) => {
+                if let Some((key, body_hash)) = &order.idempotency {
+                    if let Some(existing) = self.order_by_idempotency_key(key)? {
+                        let same_body = existing.idempotency.as_ref().is_some_and(|(_, h)| h == body_hash);
+                        if !same_body {
+                            return Err(EngineError::IdempotencyKeyReused);
+                        }
+                        return Ok((OrderOutcome::Replayed(existing.as_created()), None));
+                    }
+                }
+                if let Some(existing) = self.order_by_merchant_order_id(order.source, &order.merchant_order_id)? {
+                    return Err(EngineError::DuplicateOrder(Box::new(existing)));
+                }
+                self.remember_order((*order).clone());
+                Ok((
+                    OrderOutcome::Order((*order).clone()),
+                    Some(JournalRecord::OrderCreated(order)),
+                ))
+            }
+            OrderCommand::Pay { id, vendor_rrn } => {
+                let mut order = self.pending_order(id)?;
+                let split = FeeSplit::of(order.amount, order.payment_method, &self.profile.fees);
+                let wallet = self.profile.settlement_type == SettlementType::Wallet;
+                let mut postings = vec![Posting::debit(Account::VendorClearing, order.amount)];
+                let merchant_account = if wallet {
+                    Account::Wallet
+                } else {
+                    Account::PendingSettlement
+                };
+                for (account, amount) in [
+                    (merchant_account, split.net),
+                    (Account::MdrRevenue, split.mdr),
+                    (Account::PlatformFeeRevenue, split.platform_fee),
+                    (Account::AggregatorFeeRevenue, split.aggregator_fee),
+                ] {
+                    if amount.is_positive() {
+                        postings.push(Posting::credit(account, amount));
+                    }
+                }
+                let proposal = EntryProposal {
+                    kind: EntryKind::OrderPayment,
+                    // One payment entry per order, whatever asks twice.
+                    idempotency_key: Some(format!("order-payment:{id}")),
+                    memo: format!("order {} paid", order.ref_code),
+                    postings,
+                    reverses: None,
+                };
+                let (entry, _) = self.record_entry(proposal).map_err(|error| match error {
+                    LedgerError::DuplicateIdempotencyKey(_) => {
+                        EngineError::InvalidStatus(OrderStatus::Paid.as_str().into())
+                    }
+                    other => other.into(),
+                })?;
+                order.status = OrderStatus::Paid;
+                order.paid_at_ms = Some(now_ms);
+                order.vendor_rrn = vendor_rrn.or_else(|| Some(sandbox_rrn(&order)));
+                order.is_settled = wallet;
+                order.fees = Some(split);
+                order.payment_seq = Some(entry.seq);
+                order.updated_at_ms = now_ms;
+                self.remember_order(order.clone());
+                let record = JournalRecord::OrderPaid {
+                    order: Box::new(order.clone()),
+                    entry: (*entry).clone(),
+                };
+                Ok((OrderOutcome::Order(order), Some(record)))
+            }
+            OrderCommand::Expire { id, force } => {
+                let mut order = self.pending_order(id)?;
+                if !force && order.expires_at_ms.is_none_or(|at| at > now_ms) {
+                    return Err(EngineError::InvalidStatus(order.status.as_str().into()));
+                }
+                order.status = OrderStatus::Expired;
+                order.updated_at_ms = now_ms;
+                self.remember_order(order.clone());
+                Ok((
+                    OrderOutcome::Order(order.clone()),
+                    Some(JournalRecord::OrderUpdated(Box::new(order))),
+                ))
+            }
+            OrderCommand::Fail { id, reason } => {
+                let mut order = self.pending_order(id)?;
+                order.status = OrderStatus::Failed;
+                order.failure_reason = Some(reason);
+                order.updated_at_ms = now_ms;
+                self.remember_order(order.clone());
+                Ok((
+                    OrderOutcome::Order(order.clone()),
+                    Some(JournalRecord::OrderUpdated(Box::new(order))),
+                ))
+            }
+            OrderCommand::CreateRefund(refund) => self.create_refund(*refund),
+            OrderCommand::SettleRefund {
+                id,
+                outcome,
+                vendor_refund_id,
+                reason,
+            } => self.settle_refund(id, outcome, vendor_refund_id, reason, now_ms),
+        }
+    }
+
+    fn create_refund(&mut self, mut refund: Refund) -> Result<(OrderOutcome, Option<JournalRecord>), EngineError> {
+        if let Some(existing) = self.refund_by_key(&refund.idempotency_key)? {
+            return Err(EngineError::DuplicateRefund(Box::new(existing)));
+        }
+        let mut order = self.order(refund.order_id)?;
+        if !matches!(order.status, OrderStatus::Paid | OrderStatus::PartiallyRefunded) {
+            return Err(EngineError::InvalidStatus(order.status.as_str().into()));
+        }
+        if refund.amount.get() > order.refundable().get() {
+            return Err(EngineError::AmountExceedsOrder);
+        }
+        let mut entry = None;
+        if self.profile.settlement_type == SettlementType::Wallet {
+            let proposal = EntryProposal {
+                kind: EntryKind::Refund,
+                idempotency_key: Some(format!("refund:{}", refund.id)),
+                memo: format!("refund {} of order {}", refund.id, order.ref_code),
+                postings: vec![
+                    Posting::debit(Account::Wallet, refund.amount),
+                    Posting::credit(Account::RefundClearing, refund.amount),
+                ],
+                reverses: None,
+            };
+            let (posted, _) = self.record_entry(proposal)?;
+            refund.debit_seq = Some(posted.seq);
+            entry = Some((*posted).clone());
+        }
+        let refunded = MinorUnits::new(order.refunded_amount.get() + refund.amount.get());
+        order.refunded_amount = refunded;
+        order.status = order.status_for_refunded(refunded);
+        order.updated_at_ms = refund.created_at_ms;
+        self.remember_order(order.clone());
+        self.remember_refund(refund.clone());
+        let record = JournalRecord::RefundSaved {
+            order: Box::new(order.clone()),
+            refund: Box::new(refund.clone()),
+            entry,
+        };
+        Ok((OrderOutcome::Refund(Box::new((order, refund))), Some(record)))
+    }
+
+    fn settle_refund(
+        &mut self,
+        id: Uuid,
+        outcome: RefundStatus,
+        vendor_refund_id: Option<String>,
+        reason: Option<String>,
+        now_ms: i64,
+    ) -> Result<(OrderOutcome, Option<JournalRecord>), EngineError> {
+        let mut refund = self.refund(id)?;
+        if refund.status != RefundStatus::Pending || outcome == RefundStatus::Pending {
+            return Err(EngineError::InvalidStatus(refund.status.as_str().into()));
+        }
+        let mut order = self.order(refund.order_id)?;
+        refund.status = outcome;
+        refund.updated_at_ms = now_ms;
+        if vendor_refund_id.is_some() {
+            refund.vendor_refund_id = vendor_refund_id;
+        }
+        let mut entry = None;
+        if outcome == RefundStatus::Failed {
+            refund.failure_reason = reason.or_else(|| Some("the vendor could not refund".into()));
+            if let Some(debit_seq) = refund.debit_seq {
+                let proposal = EntryProposal {
+                    kind: EntryKind::Reversal,
+                    idempotency_key: Some(reversal_idempotency_key(debit_seq)),
+                    memo: format!("refund {id} failed"),
+                    postings: vec![
+                        Posting::credit(Account::Wallet, refund.amount),
+                        Posting::debit(Account::RefundClearing, refund.amount),
+                    ],
+                    reverses: Some(debit_seq),
+                };
+                let (posted, _) = self.record_entry(proposal)?;
+                refund.reversal_seq = Some(posted.seq);
+                entry = Some((*posted).clone());
+            }
+            let refunded = MinorUnits::new((order.refunded_amount.get() - refund.amount.get()).max(0));
+            order.refunded_amount = refunded;
+            if order.status.was_paid() {
+                order.status = order.status_for_refunded(refunded);
+            }
+            order.updated_at_ms = now_ms;
+        }
+        self.remember_order(order.clone());
+        self.remember_refund(refund.clone());
+        let record = JournalRecord::RefundSaved {
+            order: Box::new(order.clone()),
+            refund: Box::new(refund.clone()),
+            entry,
+        };
+        Ok((OrderOutcome::Refund(Box::new((order, refund))), Some(record)))
+    }
+
+    fn order(&self, id: Uuid) -> Result<Order, EngineError> {
+        if let Some(order) = self.orders.orders.get(&id) {
+            return Ok(order.clone());
+        }
+        self.args
+            .store
+            .order(&id)?
+            .filter(|o| o.merchant_id == self.args.merchant_id)
+            .ok_or(EngineError::OrderNotFound)
+    }
+
+    fn pending_order(&self, id: Uuid) -> Result<Order, EngineError> {
+        let order = self.order(id)?;
+        if order.status != OrderStatus::Pending {
+            return Err(EngineError::InvalidStatus(order.status.as_str().into()));
+        }
+        Ok(order)
+    }
+
+    fn refund(&self, id: Uuid) -> Result<Refund, EngineError> {
+        if let Some(refund) = self.orders.refunds.get(&id) {
+            return Ok(refund.clone());
+        }
+        self.args
+            .store
+            .refund(&id)?
+            .filter(|r| r.merchant_id == self.args.merchant_id)
+            .ok_or(EngineError::RefundNotFound)
+    }
+
+    fn order_by_idempotency_key(&self, key: &str) -> Result<Option<Order>, EngineError> {
+        let hash = self.args.store.key_hash(key);
+        if let Some(order) = self
+            .orders
+            .by_idempotency_key
+            .get(&hash)
+            .and_then(|id| self.orders.orders.get(id))
+        {
+            if order.idempotency.as_ref().is_some_and(|(k, _)| k == key) {
+                return Ok(Some(order.clone()));
+            }
+        }
+        Ok(self.args.store.order_by_idempotency_key(&self.args.merchant_id, key)?)
+    }
+
+    fn order_by_merchant_order_id(
+        &self,
+        source: Source,
+        merchant_order_id: &str,
+    ) -> Result<Option<Order>, EngineError> {
+        let key = (source, merchant_order_id.to_string());
+        if let Some(order) = self
+            .orders
+            .by_merchant_order_id
+            .get(&key)
+            .and_then(|id| self.orders.orders.get(id))
+        {
+            return Ok(Some(order.clone()));
+        }
+        Ok(self
+            .args
+            .store
+            .order_by_merchant_order_id(&self.args.merchant_id, source, merchant_order_id)?)
+    }
+
+    fn refund_by_key(&self, key: &str) -> Result<Option<Refund>, EngineError> {
+        let hash = self.args.store.key_hash(key);
+        if let Some(refund) = self
+            .orders
+            .refunds_by_key
+            .get(&hash)
+            .and_then(|id| self.orders.refunds.get(id))
+        {
+            if refund.idempotency_key == key {
+                return Ok(Some(refund.clone()));
+            }
+        }
+        Ok(self.args.store.refund_by_key(&self.args.merchant_id, key)?)
+    }
+
+    fn forget_recent_orders_if_settled(&mut self) {
+        // Only safe once nothing is in flight: then storage has them all.
+        let recent = &self.orders;
+        if recent.orders.len() + recent.refunds.len() >= limits::RECENT_ENTRIES_MAX
+            && self.in_flight.load(Ordering::Acquire) == 0
+        {
+            self.orders = RecentOrders::default();
+        }
+    }
+
+    fn remember_order(&mut self, order: Order) {
+        self.forget_recent_orders_if_settled();
+        let recent = &mut self.orders;
+        recent
+            .by_merchant_order_id
+            .insert((order.source, order.merchant_order_id.clone()), order.id);
+        if let Some((key, _)) = &order.idempotency {
+            recent
+                .by_idempotency_key
+                .insert(self.args.store.key_hash(key), order.id);
+        }
+        recent.orders.insert(order.id, order);
+    }
+
+    fn remember_refund(&mut self, refund: Refund) {
+        let hash = self.args.store.key_hash(&refund.idempotency_key);
+        self.orders.refunds_by_key.insert(hash, refund.id);
+        self.orders.refunds.insert(refund.id, refund);
+    }
+}
+
+/// The sandbox's retrieval reference when the confirmation names none: 12
+/// digits, stable per order.
+fn sandbox_rrn(order: &Order) -> String {
+    format!("{:012}", order.id.as_u128() % 1_000_000_000_000)
+}

@@ -1,0 +1,217 @@
+//! `OrderActor`: one per live order (virtual: spawned on first use, stopped
+//! when idle with nothing to wait for). It takes an order's events one at a
+//! time: expiry, payment confirmation, failure, and its refunds' trips to
+//! the vendor. The merchant actor records each change, so money and status
+//! stay with the merchant's single writer.
+
+use crate::actors::{OrderCommand, OrderOutcome};
+use crate::domain::{Order, Refund, RefundStatus};
+use crate::engine::Engine;
+use crate::error::EngineError;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// What an order actor is told.
+pub enum OrderMsg {
+    /// Expiry (due, or forced by the sandbox).
+    Expire {
+        /// Before `expires_at` too.
+        force: bool,
+        /// The order after, if someone waits.
+        reply: Option<RpcReplyPort<Result<Order, EngineError>>>,
+    },
+    /// The vendor confirmed the payment.
+    Pay {
+        /// Retrieval reference.
+        vendor_rrn: Option<String>,
+        /// The order after.
+        reply: Option<RpcReplyPort<Result<Order, EngineError>>>,
+    },
+    /// The vendor reported the payment failed.
+    Fail {
+        /// Why.
+        reason: String,
+        /// The order after.
+        reply: Option<RpcReplyPort<Result<Order, EngineError>>>,
+    },
+    /// Hand a PENDING refund to the vendor.
+    SubmitRefund(Uuid),
+    /// A refund's outcome.
+    SettleRefund {
+        /// Which refund.
+        refund_id: Uuid,
+        /// SUCCESS or FAILED.
+        outcome: RefundStatus,
+        /// Vendor reference.
+        vendor_refund_id: Option<String>,
+        /// Why it failed.
+        reason: Option<String>,
+        /// The refund after.
+        reply: Option<RpcReplyPort<Result<Refund, EngineError>>>,
+    },
+    /// Stop when idle with no timer armed.
+    IdleCheck,
+}
+
+/// The actor behaviour.
+pub struct OrderActor;
+
+/// What it needs to start.
+pub struct OrderArgs {
+    /// Which order.
+    pub id: Uuid,
+    /// Its merchant.
+    pub merchant_id: Uuid,
+    /// The engine.
+    pub engine: Engine,
+    /// Stop after this long without a message and no timer armed.
+    pub idle_timeout: Duration,
+}
+
+/// Its state.
+pub struct OrderState {
+    args: OrderArgs,
+    timers_armed: usize,
+    last_activity: Instant,
+}
+
+impl Actor for OrderActor {
+    type Msg = OrderMsg;
+    type State = OrderState;
+    type Arguments = OrderArgs;
+
+    async fn pre_start(&self, myself: ActorRef<OrderMsg>, args: OrderArgs) -> Result<OrderState, ActorProcessingErr> {
+        myself.send_interval(args.idle_timeout / 2, || OrderMsg::IdleCheck);
+        Ok(OrderState {
+            args,
+            timers_armed: 0,
+            last_activity: Instant::now(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<OrderMsg>,
+        message: OrderMsg,
+        state: &mut OrderState,
+    ) -> Result<(), ActorProcessingErr> {
+        if !matches!(message, OrderMsg::IdleCheck) {
+            state.last_activity = Instant::now();
+        }
+        let id = state.args.id;
+        match message {
+            OrderMsg::Expire { force, reply } => {
+                let result = state.order_change(OrderCommand::Expire { id, force }).await;
+                answer(reply, result);
+            }
+            OrderMsg::Pay { vendor_rrn, reply } => {
+                let result = state.order_change(OrderCommand::Pay { id, vendor_rrn }).await;
+                answer(reply, result);
+            }
+            OrderMsg::Fail { reason, reply } => {
+                let result = state.order_change(OrderCommand::Fail { id, reason }).await;
+                answer(reply, result);
+            }
+            OrderMsg::SubmitRefund(refund_id) => state.submit_refund(&myself, refund_id).await?,
+            OrderMsg::SettleRefund {
+                refund_id,
+                outcome,
+                vendor_refund_id,
+                reason,
+                reply,
+            } => {
+                state.timers_armed = state.timers_armed.saturating_sub(usize::from(reply.is_none()));
+                let command = OrderCommand::SettleRefund {
+                    id: refund_id,
+                    outcome,
+                    vendor_refund_id,
+                    reason,
+                };
+                let result = match state.args.engine.order_command(state.args.merchant_id, command).await {
+                    Ok(OrderOutcome::Refund(changed)) => Ok(changed.1),
+                    Ok(_) => Err(EngineError::RefundNotFound),
+                    Err(error) => Err(error),
+                };
+                match reply {
+                    Some(reply) => drop(reply.send(result)),
+                    None => log_unexpected(result),
+                }
+            }
+            OrderMsg::IdleCheck => {
+                if state.timers_armed == 0 && state.last_activity.elapsed() >= state.args.idle_timeout {
+                    state.args.engine.forget_order_actor(id, &myself);
+                    myself.stop(Some("idle".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn answer<T: Send + 'static>(reply: Option<RpcReplyPort<Result<T, EngineError>>>, result: Result<T, EngineError>) {
+    match reply {
+        Some(reply) => drop(reply.send(result)),
+        None => log_unexpected(result),
+    }
+}
+
+/// Without a caller, a refusal such as "already paid" is a lost race, not a
+/// problem; anything else is logged.
+fn log_unexpected<T>(result: Result<T, EngineError>) {
+    match result {
+        Ok(_) | Err(EngineError::InvalidStatus(_)) | Err(EngineError::OrderNotFound) => {}
+        Err(error) => tracing::error!(%error, "order event failed"),
+    }
+}
+
+impl OrderState {
+    async fn order_change(&self, command: OrderCommand) -> Result<Order, EngineError> {
+        match self.args.engine.order_command(self.args.merchant_id, command).await? {
+            OrderOutcome::Order(order) | OrderOutcome::Replayed(order) => Ok(order),
+            OrderOutcome::Refund(changed) => Ok(changed.0),
+        }
+    }
+
+    /// Sends a PENDING refund to the vendor that took the order. A vendor
+    /// that cannot be reached fails the refund, which gives the money back.
+    async fn submit_refund(&mut self, myself: &ActorRef<OrderMsg>, refund_id: Uuid) -> Result<(), ActorProcessingErr> {
+        let engine = &self.args.engine;
+        let Some(refund) = engine.stored_refund(refund_id)? else {
+            return Ok(());
+        };
+        if refund.status != RefundStatus::Pending {
+            return Ok(());
+        }
+        let Some(order) = engine.stored_order(refund.order_id)? else {
+            return Ok(());
+        };
+        let settle = move |outcome, vendor_refund_id, reason| OrderMsg::SettleRefund {
+            refund_id,
+            outcome,
+            vendor_refund_id,
+            reason,
+            reply: None,
+        };
+        match engine.submit_refund_to_vendor(&order, &refund).await {
+            Ok(acceptance) => match (acceptance.status, acceptance.settles_after) {
+                (RefundStatus::Pending, Some((delay, outcome))) => {
+                    self.timers_armed += 1;
+                    let reference = acceptance.reference;
+                    myself.send_after(delay, move || settle(outcome, Some(reference), None));
+                }
+                // Waits for the vendor's callback.
+                (RefundStatus::Pending, None) => {}
+                (outcome, _) => {
+                    self.timers_armed += 1;
+                    let _ = myself.cast(settle(outcome, Some(acceptance.reference), None));
+                }
+            },
+            Err(reason) => {
+                self.timers_armed += 1;
+                let _ = myself.cast(settle(RefundStatus::Failed, None, Some(reason)));
+            }
+        }
+        Ok(())
+    }
+}

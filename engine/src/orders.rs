@@ -1,0 +1,771 @@
+//! The engine's order operations: validation, vendor routing and failover,
+//! creation through the merchant actor, payment, expiry and failure through
+//! the order actor, refunds, vendor callbacks, queries, and the expiry sweep
+//! that makes timers survive restarts.
+
+use crate::actors::order::{OrderActor, OrderArgs, OrderMsg};
+use crate::actors::{MerchantMsg, OrderCommand, OrderOutcome};
+use crate::domain::catalog::{PaymentVendorConfig, VendorKind, VendorRouting, SANDBOX_VENDOR};
+use crate::domain::disbursement::normalize_phone;
+use crate::domain::{Order, OrderStatus, PaymentMethod, Refund, RefundStatus, Source};
+use crate::engine::{validate_idempotency_key, validate_url, Engine};
+use crate::error::EngineError;
+use crate::limits;
+use crate::money::MinorUnits;
+use crate::qris;
+use crate::store::record::JournalRecord;
+use crate::vendor::payment::{
+    callback_signature_matches, HttpPaymentVendor, PaymentRequest, PaymentVendor, RefundAcceptance, RefundRequest,
+    SandboxPaymentVendor,
+};
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorRef};
+use serde::Deserialize;
+use uuid::Uuid;
+
+/// The largest order: the QRIS amount field holds 13 characters
+/// (`9999999999.99`).
+pub const ORDER_AMOUNT_MAX_MINOR: i64 = 999_999_999_999;
+
+/// An order as a caller describes it, before validation.
+#[derive(Clone, Debug, Default)]
+pub struct NewOrder {
+    /// The merchant's id for it.
+    pub merchant_order_id: String,
+    /// Minor units, at least 1.
+    pub amount_minor: i64,
+    /// `QRIS` or `BANK_TRANSFER`.
+    pub payment_method: String,
+    /// Optional customer details.
+    pub customer_name: Option<String>,
+    /// Optional customer details.
+    pub customer_email: Option<String>,
+    /// Optional; normalized to `62…`.
+    pub customer_phone: Option<String>,
+    /// Status webhooks.
+    pub notify_url: Option<String>,
+    /// Redirect after payment.
+    pub return_url: Option<String>,
+    /// 1 to 1440, default 60.
+    pub expire_minutes: Option<i64>,
+    /// The merchant's JSON object, as the exact text sent.
+    pub metadata: Option<String>,
+    /// V1 or Legacy.
+    pub source: Option<Source>,
+    /// `Idempotency-Key` and the SHA-256 of the request body.
+    pub idempotency: Option<(String, [u8; 32])>,
+}
+
+/// Filters of `GET /v1/orders`.
+#[derive(Clone, Debug, Default)]
+pub struct OrderFilter {
+    /// Only this status.
+    pub status: Option<OrderStatus>,
+    /// Created at or after, Unix ms.
+    pub created_from_ms: Option<i64>,
+    /// Created at or before, Unix ms.
+    pub created_to_ms: Option<i64>,
+}
+
+/// A refund as a caller describes it.
+#[derive(Clone, Debug, Default)]
+pub struct NewRefund {
+    /// Required, at least 1.
+    pub amount_minor: Option<i64>,
+    /// Category; defaults to `CUSTOMER_REQUEST`.
+    pub reason: Option<String>,
+    /// Free text.
+    pub reason_detail: Option<String>,
+    /// Required.
+    pub idempotency_key: Option<String>,
+}
+
+/// How `create_order` answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Creation {
+    /// A new order.
+    Created,
+    /// The `Idempotency-Key` was seen with the same body: the first answer again.
+    Replayed,
+}
+
+/// A vendor callback's body (see `vendor::payment`).
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Callback {
+    Payment {
+        ref_code: String,
+        status: String,
+        vendor_rrn: Option<String>,
+    },
+    Refund {
+        refund_id: Uuid,
+        status: String,
+    },
+}
+
+const REASON_CHARS_MAX: usize = 64;
+const TEXT_CHARS_MAX: usize = 255;
+const REASON_DETAIL_CHARS_MAX: usize = 1024;
+
+impl Engine {
+    /// Validates an order, has a vendor accept it (trying the configured
+    /// vendors in order) and records it through the merchant actor.
+    pub async fn create_order(&self, merchant_id: Uuid, new: NewOrder) -> Result<(Order, Creation), EngineError> {
+        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let mut order = self.validate_order(merchant_id, &new)?;
+        let store = self.store();
+        // Early answers without a vendor round trip; the actor decides for good.
+        if let Some((key, body_hash)) = &order.idempotency {
+            if let Some(existing) = store.order_by_idempotency_key(&merchant_id, key)? {
+                return match existing.idempotency.as_ref().is_some_and(|(_, h)| h == body_hash) {
+                    true => Ok((existing.as_created(), Creation::Replayed)),
+                    false => Err(EngineError::IdempotencyKeyReused),
+                };
+            }
+        }
+        if let Some(existing) =
+            store.order_by_merchant_order_id(&merchant_id, order.source, &order.merchant_order_id)?
+        {
+            return Err(EngineError::DuplicateOrder(Box::new(existing)));
+        }
+        let vendors = self.payment_vendors(merchant.organization_id, order.payment_method);
+        if vendors.is_empty() {
+            return Err(EngineError::NoVendor);
+        }
+        let request = PaymentRequest {
+            order_id: order.id,
+            ref_code: order.ref_code.clone(),
+            amount: order.amount,
+            method: order.payment_method,
+            expires_at_ms: order.expires_at_ms,
+        };
+        let mut failures = Vec::new();
+        let mut accepted = None;
+        for vendor in &vendors {
+            match vendor.create_payment(&request).await {
+                Ok(acceptance) => {
+                    accepted = Some((vendor.name().to_string(), acceptance));
+                    break;
+                }
+                Err(reason) => {
+                    tracing::warn!(vendor = vendor.name(), %reason, "payment vendor failed; trying the next");
+                    failures.push(reason);
+                }
+            }
+        }
+        let Some((vendor_name, acceptance)) = accepted else {
+            return Err(EngineError::VendorError(failures.join("; ")));
+        };
+        order.vendor = vendor_name;
+        order.vendor_reference = Some(acceptance.reference);
+        match order.payment_method {
+            PaymentMethod::Qris => {
+                order.qris_string = Some(qris::build(&qris::QrisRequest {
+                    merchant_id,
+                    merchant_name: &merchant.name,
+                    merchant_city: "JAKARTA",
+                    amount: order.amount,
+                    ref_code: &order.ref_code,
+                }));
+            }
+            PaymentMethod::BankTransfer => order.virtual_account = acceptance.virtual_account,
+        }
+        match self
+            .order_command(merchant_id, OrderCommand::Create(Box::new(order)))
+            .await?
+        {
+            OrderOutcome::Order(order) => Ok((order, Creation::Created)),
+            OrderOutcome::Replayed(order) => Ok((order, Creation::Replayed)),
+            OrderOutcome::Refund(changed) => Ok((changed.0, Creation::Created)),
+        }
+    }
+
+    fn validate_order(&self, merchant_id: Uuid, new: &NewOrder) -> Result<Order, EngineError> {
+        let merchant_order_id = new.merchant_order_id.trim();
+        if merchant_order_id.is_empty() || new.merchant_order_id.chars().count() > TEXT_CHARS_MAX {
+            return Err(EngineError::invalid("merchant_order_id", "must be 1 to 255 characters"));
+        }
+        if new.merchant_order_id.chars().any(char::is_control) {
+            return Err(EngineError::invalid(
+                "merchant_order_id",
+                "must not contain control characters",
+            ));
+        }
+        if new.amount_minor < 1 {
+            return Err(EngineError::invalid("amount_minor", "must be at least 1"));
+        }
+        if new.amount_minor > ORDER_AMOUNT_MAX_MINOR {
+            return Err(EngineError::invalid("amount_minor", "must be at most 999999999999"));
+        }
+        let payment_method = PaymentMethod::parse(&new.payment_method)
+            .ok_or_else(|| EngineError::invalid("payment_method", "must be QRIS or BANK_TRANSFER"))?;
+        let expire_minutes = new.expire_minutes.unwrap_or(60);
+        if !(1..=1440).contains(&expire_minutes) {
+            return Err(EngineError::invalid("expire_minutes", "must be between 1 and 1440"));
+        }
+        let customer_phone = match &new.customer_phone {
+            None => None,
+            Some(raw) => {
+                let phone = normalize_phone(raw);
+                if !(10..=15).contains(&phone.len())
+                    || !phone.bytes().all(|b| b.is_ascii_digit())
+                    || !phone.starts_with("62")
+                {
+                    return Err(EngineError::invalid(
+                        "customer_phone",
+                        "must be an Indonesian phone number of 10 to 15 digits",
+                    ));
+                }
+                Some(phone)
+            }
+        };
+        if let Some(name) = &new.customer_name {
+            if name.chars().count() > TEXT_CHARS_MAX {
+                return Err(EngineError::invalid("customer_name", "must be at most 255 characters"));
+            }
+        }
+        if let Some(email) = &new.customer_email {
+            let valid = email.len() <= 254
+                && email.split_once('@').is_some_and(|(local, domain)| {
+                    !local.is_empty() && domain.contains('.') && !domain.starts_with('.')
+                })
+                && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+            if !valid {
+                return Err(EngineError::invalid("customer_email", "must be an email address"));
+            }
+        }
+        if let Some(url) = &new.notify_url {
+            validate_url("notify_url", url)?;
+        }
+        if let Some(url) = &new.return_url {
+            validate_url("return_url", url)?;
+        }
+        if let Some((key, _)) = &new.idempotency {
+            validate_idempotency_key(key)
+                .map_err(|_| EngineError::invalid("Idempotency-Key", "must be 1 to 255 printable characters"))?;
+        }
+        let now = self.clock().now();
+        let now_ms = now.timestamp_millis();
+        let store = self.store().clone();
+        let ref_code = self
+            .ref_codes()
+            .next("ORD", now, |code| store.order_ref_exists(code).unwrap_or(true));
+        Ok(Order {
+            id: Uuid::new_v4(),
+            ref_code,
+            merchant_id,
+            merchant_order_id: new.merchant_order_id.clone(),
+            source: new.source.unwrap_or(Source::Api),
+            payment_method,
+            amount: MinorUnits::new(new.amount_minor),
+            status: OrderStatus::Pending,
+            qris_string: None,
+            virtual_account: None,
+            vendor: String::new(),
+            vendor_reference: None,
+            expires_at_ms: Some(now_ms + expire_minutes * 60_000),
+            paid_at_ms: None,
+            vendor_rrn: None,
+            is_settled: false,
+            customer_name: new.customer_name.clone(),
+            customer_email: new.customer_email.clone(),
+            customer_phone,
+            notify_url: new.notify_url.clone(),
+            return_url: new.return_url.clone(),
+            metadata: new.metadata.clone(),
+            fees: None,
+            payment_seq: None,
+            refunded_amount: MinorUnits::ZERO,
+            idempotency: new.idempotency.clone(),
+            failure_reason: None,
+            settlement_id: None,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+        })
+    }
+
+    /// The vendors an organization's orders of `method` go to, in order.
+    /// Never configured: the sandbox vendor in sandbox mode, none in live mode.
+    fn payment_vendors(&self, organization_id: Uuid, method: PaymentMethod) -> Vec<Box<dyn PaymentVendor>> {
+        let names = {
+            let catalog = self.store().catalog();
+            match catalog.vendor_routes.get(&(organization_id, method)) {
+                Some(names) => names.clone(),
+                None if self.sandbox_refund_delay().is_some() => vec![SANDBOX_VENDOR.to_string()],
+                None => Vec::new(),
+            }
+        };
+        names
+            .iter()
+            .filter_map(|name| self.payment_vendor_named(name))
+            .collect()
+    }
+
+    fn payment_vendor_named(&self, name: &str) -> Option<Box<dyn PaymentVendor>> {
+        if name == SANDBOX_VENDOR {
+            return self
+                .sandbox_refund_delay()
+                .map(|refund_delay| Box::new(SandboxPaymentVendor { refund_delay }) as Box<dyn PaymentVendor>);
+        }
+        let config = self.store().catalog().payment_vendors.get(name).cloned()?;
+        HttpPaymentVendor::new(&config, self.http_client().clone()).map(|v| Box::new(v) as Box<dyn PaymentVendor>)
+    }
+
+    fn vendor_supports_refund(&self, name: &str) -> bool {
+        if name == SANDBOX_VENDOR {
+            return true;
+        }
+        self.store()
+            .catalog()
+            .payment_vendors
+            .get(name)
+            .is_some_and(|config| config.supports_refund)
+    }
+
+    /// Adds or changes an HTTP payment vendor.
+    pub async fn save_payment_vendor(&self, config: PaymentVendorConfig) -> Result<PaymentVendorConfig, EngineError> {
+        let name_ok = !config.name.is_empty()
+            && config.name.len() <= 64
+            && config
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !name_ok {
+            return Err(EngineError::invalid("name", "must be 1 to 64 of a-z, 0-9, - and _"));
+        }
+        if config.name == SANDBOX_VENDOR {
+            return Err(EngineError::invalid("name", "sandbox is the built-in sandbox vendor"));
+        }
+        match &config.kind {
+            VendorKind::Http {
+                url,
+                secret,
+                timeout_ms,
+            } => {
+                validate_url("url", url)?;
+                if secret.is_empty() || secret.len() > 256 {
+                    return Err(EngineError::invalid("secret", "must be 1 to 256 characters"));
+                }
+                if !(1..=60_000).contains(timeout_ms) {
+                    return Err(EngineError::invalid("timeout_ms", "must be between 1 and 60000"));
+                }
+            }
+            VendorKind::Sandbox => return Err(EngineError::invalid("kind", "must be HTTP")),
+        }
+        self.write_record(JournalRecord::PaymentVendorSaved(config.clone()))
+            .await?;
+        Ok(config)
+    }
+
+    /// Sets the vendors an organization's orders of `method` go to, in order.
+    pub async fn set_vendor_routing(&self, routing: VendorRouting) -> Result<VendorRouting, EngineError> {
+        {
+            let catalog = self.store().catalog();
+            if !catalog.organizations.contains_key(&routing.organization_id) {
+                return Err(EngineError::invalid("organization_id", "no such organization"));
+            }
+            for name in &routing.vendors {
+                let known = catalog.payment_vendors.contains_key(name)
+                    || (name == SANDBOX_VENDOR && self.sandbox_refund_delay().is_some());
+                if !known {
+                    return Err(EngineError::invalid("vendors", format!("no vendor named {name}")));
+                }
+            }
+        }
+        self.write_record(JournalRecord::VendorRoutingSaved(routing.clone()))
+            .await?;
+        Ok(routing)
+    }
+
+    /// Sends an order command to the merchant's actor.
+    pub(crate) async fn order_command(
+        &self,
+        merchant_id: Uuid,
+        command: OrderCommand,
+    ) -> Result<OrderOutcome, EngineError> {
+        self.call_merchant(merchant_id, |reply| MerchantMsg::Order {
+            command: command.clone(),
+            reply,
+        })
+        .await?
+    }
+
+    /// A merchant's order by ref code (another merchant's is not found).
+    pub fn order_for(&self, merchant_id: Uuid, ref_code: &str) -> Result<Order, EngineError> {
+        self.store()
+            .order_by_ref(ref_code)?
+            .filter(|o| o.merchant_id == merchant_id)
+            .ok_or(EngineError::OrderNotFound)
+    }
+
+    /// An order by ref code, whoever owns it (the QR image needs no key).
+    pub fn order_by_ref(&self, ref_code: &str) -> Result<Option<Order>, EngineError> {
+        Ok(self.store().order_by_ref(ref_code)?)
+    }
+
+    /// An order by id.
+    pub fn stored_order(&self, id: Uuid) -> Result<Option<Order>, EngineError> {
+        Ok(self.store().order(&id)?)
+    }
+
+    /// A refund by id.
+    pub fn stored_refund(&self, id: Uuid) -> Result<Option<Refund>, EngineError> {
+        Ok(self.store().refund(&id)?)
+    }
+
+    /// A merchant's order by its own id in one API.
+    pub fn order_by_merchant_order_id(
+        &self,
+        merchant_id: Uuid,
+        source: Source,
+        merchant_order_id: &str,
+    ) -> Result<Option<Order>, EngineError> {
+        Ok(self
+            .store()
+            .order_by_merchant_order_id(&merchant_id, source, merchant_order_id)?)
+    }
+
+    /// An order's refunds, oldest first.
+    pub fn order_refunds(&self, order_id: Uuid) -> Result<Vec<Refund>, EngineError> {
+        Ok(self.store().order_refunds(&order_id)?)
+    }
+
+    /// A page of a merchant's orders, newest first, and the total.
+    pub fn list_orders(
+        &self,
+        merchant_id: Uuid,
+        filter: &OrderFilter,
+        page: usize,
+        limit: usize,
+    ) -> Result<(Vec<Order>, usize), EngineError> {
+        let from = filter.created_from_ms.unwrap_or(0);
+        let to = filter.created_to_ms.map_or(i64::MAX, |t| t.saturating_add(1));
+        let offset = page.saturating_sub(1).saturating_mul(limit);
+        let status = filter.status;
+        Ok(self.store().merchant_orders(
+            &merchant_id,
+            from,
+            to,
+            |o| status.is_none_or(|s| o.status == s),
+            offset,
+            limit,
+        )?)
+    }
+
+    /// Confirms an order's payment (sandbox or vendor callback): PAID once,
+    /// with one entry; a second confirmation is refused as `INVALID_STATUS`.
+    pub async fn pay_order(&self, order: &Order, vendor_rrn: Option<String>) -> Result<Order, EngineError> {
+        if let Some(rrn) = &vendor_rrn {
+            if rrn.is_empty() || rrn.len() > 64 || rrn.chars().any(char::is_control) {
+                return Err(EngineError::invalid(
+                    "vendor_rrn",
+                    "must be 1 to 64 printable characters",
+                ));
+            }
+        }
+        self.call_order(order, |reply| OrderMsg::Pay {
+            vendor_rrn: vendor_rrn.clone(),
+            reply: Some(reply),
+        })
+        .await
+    }
+
+    /// Expires a PENDING order now (sandbox).
+    pub async fn expire_order(&self, order: &Order) -> Result<Order, EngineError> {
+        self.call_order(order, |reply| OrderMsg::Expire {
+            force: true,
+            reply: Some(reply),
+        })
+        .await
+    }
+
+    /// Fails a PENDING order.
+    pub async fn fail_order(&self, order: &Order, reason: &str) -> Result<Order, EngineError> {
+        self.call_order(order, |reply| OrderMsg::Fail {
+            reason: reason.to_string(),
+            reply: Some(reply),
+        })
+        .await
+    }
+
+    /// Creates a refund of a paid order; WALLET merchants are debited at
+    /// once. The vendor is asked afterwards, by the order's actor.
+    pub async fn create_refund(
+        &self,
+        merchant_id: Uuid,
+        ref_code: &str,
+        new: NewRefund,
+    ) -> Result<Refund, EngineError> {
+        let order = self.order_for(merchant_id, ref_code)?;
+        let idempotency_key = new
+            .idempotency_key
+            .ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?;
+        validate_idempotency_key(&idempotency_key)?;
+        let amount = new
+            .amount_minor
+            .ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?;
+        if amount < 1 {
+            return Err(EngineError::invalid("amount_minor", "must be at least 1"));
+        }
+        let reason = new.reason.unwrap_or_else(|| "CUSTOMER_REQUEST".into());
+        if reason.is_empty() || reason.chars().count() > REASON_CHARS_MAX || reason.chars().any(char::is_control) {
+            return Err(EngineError::invalid("reason", "must be 1 to 64 printable characters"));
+        }
+        if new
+            .reason_detail
+            .as_ref()
+            .is_some_and(|d| d.chars().count() > REASON_DETAIL_CHARS_MAX)
+        {
+            return Err(EngineError::invalid("reason_detail", "must be at most 1024 characters"));
+        }
+        if let Some(existing) = self.store().refund_by_key(&merchant_id, &idempotency_key)? {
+            return Err(EngineError::DuplicateRefund(Box::new(existing)));
+        }
+        if !matches!(order.status, OrderStatus::Paid | OrderStatus::PartiallyRefunded) {
+            return Err(EngineError::InvalidStatus(order.status.as_str().into()));
+        }
+        if !self.vendor_supports_refund(&order.vendor) {
+            return Err(EngineError::RefundNotSupported);
+        }
+        let now_ms = self.clock().now().timestamp_millis();
+        let refund = Refund {
+            id: Uuid::new_v4(),
+            order_id: order.id,
+            order_ref_code: order.ref_code.clone(),
+            merchant_id,
+            amount: MinorUnits::new(amount),
+            reason,
+            reason_detail: new.reason_detail,
+            idempotency_key,
+            status: RefundStatus::Pending,
+            vendor_refund_id: None,
+            failure_reason: None,
+            debit_seq: None,
+            reversal_seq: None,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+        };
+        let refund = match self
+            .order_command(merchant_id, OrderCommand::CreateRefund(Box::new(refund)))
+            .await?
+        {
+            OrderOutcome::Refund(changed) => changed.1,
+            _ => return Err(EngineError::RefundNotFound),
+        };
+        self.tell_order(&order, OrderMsg::SubmitRefund(refund.id)).await;
+        Ok(refund)
+    }
+
+    /// A merchant's refund by id.
+    pub fn refund_for(&self, merchant_id: Uuid, id: Uuid) -> Result<Refund, EngineError> {
+        self.store()
+            .refund(&id)?
+            .filter(|r| r.merchant_id == merchant_id)
+            .ok_or(EngineError::RefundNotFound)
+    }
+
+    /// Settles a PENDING refund (vendor callback or sandbox): SUCCESS, or
+    /// FAILED with the money given back.
+    pub async fn settle_refund(&self, refund: &Refund, outcome: RefundStatus) -> Result<Refund, EngineError> {
+        if outcome == RefundStatus::Pending {
+            return Err(EngineError::invalid("status", "must be SUCCESS or FAILED"));
+        }
+        let order = self.stored_order(refund.order_id)?.ok_or(EngineError::OrderNotFound)?;
+        let reason = (outcome == RefundStatus::Failed).then(|| "the vendor reported the refund failed".to_string());
+        let refund_id = refund.id;
+        self.call_order(&order, |reply| OrderMsg::SettleRefund {
+            refund_id,
+            outcome,
+            vendor_refund_id: None,
+            reason: reason.clone(),
+            reply: Some(reply),
+        })
+        .await
+    }
+
+    /// Asks the vendor that took `order` to refund.
+    pub(crate) async fn submit_refund_to_vendor(
+        &self,
+        order: &Order,
+        refund: &Refund,
+    ) -> Result<RefundAcceptance, String> {
+        let vendor = self
+            .payment_vendor_named(&order.vendor)
+            .ok_or_else(|| format!("vendor {} is no longer configured", order.vendor))?;
+        let request = RefundRequest {
+            refund_id: refund.id,
+            ref_code: order.ref_code.clone(),
+            vendor_reference: order.vendor_reference.clone(),
+            amount: refund.amount,
+        };
+        vendor.refund(&request).await
+    }
+
+    /// A signed callback from HTTP vendor `vendor`: a payment's or a
+    /// refund's outcome. Repeats are answered as success and change nothing.
+    pub async fn vendor_callback(
+        &self,
+        vendor: &str,
+        body: &[u8],
+        signature: Option<&str>,
+    ) -> Result<String, EngineError> {
+        let config = self
+            .store()
+            .catalog()
+            .payment_vendors
+            .get(vendor)
+            .cloned()
+            .ok_or(EngineError::VendorNotFound)?;
+        let VendorKind::Http { secret, .. } = &config.kind else {
+            return Err(EngineError::VendorNotFound);
+        };
+        if !signature.is_some_and(|s| callback_signature_matches(secret, body, s)) {
+            return Err(EngineError::InvalidSignature);
+        }
+        let callback: Callback =
+            serde_json::from_slice(body).map_err(|e| EngineError::invalid("body", format!("not a callback: {e}")))?;
+        match callback {
+            Callback::Payment {
+                ref_code,
+                status,
+                vendor_rrn,
+            } => {
+                let order = self
+                    .store()
+                    .order_by_ref(&ref_code)?
+                    .filter(|o| o.vendor == vendor)
+                    .ok_or(EngineError::OrderNotFound)?;
+                let result = match status.as_str() {
+                    "PAID" => self.pay_order(&order, vendor_rrn).await,
+                    "FAILED" => self.fail_order(&order, "the vendor reported the payment failed").await,
+                    _ => return Err(EngineError::invalid("status", "must be PAID or FAILED")),
+                };
+                match result {
+                    Ok(order) => Ok(order.status.as_str().to_string()),
+                    // A repeat: the order already moved on.
+                    Err(EngineError::InvalidStatus(status)) => Ok(status),
+                    Err(error) => Err(error),
+                }
+            }
+            Callback::Refund { refund_id, status } => {
+                let refund = self.store().refund(&refund_id)?.ok_or(EngineError::RefundNotFound)?;
+                let order = self.stored_order(refund.order_id)?.ok_or(EngineError::OrderNotFound)?;
+                if order.vendor != vendor {
+                    return Err(EngineError::RefundNotFound);
+                }
+                let outcome = match status.as_str() {
+                    "SUCCESS" => RefundStatus::Success,
+                    "FAILED" => RefundStatus::Failed,
+                    _ => return Err(EngineError::invalid("status", "must be SUCCESS or FAILED")),
+                };
+                match self.settle_refund(&refund, outcome).await {
+                    Ok(refund) => Ok(refund.status.as_str().to_string()),
+                    Err(EngineError::InvalidStatus(status)) => Ok(status),
+                    Err(error) => Err(error),
+                }
+            }
+        }
+    }
+
+    /// Expires every PENDING order that is due. Runs at start (so an order
+    /// that expired while the server was down is EXPIRED right after) and
+    /// every `ORDER_EXPIRY_SWEEP_INTERVAL`.
+    pub async fn expire_due_orders(&self) -> Result<usize, EngineError> {
+        let mut expired = 0;
+        loop {
+            let now_ms = self.clock().now().timestamp_millis();
+            let due = self.store().orders_due(now_ms, limits::ORDER_EXPIRY_SWEEP_BATCH)?;
+            let batch = due.len();
+            let mut expired_now = 0;
+            for id in due {
+                let Some(order) = self.stored_order(id)? else { continue };
+                match self
+                    .call_order(&order, |reply| OrderMsg::Expire {
+                        force: false,
+                        reply: Some(reply),
+                    })
+                    .await
+                {
+                    Ok(_) => expired_now += 1,
+                    Err(EngineError::InvalidStatus(_)) | Err(EngineError::OrderNotFound) => {}
+                    Err(error) => return Err(error),
+                }
+            }
+            expired += expired_now;
+            // A full batch that moved nothing is orders changing right now:
+            // the next sweep sees them settled.
+            if batch < limits::ORDER_EXPIRY_SWEEP_BATCH || expired_now == 0 {
+                return Ok(expired);
+            }
+        }
+    }
+
+    /// Hands every PENDING refund to its order's actor again (after a restart).
+    pub(crate) async fn resume_refunds(&self) -> Result<usize, EngineError> {
+        let open = self.store().open_refunds()?;
+        for refund in &open {
+            if let Some(order) = self.stored_order(refund.order_id)? {
+                self.tell_order(&order, OrderMsg::SubmitRefund(refund.id)).await;
+            }
+        }
+        Ok(open.len())
+    }
+
+    async fn order_actor(&self, order: &Order) -> Result<ActorRef<OrderMsg>, EngineError> {
+        let engine = self.clone();
+        let (id, merchant_id) = (order.id, order.merchant_id);
+        let idle_timeout = self.actor_idle_timeout();
+        self.order_actors()
+            .get_or_spawn(id, || async move {
+                let args = OrderArgs {
+                    id,
+                    merchant_id,
+                    engine,
+                    idle_timeout,
+                };
+                let (actor, _) = Actor::spawn(None, OrderActor, args).await.map_err(|error| {
+                    tracing::error!(%error, %id, "order actor failed to start");
+                    EngineError::ShuttingDown
+                })?;
+                Ok(actor)
+            })
+            .await
+    }
+
+    /// Asks an order's actor and waits, retrying when it stopped (idle)
+    /// between lookup and send: such a message was never processed.
+    async fn call_order<T: Send + 'static>(
+        &self,
+        order: &Order,
+        build: impl Fn(ractor::RpcReplyPort<Result<T, EngineError>>) -> OrderMsg,
+    ) -> Result<T, EngineError> {
+        for _ in 0..limits::ACTOR_CALL_RETRIES_MAX {
+            let actor = self.order_actor(order).await?;
+            match actor.call(&build, Some(limits::ACTOR_CALL_TIMEOUT)).await {
+                Ok(CallResult::Success(result)) => return result,
+                Ok(CallResult::Timeout) => return Err(EngineError::Timeout),
+                Ok(CallResult::SenderError) | Err(_) => {
+                    self.order_actors().remove(&order.id, actor.get_id());
+                }
+            }
+        }
+        Err(EngineError::ShuttingDown)
+    }
+
+    async fn tell_order(&self, order: &Order, message: OrderMsg) {
+        match self.order_actor(order).await {
+            Ok(actor) => {
+                if actor.cast(message).is_err() {
+                    tracing::warn!(order = %order.id, "order actor stopped before a message; it is resumed at the next start");
+                }
+            }
+            Err(error) => tracing::error!(%error, order = %order.id, "order actor unavailable"),
+        }
+    }
+
+    /// Called by an order actor just before it stops.
+    pub(crate) fn forget_order_actor(&self, id: Uuid, actor: &ActorRef<OrderMsg>) {
+        self.order_actors().remove(&id, actor.get_id());
+    }
+}

@@ -1,0 +1,276 @@
+//! Payment vendors: who collects an order's money and refunds it. The
+//! sandbox vendor answers in process; the HTTP vendor POSTs signed JSON to a
+//! configured URL and later confirms through signed callbacks
+//! (`POST /callbacks/{vendor}`, see `callback_signature`).
+//!
+//! HTTP vendor protocol (requests and callbacks carry
+//! `X-Paygate-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>`):
+//! - `POST {url}/payments` `{ref_code, amount_minor, currency, payment_method,
+//!   expires_at}` -> 2xx `{reference, virtual_account?: {bank_short_code,
+//!   account_number}}` (the virtual account is required for BANK_TRANSFER);
+//! - `POST {url}/refunds` `{refund_id, ref_code, vendor_reference,
+//!   amount_minor}` -> 2xx `{reference, status: PENDING|SUCCESS|FAILED}`;
+//! - callbacks: `{type: "payment", ref_code, status: PAID|FAILED, vendor_rrn?}`
+//!   and `{type: "refund", refund_id, status: SUCCESS|FAILED}`.
+//!
+//! Anything else (timeout, refused connection, non-2xx, unreadable body) is a
+//! failure, and order creation moves on to the next vendor.
+
+use crate::domain::catalog::{PaymentVendorConfig, VendorKind};
+use crate::domain::order::{PaymentMethod, RefundStatus, VirtualAccount};
+use crate::money::MinorUnits;
+use hmac::Mac;
+use serde::Deserialize;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// A boxed future, so the trait stays object safe.
+pub type VendorFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// What an order asks of a vendor.
+#[derive(Clone, Debug)]
+pub struct PaymentRequest {
+    /// The order's id.
+    pub order_id: Uuid,
+    /// The order's ref code.
+    pub ref_code: String,
+    /// What the customer pays.
+    pub amount: MinorUnits,
+    /// QRIS or bank transfer.
+    pub method: PaymentMethod,
+    /// When the order expires, Unix ms.
+    pub expires_at_ms: Option<i64>,
+}
+
+/// A vendor's acceptance of a payment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaymentAcceptance {
+    /// The vendor's reference.
+    pub reference: String,
+    /// Bank transfer: where the customer pays.
+    pub virtual_account: Option<VirtualAccount>,
+}
+
+/// What a refund asks of a vendor.
+#[derive(Clone, Debug)]
+pub struct RefundRequest {
+    /// The refund's id.
+    pub refund_id: Uuid,
+    /// The order's ref code.
+    pub ref_code: String,
+    /// The vendor's reference of the payment.
+    pub vendor_reference: Option<String>,
+    /// How much.
+    pub amount: MinorUnits,
+}
+
+/// How a vendor took a refund.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefundAcceptance {
+    /// The vendor's reference.
+    pub reference: String,
+    /// Settled at once (SUCCESS or FAILED), or PENDING until a callback
+    /// or, for the sandbox, `settles_after`.
+    pub status: RefundStatus,
+    /// Sandbox: the outcome arrives by itself after this long.
+    pub settles_after: Option<(Duration, RefundStatus)>,
+}
+
+/// A vendor that collects payments and refunds them.
+pub trait PaymentVendor: Send + Sync {
+    /// Its configured name.
+    fn name(&self) -> &str;
+    /// Asks the vendor to collect a payment.
+    fn create_payment<'a>(&'a self, request: &'a PaymentRequest) -> VendorFuture<'a, PaymentAcceptance>;
+    /// Asks the vendor to refund (part of) a payment.
+    fn refund<'a>(&'a self, request: &'a RefundRequest) -> VendorFuture<'a, RefundAcceptance>;
+}
+
+/// The in-process sandbox vendor: accepts everything; virtual accounts at
+/// BCA; refunds succeed after `refund_delay`.
+pub struct SandboxPaymentVendor {
+    /// How long a refund stays PENDING.
+    pub refund_delay: Duration,
+}
+
+impl PaymentVendor for SandboxPaymentVendor {
+    fn name(&self) -> &str {
+        crate::domain::catalog::SANDBOX_VENDOR
+    }
+
+    fn create_payment<'a>(&'a self, request: &'a PaymentRequest) -> VendorFuture<'a, PaymentAcceptance> {
+        Box::pin(async move {
+            let virtual_account = (request.method == PaymentMethod::BankTransfer).then(|| VirtualAccount {
+                bank_short_code: "BCA".into(),
+                // 8808 (sandbox prefix) and 12 digits from the order id.
+                account_number: format!("8808{:012}", request.order_id.as_u128() % 1_000_000_000_000),
+            });
+            Ok(PaymentAcceptance {
+                reference: format!("SBX-PAY-{}", request.order_id.simple()),
+                virtual_account,
+            })
+        })
+    }
+
+    fn refund<'a>(&'a self, request: &'a RefundRequest) -> VendorFuture<'a, RefundAcceptance> {
+        Box::pin(async move {
+            Ok(RefundAcceptance {
+                reference: format!("SBX-RFD-{}", request.refund_id.simple()),
+                status: RefundStatus::Pending,
+                settles_after: Some((self.refund_delay, RefundStatus::Success)),
+            })
+        })
+    }
+}
+
+/// A vendor reached over HTTP.
+pub struct HttpPaymentVendor {
+    name: String,
+    url: String,
+    secret: String,
+    timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl HttpPaymentVendor {
+    /// The vendor of `config` (which must be `VendorKind::Http`), over `client`.
+    pub fn new(config: &PaymentVendorConfig, client: reqwest::Client) -> Option<HttpPaymentVendor> {
+        match &config.kind {
+            VendorKind::Http {
+                url,
+                secret,
+                timeout_ms,
+            } => Some(HttpPaymentVendor {
+                name: config.name.clone(),
+                url: url.trim_end_matches('/').to_string(),
+                secret: secret.clone(),
+                timeout: Duration::from_millis(*timeout_ms),
+                client,
+            }),
+            VendorKind::Sandbox => None,
+        }
+    }
+
+    async fn post<T: serde::de::DeserializeOwned>(&self, path: &str, body: serde_json::Value) -> Result<T, String> {
+        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        let response = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .timeout(self.timeout)
+            .header("content-type", "application/json")
+            .header("x-paygate-signature", callback_signature(&self.secret, &bytes))
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_timeout() {
+                    format!("{}: timed out", self.name)
+                } else {
+                    format!("{}: {e}", self.name)
+                }
+            })?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("{}: HTTP {}", self.name, status.as_u16()));
+        }
+        let body = response.bytes().await.map_err(|e| format!("{}: {e}", self.name))?;
+        serde_json::from_slice(&body).map_err(|e| format!("{}: unreadable answer: {e}", self.name))
+    }
+}
+
+#[derive(Deserialize)]
+struct PaymentAnswer {
+    reference: String,
+    virtual_account: Option<VirtualAccountAnswer>,
+}
+
+#[derive(Deserialize)]
+struct VirtualAccountAnswer {
+    bank_short_code: String,
+    account_number: String,
+}
+
+#[derive(Deserialize)]
+struct RefundAnswer {
+    reference: String,
+    status: String,
+}
+
+impl PaymentVendor for HttpPaymentVendor {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn create_payment<'a>(&'a self, request: &'a PaymentRequest) -> VendorFuture<'a, PaymentAcceptance> {
+        Box::pin(async move {
+            let expires_at = request
+                .expires_at_ms
+                .and_then(chrono::DateTime::<chrono::Utc>::from_timestamp_millis)
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+            let body = serde_json::json!({
+                "ref_code": request.ref_code,
+                "amount_minor": request.amount.get(),
+                "currency": "IDR",
+                "payment_method": request.method.as_str(),
+                "expires_at": expires_at,
+            });
+            let answer: PaymentAnswer = self.post("/payments", body).await?;
+            if answer.reference.is_empty() || answer.reference.len() > 128 {
+                return Err(format!("{}: unusable payment reference", self.name));
+            }
+            let virtual_account = answer.virtual_account.map(|va| VirtualAccount {
+                bank_short_code: va.bank_short_code,
+                account_number: va.account_number,
+            });
+            if request.method == PaymentMethod::BankTransfer && virtual_account.is_none() {
+                return Err(format!("{}: no virtual account for a bank transfer", self.name));
+            }
+            Ok(PaymentAcceptance {
+                reference: answer.reference,
+                virtual_account,
+            })
+        })
+    }
+
+    fn refund<'a>(&'a self, request: &'a RefundRequest) -> VendorFuture<'a, RefundAcceptance> {
+        Box::pin(async move {
+            let body = serde_json::json!({
+                "refund_id": request.refund_id,
+                "ref_code": request.ref_code,
+                "vendor_reference": request.vendor_reference,
+                "amount_minor": request.amount.get(),
+            });
+            let answer: RefundAnswer = self.post("/refunds", body).await?;
+            let status = RefundStatus::parse(&answer.status)
+                .ok_or_else(|| format!("{}: unknown refund status {}", self.name, answer.status))?;
+            Ok(RefundAcceptance {
+                reference: answer.reference,
+                status,
+                settles_after: None,
+            })
+        })
+    }
+}
+
+/// `sha256=<hex HMAC-SHA256(secret, body)>`: how paygate signs requests to
+/// HTTP vendors and how their callbacks must be signed.
+pub fn callback_signature(secret: &str, body: &[u8]) -> String {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// Constant-time check of a vendor callback's signature.
+pub fn callback_signature_matches(secret: &str, body: &[u8], presented: &str) -> bool {
+    let Some(hex_digest) = presented.trim().strip_prefix("sha256=") else {
+        return false;
+    };
+    let Ok(presented) = hex::decode(hex_digest) else {
+        return false;
+    };
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(body);
+    mac.verify_slice(&presented).is_ok()
+}
