@@ -37,6 +37,7 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/orders/{ref_code}", get(orders::get_order))
         .route("/v1/orders/{ref_code}/qr.png", get(orders::qr_png))
         .route("/v1/orders/{ref_code}/refund", post(orders::create_refund))
+        .route("/v1/orders/{ref_code}/refunds", get(orders::list_refunds))
         .route("/v1/sandbox/orders/{ref_code}/pay", post(orders::sandbox_pay))
         .route("/v1/sandbox/orders/{ref_code}/expire", post(orders::sandbox_expire))
         .route("/v1/sandbox/orders/{ref_code}/fail", post(orders::sandbox_fail))

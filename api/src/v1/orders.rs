@@ -174,6 +174,17 @@ pub async fn create_refund(
     Ok(Created(refund_view(&refund)))
 }
 
+/// GET /v1/orders/{ref_code}/refunds: the order's refunds, oldest first.
+pub async fn list_refunds(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(ref_code): Path<String>,
+) -> Result<Data<Vec<Value>>, V1Error> {
+    let order = state.engine.order_for(merchant.id, &ref_code)?;
+    let refunds = state.engine.order_refunds(order.id)?;
+    Ok(Data(refunds.iter().map(refund_view).collect()))
+}
+
 /// Optional body of the sandbox payment.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
