@@ -9,7 +9,7 @@ mod support;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::Router;
 use hmac::{Hmac, Mac};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
