@@ -103,7 +103,13 @@ impl Actor for OrderActor {
         match message {
             OrderMsg::Expire { force, reply } => {
                 let result = state.order_change(OrderCommand::Expire { id, force }).await;
+                let ended = result.is_ok();
                 answer(reply, result);
+                // Nothing more can happen to an expired order: no reason to linger.
+                if ended && state.timers_armed == 0 {
+                    state.args.engine.forget_order_actor(id, &myself);
+                    myself.stop(Some("expired".into()));
+                }
             }
             OrderMsg::Pay { vendor_rrn, reply } => {
                 let result = state.order_change(OrderCommand::Pay { id, vendor_rrn }).await;
@@ -111,7 +117,12 @@ impl Actor for OrderActor {
             }
             OrderMsg::Fail { reason, reply } => {
                 let result = state.order_change(OrderCommand::Fail { id, reason }).await;
+                let ended = result.is_ok();
                 answer(reply, result);
+                if ended && state.timers_armed == 0 {
+                    state.args.engine.forget_order_actor(id, &myself);
+                    myself.stop(Some("failed".into()));
+                }
             }
             OrderMsg::SubmitRefund(refund_id) => state.submit_refund(&myself, refund_id).await?,
             OrderMsg::SettleRefund {
