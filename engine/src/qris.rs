@@ -171,7 +171,7 @@ mod tests {
         assert!(body.ends_with("6304"));
         assert_eq!(crc, format!("{:04X}", crc16_ccitt_false(body.as_bytes())));
         assert!(qris.starts_with("000201010212"));
-        assert!(qris.contains("5406250005802ID"), "{qris}");
+        assert!(qris.contains("5405250005802ID"), "{qris}");
         assert!(qris.contains("5925Toko Sinar Jaya Abadi Sen6015"), "{qris}");
         assert!(qris.contains("6015Jakarta Selatan"), "{qris}");
     }
