@@ -1,7 +1,8 @@
 //! paygate's HTTP layer: thin axum routers for V1, admin and operations over
 //! one engine. Handlers extract, validate, call the engine and map the reply.
 //!
-//! - `v1`: merchant API (SPEC.md 4). `admin`: operator API (DESIGN.md 7).
+//! - `v1`: merchant API (SPEC.md 4). `legacy`: the Legacy API (SPEC.md 4.8).
+//!   `admin`: operator API (DESIGN.md 7).
 //! - `extract`: JSON body, API key and admin token extractors.
 //! - `error`: the V1 envelope and the engine-error mapping table.
 //! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
@@ -12,6 +13,7 @@ pub mod admin;
 pub mod callbacks;
 pub mod error;
 pub mod extract;
+pub mod legacy;
 pub mod ops;
 pub mod ratelimit;
 pub mod v1;
@@ -87,6 +89,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(v1::routes())
         .merge(admin::routes())
+        .merge(legacy::routes())
         .route("/callbacks/{vendor}", axum::routing::post(callbacks::vendor_callback))
         .route("/healthz", get(ops::healthz))
         .route("/metrics", get(ops::metrics))

@@ -198,6 +198,15 @@ impl Engine {
             .ok_or(EngineError::DisbursementNotFound)
     }
 
+    /// A merchant's disbursement by its idempotency key (a Legacy `orderId`).
+    pub fn disbursement_by_idempotency_key(
+        &self,
+        merchant_id: Uuid,
+        key: &str,
+    ) -> Result<Option<Disbursement>, EngineError> {
+        Ok(self.store().disbursement_by_key(&merchant_id, key)?)
+    }
+
     /// A disbursement by id, whoever owns it.
     pub fn stored_disbursement(&self, id: Uuid) -> Result<Option<Disbursement>, EngineError> {
         Ok(self.store().disbursement(&id)?)

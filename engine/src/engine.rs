@@ -484,6 +484,11 @@ impl Engine {
         merchant.credentials.api_key_matches(api_key).then_some(merchant)
     }
 
+    /// The merchant a Legacy `clientId` belongs to.
+    pub fn merchant_by_client_id(&self, client_id: &str) -> Option<Arc<MerchantRecord>> {
+        self.inner.store.directory().by_client_id(client_id)
+    }
+
     /// Every merchant id.
     pub fn merchant_ids(&self) -> Vec<Uuid> {
         self.inner.store.directory().ids()

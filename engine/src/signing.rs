@@ -29,3 +29,44 @@ pub fn parse_rsa_public_key(pem: &str) -> Result<RsaPublicKey, EngineError> {
     }
     Ok(key)
 }
+
+/// Verifies a base64 RSASSA-PKCS1-v1_5 SHA-256 signature of `message` with
+/// a PEM public key (Legacy `X-SIGNATURE`, DESIGN.md 5).
+pub fn verify_rsa_sha256(public_key_pem: &str, message: &[u8], signature_base64: &str) -> bool {
+    use base64::Engine as _;
+    use rsa::signature::Verifier;
+    let Ok(key) = parse_rsa_public_key(public_key_pem) else {
+        return false;
+    };
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(signature_base64.trim()) else {
+        return false;
+    };
+    let Ok(signature) = rsa::pkcs1v15::Signature::try_from(bytes.as_slice()) else {
+        return false;
+    };
+    rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new(key)
+        .verify(message, &signature)
+        .is_ok()
+}
+
+/// Lowercase hex SHA-512 of `text` (Legacy order signatures, SPEC.md 5.2).
+pub fn sha512_hex(text: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha512::digest(text.as_bytes()))
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legacy_order_signature_matches_the_published_vector() {
+        assert!(sha512_hex("CLIENT123|ORD-001|10000|s3cr3t").starts_with("73ef87ac7e0e4f20"));
+    }
+}
