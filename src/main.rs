@@ -79,9 +79,14 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     println!("paygate listening on http://{address}");
     std::io::stdout().flush()?;
     tracing::info!(%address, mode = ?settings.mode, data_dir = %settings.data_dir.display(), "serving");
+    let (stop_dispatcher, dispatcher_stop) = tokio::sync::watch::channel(false);
+    let dispatcher = tokio::spawn(paygate_api::webhooks::run(state.clone(), dispatcher_stop));
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    // Deliveries in flight finish or are retried after the next start.
+    stop_dispatcher.send_replace(true);
+    let _ = dispatcher.await;
     engine.shutdown().await;
     tracing::info!("stopped");
     Ok(())

@@ -6,7 +6,7 @@
 //! - `extract`: JSON body, API key and admin token extractors.
 //! - `error`: the V1 envelope and the engine-error mapping table.
 //! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
-//! - `callbacks`: signed payment-vendor callbacks.
+//! - `callbacks`: signed payment-vendor callbacks. `webhooks`: the dispatcher.
 //! - `ops`: healthz, metrics, 404/405.
 
 pub mod admin;
@@ -17,6 +17,7 @@ pub mod legacy;
 pub mod ops;
 pub mod ratelimit;
 pub mod v1;
+pub mod webhooks;
 pub mod wire;
 
 use axum::extract::DefaultBodyLimit;
@@ -68,6 +69,8 @@ pub struct AppState {
     pub ewallet_cache: Arc<v1::EwalletCache>,
     /// HTTP metrics.
     pub http_metrics: Arc<ops::HttpMetrics>,
+    /// The client webhook deliveries go out on.
+    pub webhook_client: reqwest::Client,
 }
 
 impl AppState {
@@ -79,6 +82,7 @@ impl AppState {
             rate_limits: Arc::default(),
             ewallet_cache: Arc::default(),
             http_metrics: Arc::default(),
+            webhook_client: webhooks::client(),
         }
     }
 }

@@ -138,6 +138,8 @@ struct EngineInner {
     order_actors: Arc<ActorRegistry<crate::actors::order::OrderMsg>>,
     sandbox_refund_delay: Option<Duration>,
     http_client: reqwest::Client,
+    // Attempts on one event are recorded one at a time; striped by event id.
+    webhook_locks: [tokio::sync::Mutex<()>; 64],
 }
 
 impl Engine {
@@ -190,6 +192,7 @@ impl Engine {
                 order_actors: Arc::default(),
                 sandbox_refund_delay: config.sandbox_refund_delay,
                 http_client: reqwest::Client::new(),
+                webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
             }),
         };
         engine.seed_catalog().await?;
@@ -440,6 +443,11 @@ impl Engine {
     /// The live disbursement actors.
     pub(crate) fn disbursement_actors(&self) -> &ActorRegistry<DisbursementMsg> {
         &self.inner.disbursement_actors
+    }
+
+    /// The lock serializing attempt records of one event.
+    pub(crate) fn webhook_lock(&self, event_id: Uuid) -> &tokio::sync::Mutex<()> {
+        &self.inner.webhook_locks[(event_id.as_u128() % 64) as usize]
     }
 
     /// The live order actors.

@@ -13,6 +13,7 @@
 //! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements` and
 //!   `beneficiaries`: its payout operations.
 //! - `orders`: orders, payments, expiry and refunds; `qris`: QRIS strings and PNGs.
+//! - `webhooks`: the outbox of events and the record of delivery attempts.
 //! - `error`: `EngineError`.
 
 pub mod actors;
@@ -32,6 +33,7 @@ pub mod refcode;
 pub mod signing;
 pub mod store;
 pub mod vendor;
+pub mod webhooks;
 
 pub use engine::{Engine, EngineConfig, LedgerReport, MerchantPatch, NewMerchant};
 pub use error::EngineError;

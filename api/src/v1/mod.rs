@@ -6,6 +6,7 @@ mod catalog;
 mod disbursements;
 mod orders;
 pub mod pagination;
+mod webhooks;
 
 use crate::AppState;
 use axum::routing::{delete, get, post};
@@ -33,6 +34,8 @@ pub fn routes() -> Router<AppState> {
             "/v1/sandbox/disbursements/{id}/complete",
             post(disbursements::complete_disbursement),
         )
+        .route("/v1/webhooks/deliveries", get(webhooks::list_deliveries))
+        .route("/v1/webhooks/deliveries/{event_id}/resend", post(webhooks::resend))
         .route("/v1/orders", post(orders::create_order).get(orders::list_orders))
         .route("/v1/orders/{ref_code}", get(orders::get_order))
         .route("/v1/orders/{ref_code}/qr.png", get(orders::qr_png))

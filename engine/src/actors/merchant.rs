@@ -325,6 +325,17 @@ impl Actor for MerchantActor {
                             },
                             None => JournalRecord::DisbursementUpdated(boxed),
                         };
+                        let url = disbursement
+                            .notify_url
+                            .clone()
+                            .or_else(|| state.profile.default_notify_url.clone());
+                        let event = crate::domain::WebhookEvent::new(
+                            disbursement.merchant_id,
+                            disbursement.updated_at_ms,
+                            url,
+                            crate::domain::EventResource::Disbursement(Box::new(disbursement.clone())),
+                        );
+                        let record = JournalRecord::with_events(record, vec![event]);
                         state
                             .journal_record(record, Box::new(move || drop(reply.send(Ok(disbursement)))))
                             .await?;

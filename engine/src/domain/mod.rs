@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod disbursement;
 pub mod merchant;
 pub mod order;
+pub mod webhook;
 
 pub use beneficiary::{Beneficiary, VerificationStatus};
 pub use catalog::{Bank, Catalog, Ewallet, Organization, PaymentVendorConfig, VendorKind, VendorRouting};
@@ -15,3 +16,4 @@ pub use merchant::{
     SettlementType, StoredCredentials,
 };
 pub use order::{FeeSplit, Order, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};
+pub use webhook::{EventResource, WebhookAttempt, WebhookEvent};

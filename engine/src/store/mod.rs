@@ -26,6 +26,8 @@
 //! Idempotency-Key hash -> id; `j`+expires ms+id -> () while PENDING (the
 //! expiry sweep). Refunds: `s`+id -> refund; `t`+merchant+key hash -> id;
 //! `n`+order id+created ms+id -> (); `u`+id -> () while PENDING.
+//! Webhooks: `g`+event id -> event; `p`+due ms+event id -> () while an
+//! attempt is due; `q`+merchant+attempted ms+event id+attempt -> attempt.
 
 pub mod journal;
 pub mod overlay;
@@ -34,7 +36,7 @@ pub mod record;
 use crate::domain::catalog::{PaymentVendorConfig, VendorRouting};
 use crate::domain::{
     Bank, Beneficiary, Catalog, Disbursement, Ewallet, MerchantRecord, Order, OrderStatus, Organization, Refund,
-    RefundStatus, Source,
+    RefundStatus, Source, WebhookAttempt, WebhookEvent,
 };
 use crate::ledger::{Entry, MerchantBook};
 use crate::limits;
@@ -240,6 +242,15 @@ impl Store {
     /// records the checkpoint already holds. Everything a record puts in the
     /// overlay goes in under one lock, so no checkpoint can split a record.
     pub fn apply(&self, seq: u64, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
+        self.apply_to_trees(record, payload)?;
+        let mut overlay = self.overlay.lock().expect("overlay lock");
+        self.apply_to_overlay(&mut overlay, record, payload)?;
+        overlay.active.through_seq = overlay.active.through_seq.max(seq);
+        Ok(())
+    }
+
+    /// The parts of a record written straight to sled trees (merchants, catalog).
+    fn apply_to_trees(&self, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
             JournalRecord::MerchantSaved(merchant) => {
                 self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
@@ -257,31 +268,43 @@ impl Store {
                 self.apply_to_catalog(record.clone());
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);
             }
+            // Wrapped records are order, refund and disbursement changes: none uses its bytes here.
+            JournalRecord::Evented { record, .. } => self.apply_to_trees(record, &[])?,
             _ => {}
         }
-        let mut overlay = self.overlay.lock().expect("overlay lock");
+        Ok(())
+    }
+
+    /// The parts of a record that go to the overlay, all under one lock so
+    /// no checkpoint can split a record.
+    fn apply_to_overlay(
+        &self,
+        overlay: &mut Overlay,
+        record: &JournalRecord,
+        payload: &[u8],
+    ) -> Result<(), StoreError> {
         match record {
-            JournalRecord::EntryPosted(entry) => self.overlay_entry(&mut overlay, entry, payload)?,
+            JournalRecord::EntryPosted(entry) => self.overlay_entry(overlay, entry, payload)?,
             JournalRecord::DisbursementCreated { disbursement, entry }
             | JournalRecord::DisbursementReversed { disbursement, entry } => {
                 // Entry blocks hold plain entry records, whatever record carried the entry.
-                self.overlay_entry(&mut overlay, entry, &record::encode_entry(entry))?;
-                self.overlay_disbursement(&mut overlay, disbursement);
+                self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                self.overlay_disbursement(overlay, disbursement);
             }
-            JournalRecord::DisbursementUpdated(disbursement) => self.overlay_disbursement(&mut overlay, disbursement),
+            JournalRecord::DisbursementUpdated(disbursement) => self.overlay_disbursement(overlay, disbursement),
             JournalRecord::OrderCreated(order) | JournalRecord::OrderUpdated(order) => {
-                self.overlay_order(&mut overlay, order)
+                self.overlay_order(overlay, order)
             }
             JournalRecord::OrderPaid { order, entry } => {
-                self.overlay_entry(&mut overlay, entry, &record::encode_entry(entry))?;
-                self.overlay_order(&mut overlay, order);
+                self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                self.overlay_order(overlay, order);
             }
             JournalRecord::RefundSaved { order, refund, entry } => {
                 if let Some(entry) = entry {
-                    self.overlay_entry(&mut overlay, entry, &record::encode_entry(entry))?;
+                    self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
                 }
-                self.overlay_order(&mut overlay, order);
-                self.overlay_refund(&mut overlay, refund);
+                self.overlay_order(overlay, order);
+                self.overlay_refund(overlay, refund);
             }
             JournalRecord::BeneficiariesSaved(beneficiaries) => {
                 for beneficiary in beneficiaries {
@@ -297,10 +320,46 @@ impl Store {
                     overlay.active.put_resources(writes);
                 }
             }
+            JournalRecord::Evented { record, events } => {
+                // Only an inner entry record would need its own bytes; none is ever wrapped.
+                self.apply_to_overlay(overlay, record, &[])?;
+                for event in events {
+                    self.overlay_webhook_event(overlay, event, None);
+                }
+            }
+            JournalRecord::WebhookAttempted {
+                event,
+                previously_due_ms,
+                attempt,
+            } => {
+                self.overlay_webhook_event(overlay, event, *previously_due_ms);
+                let key = prefixed(
+                    b'q',
+                    &[
+                        attempt.merchant_id.as_bytes(),
+                        &(attempt.attempted_at_ms.max(0) as u64).to_be_bytes(),
+                        attempt.event_id.as_bytes(),
+                        &attempt.attempt.to_be_bytes(),
+                    ],
+                );
+                overlay.active.put_resources([(key, Some(encode_value(attempt)))]);
+            }
             _ => {}
         }
-        overlay.active.through_seq = overlay.active.through_seq.max(seq);
         Ok(())
+    }
+
+    fn overlay_webhook_event(&self, overlay: &mut Overlay, event: &WebhookEvent, previously_due_ms: Option<i64>) {
+        let id = event.id.as_bytes();
+        let due_key = |ms: i64| prefixed(b'p', &[&(ms.max(0) as u64).to_be_bytes(), id]);
+        let mut writes = vec![(prefixed(b'g', &[id]), Some(encode_value(event)))];
+        if let Some(previous) = previously_due_ms {
+            writes.push((due_key(previous), None));
+        }
+        if let Some(next) = event.next_attempt_at_ms {
+            writes.push((due_key(next), Some(Vec::new())));
+        }
+        overlay.active.put_resources(writes);
     }
 
     /// Applies durable journal record `seq`, a ledger entry, to the overlay.
@@ -959,6 +1018,51 @@ impl Store {
             }
         }
         Ok(open)
+    }
+
+    /// A webhook event by id.
+    pub fn webhook_event(&self, id: &Uuid) -> Result<Option<WebhookEvent>, StoreError> {
+        self.decoded(&prefixed(b'g', &[id.as_bytes()]))
+    }
+
+    /// Events due at or before `now_ms`, with the time each is due, oldest first.
+    pub fn webhooks_due(&self, now_ms: i64, limit: usize) -> Result<Vec<(i64, Uuid)>, StoreError> {
+        let end = prefixed(b'p', &[&((now_ms.max(0) as u64) + 1).to_be_bytes()]);
+        Ok(self
+            .resource_range(b"p", &end)?
+            .into_iter()
+            .take(limit)
+            .map(|(key, _)| {
+                let due = read_u64(&key[1..9]) as i64;
+                (due, Uuid::from_slice(&key[9..25]).unwrap_or_default())
+            })
+            .collect())
+    }
+
+    /// A merchant's delivery attempts, newest first, that pass `keep`: the
+    /// `offset`..`offset + limit` slice and the total.
+    pub fn merchant_webhook_attempts(
+        &self,
+        merchant_id: &Uuid,
+        keep: impl Fn(&WebhookAttempt) -> bool,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<WebhookAttempt>, usize), StoreError> {
+        let start = prefixed(b'q', &[merchant_id.as_bytes()]);
+        let end = prefixed(b'q', &[merchant_id.as_bytes(), &[0xFF; 40]]);
+        let mut page = Vec::new();
+        let mut total = 0;
+        for (_, value) in self.resource_range(&start, &end)?.into_iter().rev() {
+            let attempt: WebhookAttempt = decode_value(&value)?;
+            if !keep(&attempt) {
+                continue;
+            }
+            if total >= offset && page.len() < limit {
+                page.push(attempt);
+            }
+            total += 1;
+        }
+        Ok((page, total))
     }
 
     /// Flushes sled without the fsync (on shutdown after a checkpoint).

@@ -2,6 +2,7 @@
 
 use crate::domain::catalog::{PaymentVendorConfig, VendorRouting};
 use crate::domain::order::{Order, Refund};
+use crate::domain::webhook::{WebhookAttempt, WebhookEvent};
 use crate::domain::{Bank, Beneficiary, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
@@ -65,6 +66,37 @@ pub enum JournalRecord {
         /// The wallet debit at creation, or the credit back after a failure.
         entry: Option<Entry>,
     },
+    /// A change together with the webhook events it causes: no change
+    /// without its events, no event without its change.
+    Evented {
+        /// The change.
+        record: Box<JournalRecord>,
+        /// Its events, due for delivery.
+        events: Vec<WebhookEvent>,
+    },
+    /// A delivery attempt, with the event's new delivery state.
+    WebhookAttempted {
+        /// The event after the attempt.
+        event: Box<WebhookEvent>,
+        /// When it was due before the attempt (its index entry goes).
+        previously_due_ms: Option<i64>,
+        /// The attempt.
+        attempt: Box<WebhookAttempt>,
+    },
+}
+
+impl JournalRecord {
+    /// `record` with `events`, or `record` alone when there are none.
+    pub fn with_events(record: JournalRecord, events: Vec<WebhookEvent>) -> JournalRecord {
+        if events.is_empty() {
+            record
+        } else {
+            JournalRecord::Evented {
+                record: Box::new(record),
+                events,
+            }
+        }
+    }
 }
 
 /// `JournalRecord` by reference: the same variants in the same order, so it

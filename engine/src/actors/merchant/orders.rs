@@ -3,7 +3,9 @@
 //! refund's debit happen in one place, each in one journal record.
 
 use super::MerchantState;
-use crate::domain::{FeeSplit, Order, OrderStatus, Refund, RefundStatus, SettlementType, Source};
+use crate::domain::{
+    EventResource, FeeSplit, Order, OrderStatus, Refund, RefundStatus, SettlementType, Source, WebhookEvent,
+};
 use crate::error::EngineError;
 use crate::ledger::{reversal_idempotency_key, Account, EntryKind, EntryProposal, LedgerError, Posting};
 use crate::limits;
@@ -150,7 +152,11 @@ impl MerchantState {
                     order: Box::new(order.clone()),
                     entry: (*entry).clone(),
                 };
-                Ok((OrderOutcome::Order(order), Some(record)))
+                let events = vec![self.order_event(&order)];
+                Ok((
+                    OrderOutcome::Order(order),
+                    Some(JournalRecord::with_events(record, events)),
+                ))
             }
             OrderCommand::Expire { id, force } => {
                 let mut order = self.pending_order(id)?;
@@ -214,17 +220,27 @@ impl MerchantState {
             entry = Some((*posted).clone());
         }
         let refunded = MinorUnits::new(order.refunded_amount.get() + refund.amount.get());
+        let before = order.status;
         order.refunded_amount = refunded;
         order.status = order.status_for_refunded(refunded);
         order.updated_at_ms = refund.created_at_ms;
         self.remember_order(order.clone());
         self.remember_refund(refund.clone());
+        // A new refund sends nothing; the order's status change does.
+        let events = if order.status != before {
+            vec![self.order_event(&order)]
+        } else {
+            Vec::new()
+        };
         let record = JournalRecord::RefundSaved {
             order: Box::new(order.clone()),
             refund: Box::new(refund.clone()),
             entry,
         };
-        Ok((OrderOutcome::Refund(Box::new((order, refund))), Some(record)))
+        Ok((
+            OrderOutcome::Refund(Box::new((order, refund))),
+            Some(JournalRecord::with_events(record, events)),
+        ))
     }
 
     fn settle_refund(
@@ -240,6 +256,7 @@ impl MerchantState {
             return Err(EngineError::InvalidStatus(refund.status.as_str().into()));
         }
         let mut order = self.order(refund.order_id)?;
+        let before = order.status;
         refund.status = outcome;
         refund.updated_at_ms = now_ms;
         if vendor_refund_id.is_some() {
@@ -272,12 +289,43 @@ impl MerchantState {
         }
         self.remember_order(order.clone());
         self.remember_refund(refund.clone());
+        let mut events = vec![self.refund_event(&refund, &order)];
+        if order.status != before {
+            events.push(self.order_event(&order));
+        }
         let record = JournalRecord::RefundSaved {
             order: Box::new(order.clone()),
             refund: Box::new(refund.clone()),
             entry,
         };
-        Ok((OrderOutcome::Refund(Box::new((order, refund))), Some(record)))
+        Ok((
+            OrderOutcome::Refund(Box::new((order, refund))),
+            Some(JournalRecord::with_events(record, events)),
+        ))
+    }
+
+    /// The event of an order's new status, for its notify URL or the merchant's default.
+    fn order_event(&self, order: &Order) -> WebhookEvent {
+        let url = order
+            .notify_url
+            .clone()
+            .or_else(|| self.profile.default_notify_url.clone());
+        WebhookEvent::new(
+            order.merchant_id,
+            order.updated_at_ms,
+            url,
+            EventResource::Order(Box::new(order.clone())),
+        )
+    }
+
+    /// The event of a refund's new status; refunds notify their order's URL.
+    fn refund_event(&self, refund: &Refund, order: &Order) -> WebhookEvent {
+        let url = order
+            .notify_url
+            .clone()
+            .or_else(|| self.profile.default_notify_url.clone());
+        let resource = EventResource::Refund(Box::new(refund.clone()), Box::new(order.clone()));
+        WebhookEvent::new(refund.merchant_id, refund.updated_at_ms, url, resource)
     }
 
     fn order(&self, id: Uuid) -> Result<Order, EngineError> {

@@ -1,0 +1,86 @@
+//! `GET /v1/webhooks/deliveries` (attempts, newest first, filterable by
+//! `event_id` and `delivered`) and `POST /v1/webhooks/deliveries/{event_id}/resend`
+//! (DESIGN.md 6).
+
+use super::pagination::ListQuery;
+use crate::error::V1Error;
+use crate::extract::V1Merchant;
+use crate::wire::{timestamp, Data, Page};
+use crate::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use paygate_engine::domain::WebhookAttempt;
+use paygate_engine::webhooks::AttemptFilter;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use uuid::Uuid;
+
+/// A delivery attempt as listed.
+pub fn attempt_view(attempt: &WebhookAttempt) -> Value {
+    json!({
+        "event_id": attempt.event_id,
+        "event": attempt.event,
+        "url": attempt.url,
+        "attempt": attempt.attempt,
+        "status_code": attempt.status_code,
+        "latency_ms": attempt.latency_ms,
+        "error": attempt.error,
+        "next_retry_at": attempt.next_retry_at_ms.map(timestamp),
+        "delivered": attempt.delivered,
+        "attempted_at": timestamp(attempt.attempted_at_ms),
+        "manual": attempt.manual,
+    })
+}
+
+fn invalid_query(message: &str) -> V1Error {
+    V1Error::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", message)
+}
+
+/// GET /v1/webhooks/deliveries.
+pub async fn list_deliveries(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    query: ListQuery,
+    Query(raw): Query<HashMap<String, String>>,
+) -> Result<Page, V1Error> {
+    let event_id = match raw.get("event_id") {
+        None => None,
+        Some(id) => Some(Uuid::parse_str(id).map_err(|_| invalid_query("event_id: must be a UUID"))?),
+    };
+    let delivered = match raw.get("delivered").map(String::as_str) {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => return Err(invalid_query("delivered: must be true or false")),
+    };
+    let filter = AttemptFilter { event_id, delivered };
+    let (items, total) = state
+        .engine
+        .list_webhook_attempts(merchant.id, &filter, query.page, query.limit)?;
+    Ok(Page {
+        items: items.iter().map(attempt_view).collect(),
+        page: query.page,
+        limit: query.limit,
+        total,
+    })
+}
+
+/// POST /v1/webhooks/deliveries/{event_id}/resend: sends the event again
+/// now and answers with that attempt (the retry schedule is unchanged).
+pub async fn resend(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(event_id): Path<String>,
+) -> Result<Data<Value>, V1Error> {
+    let event_id = Uuid::parse_str(&event_id).map_err(|_| V1Error::invalid_id())?;
+    let event = state.engine.webhook_event_for(merchant.id, event_id)?;
+    if event.url.is_none() {
+        return Err(V1Error::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "NO_NOTIFY_URL",
+            "the event has no notify URL to send to",
+        ));
+    }
+    let attempt = crate::webhooks::deliver(&state, &state.webhook_client, event, true).await?;
+    Ok(Data(attempt_view(&attempt)))
+}

@@ -1,0 +1,308 @@
+//! The webhook dispatcher (DESIGN.md 6): picks due events from the durable
+//! outbox, renders the V1 or Legacy body, signs it (Standard Webhooks and
+//! `X-Signature`), POSTs it with a 10 s timeout, and records every attempt
+//! with its next retry. A slow or dead endpoint holds at most a few
+//! deliveries of its own merchant, never anyone else's.
+
+use crate::legacy::wib;
+use crate::wire::{disbursement_view, order_view, refund_view, timestamp};
+use crate::AppState;
+use base64::Engine as _;
+use hmac::Mac;
+use paygate_engine::domain::{Destination, EventResource, Source, WebhookAttempt, WebhookEvent};
+use paygate_engine::signing::sha512_hex;
+use paygate_engine::webhooks::AttemptOutcome;
+use paygate_engine::EngineError;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// How long one attempt may take.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the outbox is looked at.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// Deliveries in flight for one merchant: a dead endpoint holds no more.
+const IN_FLIGHT_PER_MERCHANT: usize = 4;
+/// Deliveries in flight overall.
+const IN_FLIGHT_MAX: usize = 256;
+/// Due events looked at per poll.
+const DUE_BATCH: usize = 512;
+
+/// Which events and merchants have deliveries in flight.
+#[derive(Default)]
+struct InFlight {
+    events: HashSet<Uuid>,
+    per_merchant: HashMap<Uuid, usize>,
+}
+
+/// The HTTP client of deliveries: no redirects (a webhook is delivered to
+/// the URL given, nowhere else).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(ATTEMPT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("HTTP client builds")
+}
+
+/// Runs the dispatcher until `stop` turns true.
+pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let in_flight: Arc<Mutex<InFlight>> = Arc::default();
+    let client = client();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            _ = stop.changed() => return,
+        }
+        let now_ms = state.engine.clock().now().timestamp_millis();
+        let due = match state.engine.due_webhooks(now_ms, DUE_BATCH) {
+            Ok(due) => due,
+            Err(error) => {
+                tracing::error!(%error, "reading due webhooks failed");
+                continue;
+            }
+        };
+        for (due_ms, event_id) in due {
+            let event = match state.engine.webhook_event(event_id) {
+                Ok(Some(event)) if event.next_attempt_at_ms == Some(due_ms) && !event.delivered => event,
+                Ok(_) => continue,
+                Err(error) => {
+                    tracing::error!(%error, "reading a webhook event failed");
+                    continue;
+                }
+            };
+            {
+                let mut flight = in_flight.lock().expect("in-flight lock");
+                let merchant_count = flight.per_merchant.get(&event.merchant_id).copied().unwrap_or(0);
+                if flight.events.len() >= IN_FLIGHT_MAX
+                    || merchant_count >= IN_FLIGHT_PER_MERCHANT
+                    || !flight.events.insert(event_id)
+                {
+                    continue;
+                }
+                *flight.per_merchant.entry(event.merchant_id).or_default() += 1;
+            }
+            let (state, client, in_flight) = (state.clone(), client.clone(), in_flight.clone());
+            tokio::spawn(async move {
+                let merchant_id = event.merchant_id;
+                if let Err(error) = deliver(&state, &client, event, false).await {
+                    tracing::error!(%error, %event_id, "recording a webhook attempt failed");
+                }
+                let mut flight = in_flight.lock().expect("in-flight lock");
+                flight.events.remove(&event_id);
+                if let Some(count) = flight.per_merchant.get_mut(&merchant_id) {
+                    *count -= 1;
+                    if *count == 0 {
+                        flight.per_merchant.remove(&merchant_id);
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Sends `event` once and records the attempt (`manual`: a merchant's resend).
+pub async fn deliver(
+    state: &AppState,
+    client: &reqwest::Client,
+    event: WebhookEvent,
+    manual: bool,
+) -> Result<WebhookAttempt, EngineError> {
+    let url = event
+        .url
+        .clone()
+        .ok_or(EngineError::invalid("event", "has no notify URL"))?;
+    let merchant = state
+        .engine
+        .merchant(event.merchant_id)
+        .ok_or(EngineError::MerchantNotFound)?;
+    let body = render(
+        state,
+        &event,
+        &merchant.credentials.client_id,
+        &merchant.credentials.client_secret,
+    );
+    let timestamp = state.engine.clock().now().timestamp();
+    let attempted_at_ms = state.engine.clock().now().timestamp_millis();
+    let started = Instant::now();
+    let result = match refuse_private(state, &url).await {
+        Some(reason) => Err(reason),
+        None => {
+            let secret = &merchant.credentials.webhook_secret;
+            client
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("webhook-id", event.id.to_string())
+                .header("webhook-timestamp", timestamp.to_string())
+                .header(
+                    "webhook-signature",
+                    standard_signature(secret, &event.id.to_string(), timestamp, &body),
+                )
+                .header("x-signature", x_signature(secret, &body))
+                .body(body)
+                .send()
+                .await
+                .map(|response| response.status().as_u16())
+                .map_err(|error| {
+                    if error.is_timeout() {
+                        "timed out after 10 s".to_string()
+                    } else {
+                        format!("request failed: {error}")
+                    }
+                })
+        }
+    };
+    let latency_ms = started.elapsed().as_millis() as u64;
+    let (status_code, error) = match result {
+        Ok(code) if (200..300).contains(&code) => (Some(code), None),
+        Ok(code) => (Some(code), Some(format!("endpoint answered HTTP {code}"))),
+        Err(reason) => (None, Some(reason)),
+    };
+    let outcome = AttemptOutcome {
+        url,
+        status_code,
+        latency_ms,
+        error,
+        attempted_at_ms,
+        manual,
+    };
+    state
+        .engine
+        .record_webhook_attempt(event.id, outcome, state.config.webhook_retry_scale)
+        .await
+}
+
+/// Live mode: a URL resolving to a loopback, private or link-local address
+/// is refused (SSRF); sandbox allows them.
+async fn refuse_private(state: &AppState, url: &str) -> Option<String> {
+    if state.config.mode == crate::Mode::Sandbox {
+        return None;
+    }
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let host = parsed.host_str()?.trim_matches(['[', ']']).to_string();
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let addresses = match tokio::net::lookup_host((host.as_str(), port)).await {
+        Ok(addresses) => addresses.collect::<Vec<_>>(),
+        Err(error) => return Some(format!("could not resolve {host}: {error}")),
+    };
+    addresses
+        .iter()
+        .any(|address| is_private(address.ip()))
+        .then(|| format!("refused: {host} resolves to a private address"))
+}
+
+/// Loopback, private, link-local, unspecified or unique-local.
+pub fn is_private(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast()
+        }
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_private(std::net::IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// Standard Webhooks: `v1,<base64 HMAC-SHA256(decoded whsec_ key, "id.timestamp.body")>`.
+pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
+    let key = secret
+        .strip_prefix("whsec_")
+        .and_then(|encoded| base64::engine::general_purpose::STANDARD.decode(encoded).ok())
+        .unwrap_or_else(|| secret.as_bytes().to_vec());
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).expect("HMAC takes any key length");
+    mac.update(format!("{id}.{timestamp}.").as_bytes());
+    mac.update(body);
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    )
+}
+
+/// `sha256=<hex HMAC-SHA256(whole secret string, body)>` (SPEC.md 5.1's scheme).
+pub fn x_signature(secret: &str, body: &[u8]) -> String {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// The body: the Legacy camelCase shape with its `signature` for resources
+/// the Legacy API created, else the flat V1 shape with `event`, `event_id`
+/// and `event_at`.
+pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_secret: &str) -> Vec<u8> {
+    let body = match &event.resource {
+        EventResource::Order(order) if order.source == Source::Legacy => {
+            let total_amount = order.amount.get() / 100;
+            json!({
+                "event": event.event,
+                "refCode": order.ref_code,
+                "orderId": order.merchant_order_id,
+                "totalAmount": total_amount,
+                "status": order.status.legacy_str(),
+                "paidAt": order.paid_at_ms.map(wib),
+                "signature": sha512_hex(&format!("{client_id}|{}|{total_amount}|{client_secret}", order.merchant_order_id)),
+            })
+        }
+        EventResource::Disbursement(disbursement) if disbursement.source == Source::Legacy => {
+            let request_amount = disbursement.request_amount.get() / 100;
+            let (account_number, account_name, bank) = match &disbursement.destination {
+                Destination::Bank {
+                    bank_short_code,
+                    account_number,
+                    account_name,
+                    ..
+                } => {
+                    let name = state
+                        .engine
+                        .bank(bank_short_code)
+                        .map_or_else(|| bank_short_code.clone(), |bank| bank.name);
+                    (
+                        account_number.clone(),
+                        json!(account_name),
+                        json!({ "name": name, "code": bank_short_code }),
+                    )
+                }
+                Destination::Ewallet { phone, .. } => (phone.clone(), Value::Null, Value::Null),
+            };
+            json!({
+                "event": event.event,
+                "refCode": disbursement.ref_code,
+                "orderId": disbursement.idempotency_key,
+                "accountNumber": account_number,
+                "accountName": account_name,
+                "bank": bank,
+                "requestAmount": disbursement.request_amount.to_decimal_string(),
+                "disbursementFee": disbursement.fee.to_decimal_string(),
+                "disbursementAmount": disbursement.final_amount.to_decimal_string(),
+                "status": disbursement.status.as_str(),
+                "requestAt": wib(disbursement.created_at_ms),
+                "signature": sha512_hex(&format!("{client_id}|{}|{request_amount}|{client_secret}", disbursement.idempotency_key)),
+            })
+        }
+        resource => {
+            let fields = match resource {
+                EventResource::Order(order) => {
+                    serde_json::to_value(order_view(order, &state.config.public_url)).unwrap_or_default()
+                }
+                EventResource::Refund(refund, _) => refund_view(refund),
+                EventResource::Disbursement(disbursement) => disbursement_view(disbursement),
+            };
+            let mut flat = Map::new();
+            flat.insert("event".into(), json!(event.event));
+            flat.insert("event_id".into(), json!(event.id));
+            flat.insert("event_at".into(), json!(timestamp(event.occurred_at_ms)));
+            if let Value::Object(fields) = fields {
+                flat.extend(fields);
+            }
+            Value::Object(flat)
+        }
+    };
+    serde_json::to_vec(&body).expect("JSON bodies serialize")
+}
