@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Durable disbursements over HTTP (issue 4): wrk against the release binary,
+# next to a plain axum JSON endpoint of the same shape measured in the same run.
+#
+#   benches/http/run.sh
+#
+# Environment (all optional):
+#   BENCH_CONNECTIONS=64        wrk connections
+#   BENCH_THREADS=2             wrk threads (the machine has 2 cores; wrk shares them with the server)
+#   BENCH_DURATION=20s          measured wrk run, per server
+#   BENCH_WARMUP=5s             wrk warm-up before each measured run
+#   BENCH_TIMEOUT=10s           wrk request timeout; wrk leaves slower answers out
+#                               of its latency figures (counted as socket errors)
+#   BENCH_DISBURSEMENT_DELAY_MS=3600000   sandbox vendor delay: an hour, so no
+#                               disbursement settles during the run (as in
+#                               benches/disbursements.rs); 2000 is the default of `serve`
+#   BENCH_STOP_SIGNAL=KILL      how paygate is stopped before the durability check
+#   BENCH_DIR=target/bench-data parent of the temporary data dir
+#   BENCH_PERF=1                perf record paygate during its measured run
+#                               (kept as $BENCH_DIR/http-perf.data)
+#   BENCH_NO_BUILD=1            use the binaries already in target/release
+#
+# Prints a table: requests/s, p50, p99 and CPU for both, the ratios,
+# PASS/MISS against the targets (>= 0.5 of the baseline's requests/s, p99
+# <= 2x the baseline's), then the durability check: paygate is killed,
+# restarted on the same data dir, and every disbursement answered 201 must
+# be found again, with the ledger balanced.
+
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+connections=${BENCH_CONNECTIONS:-64}
+threads=${BENCH_THREADS:-2}
+duration=${BENCH_DURATION:-20s}
+warmup=${BENCH_WARMUP:-5s}
+timeout=${BENCH_TIMEOUT:-10s}
+delay_ms=${BENCH_DISBURSEMENT_DELAY_MS:-3600000}
+stop_signal=${BENCH_STOP_SIGNAL:-KILL}
+bench_dir=${BENCH_DIR:-target/bench-data}
+admin_token=bench-admin-token
+script=benches/http/disburse.lua
+amount_minor=1000000           # IDR 10,000 a disbursement
+funding_minor=1000000000000000 # IDR 10 trillion of test money: far more than a run spends
+
+if ! command -v wrk >/dev/null; then
+    echo "installing wrk" >&2
+    apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
+fi
+
+if [[ -z "${BENCH_NO_BUILD:-}" ]]; then
+    cargo build --release --bin paygate --example http_baseline
+fi
+
+mkdir -p "$bench_dir"
+work=$(mktemp -d "$bench_dir/http.XXXXXX")
+data_dir="$work/data"
+server_pid=""
+
+stop_server() {
+    local signal=$1
+    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "-$signal" "$server_pid"
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    server_pid=""
+}
+trap 'stop_server KILL; rm -rf "$work"' EXIT
+
+# start_server LOG COMMAND...: runs it in the background and sets $server_pid
+# and $address from its "listening on http://ADDR" line.
+start_server() {
+    local log=$1
+    shift
+    "$@" >"$log" 2>"$log.stderr" &
+    server_pid=$!
+    for _ in $(seq 1 600); do
+        address=$(sed -n 's/.*listening on http:\/\/\([^ ]*\).*/\1/p' "$log" | head -n1)
+        [[ -n "$address" ]] && return 0
+        kill -0 "$server_pid" 2>/dev/null || { cat "$log.stderr" >&2; echo "server exited" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "server did not print its address" >&2
+    exit 1
+}
+
+# cpu_ticks PID: user + system clock ticks the process has used so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# created_in FILE: the 201s counted in a wrk output's RESULT line.
+created_in() { sed -n 's/^RESULT .* created=\([0-9]*\) .*/\1/p' "$1"; }
+
+# load NAME NONCE: warm-up, then the measured run. Leaves the measured
+# output in $work/NAME.wrk, its RESULT line extended with the CPU seconds
+# of the server and of wrk, and adds every 201 seen to $created_total.
+created_total=0
+load() {
+    local name=$1 nonce=$2
+    local wrk=(wrk -t"$threads" -c"$connections" --timeout "$timeout" -s "$script")
+    BENCH_NONCE="$nonce-warmup" "${wrk[@]}" -d"$warmup" "http://$address" >"$work/$name.warmup.wrk"
+    local perf_pid=""
+    if [[ -n "${BENCH_PERF:-}" && "$name" == paygate ]]; then
+        perf record -F 499 --call-graph dwarf,16384 -o "$work/perf.data" -p "$server_pid" >/dev/null 2>&1 &
+        perf_pid=$!
+    fi
+    local ticks_before ticks_after TIMEFORMAT="%U %S"
+    ticks_before=$(cpu_ticks "$server_pid")
+    { time BENCH_NONCE="$nonce" "${wrk[@]}" -d"$duration" --latency "http://$address" >"$work/$name.wrk"; } \
+        2>"$work/$name.wrk-cpu"
+    ticks_after=$(cpu_ticks "$server_pid")
+    if [[ -n "$perf_pid" ]]; then
+        kill -INT "$perf_pid"
+        wait "$perf_pid" 2>/dev/null || true
+        cp "$work/perf.data" "$bench_dir/http-perf.data"
+        echo "perf data: $bench_dir/http-perf.data (perf report -i $bench_dir/http-perf.data)" >&2
+    fi
+    local server_cpu wrk_cpu
+    server_cpu=$(awk -v t=$((ticks_after - ticks_before)) -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / hz}')
+    wrk_cpu=$(awk '{printf "%.2f", $1 + $2}' "$work/$name.wrk-cpu")
+    sed -i "s/^RESULT .*/& server_cpu_s=$server_cpu wrk_cpu_s=$wrk_cpu/" "$work/$name.wrk"
+    created_total=$((created_total + $(created_in "$work/$name.warmup.wrk") + $(created_in "$work/$name.wrk")))
+    echo "== $name: wrk -t$threads -c$connections -d$duration --timeout $timeout (after a $warmup warm-up)"
+    grep -v '^RESULT' "$work/$name.wrk"
+    echo "CPU during the measured run: server ${server_cpu}s, wrk ${wrk_cpu}s"
+}
+
+json() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+
+# 1. The baseline: plain axum, nothing stored.
+start_server "$work/baseline.out" target/release/examples/http_baseline 127.0.0.1:0
+load baseline "baseline-$$"
+stop_server TERM
+created_total=0 # the baseline stores nothing; only paygate's 201s are checked
+
+# 2. paygate on a fresh data dir: one WALLET merchant, limits out of the way, funded.
+serve=(target/release/paygate serve --listen 127.0.0.1:0 --data-dir "$data_dir" --admin-token "$admin_token"
+    --sandbox-disbursement-delay-ms "$delay_ms")
+start_server "$work/paygate.out" "${serve[@]}"
+admin=(-sS -H "Authorization: Bearer $admin_token" -H "Content-Type: application/json")
+merchant=$(curl "${admin[@]}" "http://$address/admin/v1/merchants" -d '{
+    "name": "HTTP bench", "settlement_type": "WALLET",
+    "limits": {"daily_minor": 1000000000000000000, "rate_limit_per_second": 1000000, "rate_limit_burst": 1000000}}')
+merchant_id=$(json 'd["data"]["merchant"]["id"]' <<<"$merchant")
+api_key=$(json 'd["data"]["credentials"]["api_key"]' <<<"$merchant")
+curl "${admin[@]}" "http://$address/admin/v1/merchants/$merchant_id/wallet/credit" \
+    -d "{\"amount_minor\": $funding_minor, \"reason\": \"bench\"}" >/dev/null
+mkdir -p "$work/ids"
+export PAYGATE_API_KEY=$api_key BENCH_AMOUNT_MINOR=$amount_minor BENCH_IDS_DIR=$work/ids
+load paygate "paygate-$$"
+stop_server "$stop_signal"
+
+# 3. Durability: restart on the same data dir; every 201 must be there.
+start_server "$work/paygate2.out" "${serve[@]}"
+v1=(-sS -H "X-API-Key: $api_key")
+total=$(curl "${v1[@]}" "http://$address/v1/disbursements?limit=1" | json 'd["meta"]["total"]')
+fee=$(curl "${v1[@]}" "http://$address/v1/disbursements?limit=1" | json 'd["data"][0]["fee_minor"]')
+balance=$(curl "${v1[@]}" "http://$address/v1/balance" | json 'd["data"]["balance_minor"]')
+balanced=$(curl -sS -H "Authorization: Bearer $admin_token" "http://$address/admin/v1/ledger/verify" |
+    json 'd["data"]["balanced"]')
+read -r ids_checked ids_missing < <(python3 benches/http/check_ids.py "$address" "$api_key" "$work"/ids/*.txt)
+stop_server TERM
+
+echo
+echo "wrk -t$threads -c$connections -d$duration --timeout $timeout; $(nproc) cores, shared by wrk and the server"
+python3 benches/http/report.py "$work/baseline.wrk" "$work/paygate.wrk"
+
+expected_balance=$((funding_minor - total * (amount_minor + fee)))
+echo
+echo "durability (paygate stopped with SIG$stop_signal, restarted on the same data dir):"
+echo "  201s seen by wrk (warm-up + run): $created_total; disbursements after restart: $total"
+echo "  ids answered 201 looked up after restart: $ids_checked, not found: $ids_missing"
+echo "  balance after restart: $balance (funding - $total x $((amount_minor + fee)) = $expected_balance)"
+echo "  ledger verify balanced: $balanced"
+if ((total >= created_total && ids_checked == created_total && ids_missing == 0 && balance == expected_balance)) &&
+    [[ "$balanced" == True ]]; then
+    echo "  durable: PASS"
+else
+    echo "  durable: FAIL"
+    exit 1
+fi
