@@ -201,6 +201,7 @@ impl From<EngineError> for V1Error {
                 "all configured payment vendors failed; retry later",
             ),
             EngineError::OrderNotFound => V1Error::new(S::NOT_FOUND, "ORDER_NOT_FOUND", "order not found"),
+            EngineError::SettlementNotFound => V1Error::new(S::NOT_FOUND, "NOT_FOUND", "settlement not found"),
             EngineError::EventNotFound => V1Error::new(S::NOT_FOUND, "EVENT_NOT_FOUND", "event not found"),
             EngineError::RefundNotFound => V1Error::new(S::NOT_FOUND, "REFUND_NOT_FOUND", "refund not found"),
             EngineError::VendorNotFound => V1Error::route_not_found(),

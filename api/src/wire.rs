@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SecondsFormat, Utc};
 use paygate_engine::domain::{
-    Bank, Beneficiary, Destination, Disbursement, Ewallet, MerchantRecord, Order, Organization, Refund,
+    Bank, Beneficiary, Destination, Disbursement, Ewallet, MerchantRecord, Order, Organization, Refund, Settlement,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -327,5 +327,33 @@ pub fn refund_view(refund: &Refund) -> Value {
         "failure_reason": refund.failure_reason,
         "created_at": timestamp(refund.created_at_ms),
         "updated_at": timestamp(refund.updated_at_ms),
+    })
+}
+
+/// A settlement as SPEC.md 2.5 shows it, plus what was carried over and why
+/// it failed or was not paid.
+pub fn settlement_view(settlement: &Settlement) -> Value {
+    json!({
+        "id": settlement.id,
+        "ref_code": settlement.ref_code,
+        "settlement_date": settlement.settlement_date,
+        "period_start": timestamp(settlement.period_start_ms),
+        "period_end": timestamp(settlement.period_end_ms),
+        "gross_amount_minor": settlement.gross_amount.get(),
+        "mdr_total_minor": settlement.mdr_total.get(),
+        "platform_fee_minor": settlement.platform_fee.get(),
+        "aggregator_fee_minor": settlement.aggregator_fee.get(),
+        "refund_total_minor": settlement.refund_total.get(),
+        "disbursement_fee_minor": settlement.disbursement_fee.get(),
+        "carried_over_minor": settlement.carried_over.get(),
+        "net_payout_minor": settlement.net_payout.get(),
+        "order_count": settlement.order_count,
+        "bank_id": settlement.bank_id,
+        "account_number": settlement.account_number,
+        "account_name": settlement.account_name,
+        "status": settlement.status.as_str(),
+        "failure_reason": settlement.failure_reason,
+        "created_at": timestamp(settlement.created_at_ms),
+        "updated_at": timestamp(settlement.updated_at_ms),
     })
 }

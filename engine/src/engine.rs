@@ -117,7 +117,7 @@ pub struct Engine {
     inner: Arc<EngineInner>,
 }
 
-struct EngineInner {
+pub(crate) struct EngineInner {
     store: Arc<Store>,
     journal: Journal,
     merchants: Arc<ActorRegistry<MerchantMsg>>,
@@ -140,6 +140,8 @@ struct EngineInner {
     http_client: reqwest::Client,
     // Attempts on one event are recorded one at a time; striped by event id.
     webhook_locks: [tokio::sync::Mutex<()>; 64],
+    // Settlement runs one at a time (daily sequence numbers, no double runs).
+    settlement_lock: tokio::sync::Mutex<()>,
 }
 
 impl Engine {
@@ -193,6 +195,7 @@ impl Engine {
                 sandbox_refund_delay: config.sandbox_refund_delay,
                 http_client: reqwest::Client::new(),
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
+                settlement_lock: tokio::sync::Mutex::new(()),
             }),
         };
         engine.seed_catalog().await?;
@@ -210,6 +213,8 @@ impl Engine {
             tracing::info!(resumed, "resumed pending refunds");
         }
         engine.start_expiry_sweep();
+        engine.resume_settlements()?;
+        engine.start_daily_settlements();
         Ok(engine)
     }
 
@@ -443,6 +448,27 @@ impl Engine {
     /// The live disbursement actors.
     pub(crate) fn disbursement_actors(&self) -> &ActorRegistry<DisbursementMsg> {
         &self.inner.disbursement_actors
+    }
+
+    /// The lock serializing settlement runs.
+    pub(crate) fn settlement_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.inner.settlement_lock
+    }
+
+    pub(crate) fn inner_arc(&self) -> &Arc<EngineInner> {
+        &self.inner
+    }
+
+    pub(crate) fn from_inner(inner: Arc<EngineInner>) -> Engine {
+        Engine { inner }
+    }
+
+    pub(crate) fn stopping_signal(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.inner.stopping.subscribe()
+    }
+
+    pub(crate) fn track_background(&self, task: tokio::task::JoinHandle<()>) {
+        self.inner.background.lock().expect("background lock").push(task);
     }
 
     /// The lock serializing attempt records of one event.

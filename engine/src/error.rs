@@ -84,6 +84,9 @@ pub enum EngineError {
     /// A signature did not verify.
     #[error("signature does not match")]
     InvalidSignature,
+    /// No such settlement for this merchant.
+    #[error("settlement not found")]
+    SettlementNotFound,
     /// No such webhook event for this merchant.
     #[error("event not found")]
     EventNotFound,

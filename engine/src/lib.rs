@@ -13,6 +13,7 @@
 //! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements` and
 //!   `beneficiaries`: its payout operations.
 //! - `orders`: orders, payments, expiry and refunds; `qris`: QRIS strings and PNGs.
+//! - `settlements`: MANUAL merchants' daily and on-demand settlements.
 //! - `webhooks`: the outbox of events and the record of delivery attempts.
 //! - `error`: `EngineError`.
 
@@ -30,6 +31,7 @@ pub mod money;
 pub mod orders;
 pub mod qris;
 pub mod refcode;
+pub mod settlements;
 pub mod signing;
 pub mod store;
 pub mod vendor;

@@ -112,3 +112,6 @@ pub const ORDER_EXPIRY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Orders expired per storage scan of a sweep.
 pub const ORDER_EXPIRY_SWEEP_BATCH: usize = 1000;
+
+/// How often the daily settlement run checks whether the WIB day changed.
+pub const SETTLEMENT_CLOCK_POLL_INTERVAL: Duration = Duration::from_secs(1);

@@ -178,6 +178,7 @@ impl Engine {
             OrderOutcome::Order(order) => Ok((order, Creation::Created)),
             OrderOutcome::Replayed(order) => Ok((order, Creation::Replayed)),
             OrderOutcome::Refund(changed) => Ok((changed.0, Creation::Created)),
+            OrderOutcome::Settled(_) => Err(EngineError::OrderNotFound),
         }
     }
 
@@ -543,6 +544,7 @@ impl Engine {
             failure_reason: None,
             debit_seq: None,
             reversal_seq: None,
+            settlement_id: None,
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         };

@@ -5,6 +5,7 @@ mod catalog;
 mod disbursements;
 mod ledger;
 mod merchants;
+mod settlements;
 mod vendors;
 
 use crate::error::V1Error;
@@ -40,6 +41,7 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/v1/banks/{code}", put(catalog::save_bank))
         .route("/admin/v1/ewallets/{code}", put(catalog::save_ewallet))
         .route("/admin/v1/vendors/{name}", put(vendors::save_vendor))
+        .route("/admin/v1/settlements/run", post(settlements::run_settlements))
         .route(
             "/admin/v1/organizations/{id}/vendors/{payment_method}",
             put(vendors::save_routing),

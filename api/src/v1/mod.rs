@@ -6,6 +6,7 @@ mod catalog;
 mod disbursements;
 mod orders;
 pub mod pagination;
+mod settlements;
 mod webhooks;
 
 use crate::AppState;
@@ -34,6 +35,8 @@ pub fn routes() -> Router<AppState> {
             "/v1/sandbox/disbursements/{id}/complete",
             post(disbursements::complete_disbursement),
         )
+        .route("/v1/settlements", get(settlements::list_settlements))
+        .route("/v1/settlements/{id}", get(settlements::get_settlement))
         .route("/v1/webhooks/deliveries", get(webhooks::list_deliveries))
         .route("/v1/webhooks/deliveries/{event_id}/resend", post(webhooks::resend))
         .route("/v1/orders", post(orders::create_order).get(orders::list_orders))

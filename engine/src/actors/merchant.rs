@@ -28,8 +28,10 @@ use std::time::Instant;
 use uuid::Uuid;
 
 mod orders;
+mod settlements;
 
 pub use orders::{OrderCommand, OrderOutcome};
+pub use settlements::SettlementDraft;
 
 /// What a durable ledger entry looks like to its caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -345,6 +347,10 @@ impl Actor for MerchantActor {
             }
             MerchantMsg::Order { command, reply } => {
                 state.wait_for_room().await?;
+                // A settlement reads the stored unsettled orders: let earlier writes land first.
+                if matches!(command, OrderCommand::Settle(_)) && state.in_flight.load(Ordering::Acquire) > 0 {
+                    state.args.journal.sync_point().await?;
+                }
                 match state.order_command(command) {
                     Ok((outcome, Some(record))) => {
                         state

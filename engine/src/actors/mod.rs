@@ -8,6 +8,6 @@ pub mod registry;
 
 pub use merchant::{
     BeneficiaryChange, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, OrderCommand, OrderOutcome,
-    PostReceipt,
+    PostReceipt, SettlementDraft,
 };
 pub use registry::ActorRegistry;

@@ -181,6 +181,7 @@ impl OrderState {
         match self.args.engine.order_command(self.args.merchant_id, command).await? {
             OrderOutcome::Order(order) | OrderOutcome::Replayed(order) => Ok(order),
             OrderOutcome::Refund(changed) => Ok(changed.0),
+            OrderOutcome::Settled(_) => Err(EngineError::OrderNotFound),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod disbursement;
 pub mod merchant;
 pub mod order;
+pub mod settlement;
 pub mod webhook;
 
 pub use beneficiary::{Beneficiary, VerificationStatus};
@@ -16,4 +17,5 @@ pub use merchant::{
     SettlementType, StoredCredentials,
 };
 pub use order::{FeeSplit, Order, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};
+pub use settlement::{Settlement, SettlementStatus};
 pub use webhook::{EventResource, WebhookAttempt, WebhookEvent};

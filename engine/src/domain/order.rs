@@ -316,6 +316,8 @@ pub struct Refund {
     pub debit_seq: Option<u64>,
     /// The credit back after a failure.
     pub reversal_seq: Option<u64>,
+    /// MANUAL merchants: the settlement that deducted it.
+    pub settlement_id: Option<Uuid>,
     /// Creation, Unix ms.
     pub created_at_ms: i64,
     /// Last change, Unix ms.

@@ -151,6 +151,8 @@ pub enum EntryKind {
     OrderPayment,
     /// A refund's wallet debit, to refund clearing.
     Refund,
+    /// A settlement: pending settlement to the payout, refunds and the fee.
+    Settlement,
 }
 
 /// What a caller asks the book to record; the book turns it into an `Entry`.

@@ -26,6 +26,11 @@
 //! Idempotency-Key hash -> id; `j`+expires ms+id -> () while PENDING (the
 //! expiry sweep). Refunds: `s`+id -> refund; `t`+merchant+key hash -> id;
 //! `n`+order id+created ms+id -> (); `u`+id -> () while PENDING.
+//! Settlements: `x`+id -> settlement; `y`+merchant+created ms+id -> ();
+//! `z`+ref code -> id; `w`+id -> () while not final. Not yet settled:
+//! `k`+merchant+paid ms+order id -> () for paid orders not settled (MANUAL
+//! merchants), `v`+merchant+created ms+refund id -> () for MANUAL refunds no
+//! settlement has taken.
 //! Webhooks: `g`+event id -> event; `p`+due ms+event id -> () while an
 //! attempt is due; `q`+merchant+attempted ms+event id+attempt -> attempt.
 
@@ -36,7 +41,7 @@ pub mod record;
 use crate::domain::catalog::{PaymentVendorConfig, VendorRouting};
 use crate::domain::{
     Bank, Beneficiary, Catalog, Disbursement, Ewallet, MerchantRecord, Order, OrderStatus, Organization, Refund,
-    RefundStatus, Source, WebhookAttempt, WebhookEvent,
+    RefundStatus, Settlement, Source, WebhookAttempt, WebhookEvent,
 };
 use crate::ledger::{Entry, MerchantBook};
 use crate::limits;
@@ -320,6 +325,29 @@ impl Store {
                     overlay.active.put_resources(writes);
                 }
             }
+            JournalRecord::SettlementCreated {
+                settlement,
+                orders,
+                refunds,
+                entry,
+            } => {
+                if let Some(entry) = entry {
+                    self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                }
+                for order in orders {
+                    self.overlay_order(overlay, order);
+                }
+                for refund in refunds {
+                    self.overlay_refund(overlay, refund);
+                }
+                self.overlay_settlement(overlay, settlement);
+            }
+            JournalRecord::SettlementUpdated { settlement, entry } => {
+                if let Some(entry) = entry {
+                    self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                }
+                self.overlay_settlement(overlay, settlement);
+            }
             JournalRecord::Evented { record, events } => {
                 // Only an inner entry record would need its own bytes; none is ever wrapped.
                 self.apply_to_overlay(overlay, record, &[])?;
@@ -436,6 +464,27 @@ impl Store {
             let pending = (order.status == OrderStatus::Pending).then(Vec::new);
             writes.push((prefixed(b'j', &[&expires, id]), pending));
         }
+        if let Some(paid_at) = order.paid_at_ms {
+            let paid_at = (paid_at.max(0) as u64).to_be_bytes();
+            let unsettled = (!order.is_settled).then(Vec::new);
+            writes.push((prefixed(b'k', &[merchant, &paid_at, id]), unsettled));
+        }
+        overlay.active.put_resources(writes);
+    }
+
+    fn overlay_settlement(&self, overlay: &mut Overlay, settlement: &Settlement) {
+        let id = settlement.id.as_bytes();
+        let created = (settlement.created_at_ms.max(0) as u64).to_be_bytes();
+        let open = (!settlement.status.is_terminal()).then(Vec::new);
+        let writes = [
+            (prefixed(b'x', &[id]), Some(encode_value(settlement))),
+            (
+                prefixed(b'y', &[settlement.merchant_id.as_bytes(), &created, id]),
+                Some(Vec::new()),
+            ),
+            (prefixed(b'z', &[settlement.ref_code.as_bytes()]), Some(id.to_vec())),
+            (prefixed(b'w', &[id]), open),
+        ];
         overlay.active.put_resources(writes);
     }
 
@@ -444,7 +493,15 @@ impl Store {
         let created = (refund.created_at_ms.max(0) as u64).to_be_bytes();
         let key_hash = self.key_hash(&refund.idempotency_key).to_be_bytes();
         let open = (refund.status == RefundStatus::Pending).then(Vec::new);
+        // MANUAL refunds (no wallet debit) wait for a settlement to deduct them.
+        let unsettled =
+            (refund.debit_seq.is_none() && refund.settlement_id.is_none() && refund.status != RefundStatus::Failed)
+                .then(Vec::new);
         let writes = [
+            (
+                prefixed(b'v', &[refund.merchant_id.as_bytes(), &created, id]),
+                unsettled,
+            ),
             (prefixed(b's', &[id]), Some(encode_value(refund))),
             (
                 prefixed(b't', &[refund.merchant_id.as_bytes(), &key_hash]),
@@ -1063,6 +1120,86 @@ impl Store {
             total += 1;
         }
         Ok((page, total))
+    }
+
+    /// A merchant's paid orders no settlement has taken, paid before `before_ms`.
+    pub fn unsettled_orders(&self, merchant_id: &Uuid, before_ms: i64) -> Result<Vec<Order>, StoreError> {
+        let start = prefixed(b'k', &[merchant_id.as_bytes()]);
+        let end = prefixed(
+            b'k',
+            &[merchant_id.as_bytes(), &(before_ms.max(0) as u64).to_be_bytes()],
+        );
+        let mut found = Vec::new();
+        for (key, _) in self.resource_range(&start, &end)? {
+            if let Some(order) = self.order(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())? {
+                found.push(order);
+            }
+        }
+        Ok(found)
+    }
+
+    /// A MANUAL merchant's refunds no settlement has deducted, created before `before_ms`.
+    pub fn unsettled_refunds(&self, merchant_id: &Uuid, before_ms: i64) -> Result<Vec<Refund>, StoreError> {
+        let start = prefixed(b'v', &[merchant_id.as_bytes()]);
+        let end = prefixed(
+            b'v',
+            &[merchant_id.as_bytes(), &(before_ms.max(0) as u64).to_be_bytes()],
+        );
+        let mut found = Vec::new();
+        for (key, _) in self.resource_range(&start, &end)? {
+            if let Some(refund) = self.refund(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())? {
+                found.push(refund);
+            }
+        }
+        Ok(found)
+    }
+
+    /// A settlement by id.
+    pub fn settlement(&self, id: &Uuid) -> Result<Option<Settlement>, StoreError> {
+        self.decoded(&prefixed(b'x', &[id.as_bytes()]))
+    }
+
+    /// True when a settlement ref code is taken.
+    pub fn settlement_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
+        Ok(self.resource(&prefixed(b'z', &[ref_code.as_bytes()]))?.is_some())
+    }
+
+    /// How many settlement ref codes start with `prefix`.
+    pub fn settlement_refs_with_prefix(&self, prefix: &str) -> Result<usize, StoreError> {
+        let start = prefixed(b'z', &[prefix.as_bytes()]);
+        let end = prefixed(b'z', &[prefix.as_bytes(), &[0xFF]]);
+        Ok(self.resource_range(&start, &end)?.len())
+    }
+
+    /// A merchant's settlements, newest first: the `offset`..`offset + limit` slice and the total.
+    pub fn merchant_settlements(
+        &self,
+        merchant_id: &Uuid,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Settlement>, usize), StoreError> {
+        let start = prefixed(b'y', &[merchant_id.as_bytes()]);
+        let end = prefixed(b'y', &[merchant_id.as_bytes(), &[0xFF; 40]]);
+        let keys = self.resource_range(&start, &end)?;
+        let total = keys.len();
+        let mut page = Vec::new();
+        for (key, _) in keys.into_iter().rev().skip(offset).take(limit) {
+            if let Some(settlement) = self.settlement(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())? {
+                page.push(settlement);
+            }
+        }
+        Ok((page, total))
+    }
+
+    /// Settlements not yet final, to resume after a restart.
+    pub fn open_settlements(&self) -> Result<Vec<Settlement>, StoreError> {
+        let mut open = Vec::new();
+        for (key, _) in self.resource_range(b"w", b"x")? {
+            if let Some(settlement) = self.settlement(&Uuid::from_slice(&key[1..]).unwrap_or_default())? {
+                open.push(settlement);
+            }
+        }
+        Ok(open)
     }
 
     /// Flushes sled without the fsync (on shutdown after a checkpoint).

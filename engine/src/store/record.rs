@@ -2,6 +2,7 @@
 
 use crate::domain::catalog::{PaymentVendorConfig, VendorRouting};
 use crate::domain::order::{Order, Refund};
+use crate::domain::settlement::Settlement;
 use crate::domain::webhook::{WebhookAttempt, WebhookEvent};
 use crate::domain::{Bank, Beneficiary, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
@@ -82,6 +83,25 @@ pub enum JournalRecord {
         previously_due_ms: Option<i64>,
         /// The attempt.
         attempt: Box<WebhookAttempt>,
+    },
+    /// A settlement was created with the orders and refunds it took (now
+    /// settled) and the entry moving the money out of pending settlement.
+    SettlementCreated {
+        /// The new settlement.
+        settlement: Box<Settlement>,
+        /// Its orders, `is_settled` now.
+        orders: Vec<Order>,
+        /// Its refunds, marked with it.
+        refunds: Vec<Refund>,
+        /// The money, if any moved.
+        entry: Option<Entry>,
+    },
+    /// A settlement changed status, with the entry giving a failed transfer back.
+    SettlementUpdated {
+        /// The settlement after the change.
+        settlement: Box<Settlement>,
+        /// The reversal, for FAILED.
+        entry: Option<Entry>,
     },
 }
 

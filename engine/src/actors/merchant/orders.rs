@@ -43,6 +43,17 @@ pub enum OrderCommand {
     },
     /// A new refund of a paid order; WALLET merchants are debited now.
     CreateRefund(Box<Refund>),
+    /// Settle everything not yet settled (MANUAL merchants).
+    Settle(Box<super::settlements::SettlementDraft>),
+    /// Move a settlement along its lifecycle.
+    MoveSettlement {
+        /// Which.
+        id: Uuid,
+        /// To what.
+        to: crate::domain::SettlementStatus,
+        /// Why, for FAILED.
+        reason: Option<String>,
+    },
     /// The vendor's outcome of a PENDING refund; a failure gives the money back.
     SettleRefund {
         /// Which refund.
@@ -65,6 +76,8 @@ pub enum OrderOutcome {
     Replayed(Order),
     /// A new or changed refund, with its order.
     Refund(Box<(Order, Refund)>),
+    /// A new or changed settlement; none when there was nothing to settle.
+    Settled(Option<Box<crate::domain::Settlement>>),
 }
 
 /// Orders and refunds written since the actor started, authoritative while
@@ -183,6 +196,8 @@ impl MerchantState {
                 ))
             }
             OrderCommand::CreateRefund(refund) => self.create_refund(*refund),
+            OrderCommand::Settle(draft) => self.settle(*draft),
+            OrderCommand::MoveSettlement { id, to, reason } => self.move_settlement(id, to, reason),
             OrderCommand::SettleRefund {
                 id,
                 outcome,
@@ -418,7 +433,7 @@ impl MerchantState {
         }
     }
 
-    fn remember_order(&mut self, order: Order) {
+    pub(super) fn remember_order(&mut self, order: Order) {
         self.forget_recent_orders_if_settled();
         let recent = &mut self.orders;
         recent
@@ -432,7 +447,7 @@ impl MerchantState {
         recent.orders.insert(order.id, order);
     }
 
-    fn remember_refund(&mut self, refund: Refund) {
+    pub(super) fn remember_refund(&mut self, refund: Refund) {
         let hash = self.args.store.key_hash(&refund.idempotency_key);
         self.orders.refunds_by_key.insert(hash, refund.id);
         self.orders.refunds.insert(refund.id, refund);

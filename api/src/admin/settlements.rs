@@ -1,0 +1,44 @@
+//! `POST /admin/v1/settlements/run` (DESIGN.md 7): settles now what the
+//! daily run would, for one merchant or all MANUAL merchants.
+
+use super::parse_id;
+use crate::error::V1Error;
+use crate::extract::Admin;
+use crate::wire::{settlement_view, Data};
+use crate::AppState;
+use axum::extract::State;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Body of the run (both fields optional).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettlements {
+    merchant_id: Option<String>,
+    period_end: Option<String>,
+}
+
+/// POST /admin/v1/settlements/run: the settlements created (none when
+/// nothing was left to settle).
+pub async fn run_settlements(
+    State(state): State<AppState>,
+    _admin: Admin,
+    body: axum::body::Bytes,
+) -> Result<Data<Vec<Value>>, V1Error> {
+    let body: RunSettlements = if body.iter().all(u8::is_ascii_whitespace) {
+        RunSettlements::default()
+    } else {
+        crate::extract::parse_json(&body)?
+    };
+    let merchant_id = body.merchant_id.as_deref().map(parse_id).transpose()?;
+    let period_end = match &body.period_end {
+        None => None,
+        Some(raw) => Some(
+            chrono::DateTime::parse_from_rfc3339(raw)
+                .map_err(|_| V1Error::invalid_body("period_end: must be an RFC 3339 timestamp"))?
+                .timestamp_millis(),
+        ),
+    };
+    let created = state.engine.run_settlements(merchant_id, period_end).await?;
+    Ok(Data(created.iter().map(settlement_view).collect()))
+}

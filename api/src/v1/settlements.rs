@@ -1,0 +1,36 @@
+//! `GET /v1/settlements` and `GET /v1/settlements/{id}` (SPEC.md 4.6).
+
+use super::pagination::ListQuery;
+use crate::error::V1Error;
+use crate::extract::V1Merchant;
+use crate::wire::{settlement_view, Data, Page};
+use crate::AppState;
+use axum::extract::{Path, State};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// GET /v1/settlements: newest first, paginated.
+pub async fn list_settlements(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    query: ListQuery,
+) -> Result<Page, V1Error> {
+    let (items, total) = state.engine.list_settlements(merchant.id, query.page, query.limit)?;
+    Ok(Page {
+        items: items.iter().map(settlement_view).collect(),
+        page: query.page,
+        limit: query.limit,
+        total,
+    })
+}
+
+/// GET /v1/settlements/{id}: 400 `INVALID_ID`, 404 `NOT_FOUND` (also another merchant's).
+pub async fn get_settlement(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    Path(id): Path<String>,
+) -> Result<Data<Value>, V1Error> {
+    let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
+    let settlement = state.engine.settlement_for(merchant.id, id)?;
+    Ok(Data(settlement_view(&settlement)))
+}

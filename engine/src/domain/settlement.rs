@@ -1,0 +1,114 @@
+//! Settlements: what a MANUAL merchant's paid orders, less fees and refunds,
+//! pay into its bank account (SPEC.md 2.5, DESIGN.md 4).
+
+use crate::money::MinorUnits;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Settlement statuses of SPEC.md 3.4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SettlementStatus {
+    /// Created, awaiting the transfer.
+    #[serde(rename = "PENDING")]
+    Pending,
+    /// Being transferred.
+    #[serde(rename = "PROCESSING")]
+    Processing,
+    /// Transferred to the bank.
+    #[serde(rename = "PAID")]
+    Paid,
+    /// The transfer failed; the amount carries into the next settlement.
+    #[serde(rename = "FAILED")]
+    Failed,
+    /// Not paid: a net of zero or less, carried into the next settlement.
+    #[serde(rename = "CANCELLED")]
+    Cancelled,
+}
+
+impl SettlementStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettlementStatus::Pending => "PENDING",
+            SettlementStatus::Processing => "PROCESSING",
+            SettlementStatus::Paid => "PAID",
+            SettlementStatus::Failed => "FAILED",
+            SettlementStatus::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// No transition leaves these.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            SettlementStatus::Paid | SettlementStatus::Failed | SettlementStatus::Cancelled
+        )
+    }
+
+    /// DESIGN.md 4: PENDING -> PROCESSING -> PAID | FAILED; PENDING -> CANCELLED.
+    pub fn can_become(self, next: SettlementStatus) -> bool {
+        use SettlementStatus::*;
+        matches!(
+            (self, next),
+            (Pending, Processing) | (Pending, Cancelled) | (Processing, Paid) | (Processing, Failed)
+        )
+    }
+}
+
+/// A settlement as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settlement {
+    /// Id.
+    pub id: Uuid,
+    /// `STL-yymmdd-NNNNN`.
+    pub ref_code: String,
+    /// Whose.
+    pub merchant_id: Uuid,
+    /// `YYYY-MM-DD` (WIB): the day the period ends in.
+    pub settlement_date: String,
+    /// Period covered, Unix ms.
+    pub period_start_ms: i64,
+    /// Orders paid before this are in it, Unix ms.
+    pub period_end_ms: i64,
+    /// Sum of the orders' amounts.
+    pub gross_amount: MinorUnits,
+    /// Sum of their MDR.
+    pub mdr_total: MinorUnits,
+    /// Sum of their platform fees.
+    pub platform_fee: MinorUnits,
+    /// Sum of their aggregator fees.
+    pub aggregator_fee: MinorUnits,
+    /// Refunds created since the last settlement.
+    pub refund_total: MinorUnits,
+    /// The payout transfer's fee (zero when nothing is paid out).
+    pub disbursement_fee: MinorUnits,
+    /// Carried in from earlier settlements: a negative net, or a failed transfer.
+    pub carried_over: MinorUnits,
+    /// gross - mdr - platform fee - aggregator fee - refunds - fee + carried over.
+    pub net_payout: MinorUnits,
+    /// How many orders.
+    pub order_count: u64,
+    /// Destination bank (catalog id and code), if the merchant has one.
+    pub bank_id: Option<Uuid>,
+    /// Destination bank code.
+    pub bank_short_code: Option<String>,
+    /// Destination account.
+    pub account_number: Option<String>,
+    /// Destination holder.
+    pub account_name: Option<String>,
+    /// Where it is.
+    pub status: SettlementStatus,
+    /// Why it failed or was not paid.
+    pub failure_reason: Option<String>,
+    /// What this settlement hands to the next: its net when not paid, its
+    /// transfer (net + fee) when the transfer failed.
+    pub carry_out: MinorUnits,
+    /// The ledger entry that took the money, and the one that gave it back.
+    pub entry_seq: Option<u64>,
+    /// The reversal after a failed transfer.
+    pub reversal_seq: Option<u64>,
+    /// Creation, Unix ms.
+    pub created_at_ms: i64,
+    /// Last change, Unix ms.
+    pub updated_at_ms: i64,
+}

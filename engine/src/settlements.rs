@@ -1,0 +1,197 @@
+//! Settlements for MANUAL merchants (DESIGN.md 4): the daily run at 00:00
+//! WIB for the previous day, runs on demand, the transfer's lifecycle
+//! through the sandbox payout vendor, and queries.
+
+use crate::actors::{OrderCommand, OrderOutcome, SettlementDraft};
+use crate::domain::disbursement::{wib_day, WIB_OFFSET_SECONDS};
+use crate::domain::{Settlement, SettlementStatus, SettlementType};
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::limits;
+use crate::vendor::SANDBOX_FAILING_ACCOUNT;
+use chrono::{DateTime, FixedOffset};
+use uuid::Uuid;
+
+/// 00:00 WIB of WIB day `day`, Unix ms.
+pub fn wib_midnight_ms(day: i64) -> i64 {
+    (day * 86_400 - WIB_OFFSET_SECONDS) * 1000
+}
+
+fn wib_date(millis: i64, format: &str) -> String {
+    let wib = FixedOffset::east_opt(WIB_OFFSET_SECONDS as i32).expect("UTC+7 is a valid offset");
+    DateTime::from_timestamp_millis(millis)
+        .unwrap_or_default()
+        .with_timezone(&wib)
+        .format(format)
+        .to_string()
+}
+
+impl Engine {
+    /// Settles every paid, unsettled order with `paid_at` before `period_end_ms`
+    /// (default: now) of one MANUAL merchant, or of all of them. Runs one at
+    /// a time; each merchant's actor takes its orders in one journal record,
+    /// so an order is never settled twice.
+    pub async fn run_settlements(
+        &self,
+        merchant_id: Option<Uuid>,
+        period_end_ms: Option<i64>,
+    ) -> Result<Vec<Settlement>, EngineError> {
+        let merchants: Vec<Uuid> = match merchant_id {
+            Some(id) => {
+                let merchant = self.merchant(id).ok_or(EngineError::MerchantNotFound)?;
+                if merchant.settlement_type != SettlementType::Manual {
+                    return Err(EngineError::invalid(
+                        "merchant_id",
+                        "WALLET merchants have no settlements",
+                    ));
+                }
+                vec![id]
+            }
+            None => {
+                let mut ids: Vec<Uuid> = self
+                    .merchant_ids()
+                    .into_iter()
+                    .filter(|id| {
+                        self.merchant(*id)
+                            .is_some_and(|m| m.settlement_type == SettlementType::Manual)
+                    })
+                    .collect();
+                ids.sort();
+                ids
+            }
+        };
+        let period_end_ms = period_end_ms.unwrap_or_else(|| self.clock().now().timestamp_millis());
+        let _run = self.settlement_lock().lock().await;
+        let mut created = Vec::new();
+        for merchant_id in merchants {
+            let Some(merchant) = self.merchant(merchant_id) else {
+                continue;
+            };
+            let settlement_date = wib_date(period_end_ms - 1, "%Y-%m-%d");
+            let prefix = format!("STL-{}-", wib_date(period_end_ms - 1, "%y%m%d"));
+            // The run lock makes the daily sequence race-free.
+            let sequence = self.store().settlement_refs_with_prefix(&prefix)? + 1;
+            let draft = SettlementDraft {
+                id: Uuid::new_v4(),
+                ref_code: format!("{prefix}{sequence:05}"),
+                settlement_date,
+                period_end_ms,
+                bank_id: merchant
+                    .settlement_bank
+                    .as_ref()
+                    .and_then(|bank| self.bank(&bank.bank_short_code))
+                    .map(|bank| bank.id),
+            };
+            if let OrderOutcome::Settled(Some(settlement)) = self
+                .order_command(merchant_id, OrderCommand::Settle(Box::new(draft)))
+                .await?
+            {
+                if settlement.status == SettlementStatus::Pending {
+                    self.process_settlement(settlement.id);
+                }
+                created.push(*settlement);
+            }
+        }
+        Ok(created)
+    }
+
+    /// The transfer of a PENDING settlement: PROCESSING, then after the
+    /// sandbox vendor's delay PAID, or FAILED for account `0000000000` or no
+    /// settlement bank. Without a payout vendor (live mode) it waits.
+    fn process_settlement(&self, id: Uuid) {
+        let Some(delay) = self.sandbox_refund_delay() else {
+            return;
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let Ok(Some(settlement)) = engine.store().settlement(&id) else {
+                return;
+            };
+            let merchant_id = settlement.merchant_id;
+            let move_to = |to, reason| OrderCommand::MoveSettlement { id, to, reason };
+            if settlement.status == SettlementStatus::Pending {
+                if let Err(error) = engine
+                    .order_command(merchant_id, move_to(SettlementStatus::Processing, None))
+                    .await
+                {
+                    tracing::warn!(%error, %id, "settlement could not start processing");
+                    return;
+                }
+            }
+            tokio::time::sleep(delay).await;
+            let outcome = match settlement.account_number.as_deref() {
+                None => (SettlementStatus::Failed, Some("no settlement bank account".to_string())),
+                Some(SANDBOX_FAILING_ACCOUNT) => (
+                    SettlementStatus::Failed,
+                    Some("the bank rejected the transfer".to_string()),
+                ),
+                Some(_) => (SettlementStatus::Paid, None),
+            };
+            match engine.order_command(merchant_id, move_to(outcome.0, outcome.1)).await {
+                Ok(_) | Err(EngineError::InvalidStatus(_)) | Err(EngineError::ShuttingDown) => {}
+                Err(error) => tracing::error!(%error, %id, "settlement outcome not recorded"),
+            }
+        });
+    }
+
+    /// Picks up settlements not yet final (after a restart).
+    pub(crate) fn resume_settlements(&self) -> Result<usize, EngineError> {
+        let open = self.store().open_settlements()?;
+        for settlement in &open {
+            self.process_settlement(settlement.id);
+        }
+        Ok(open.len())
+    }
+
+    /// The daily run: whenever the WIB day changes (and once at start, for a
+    /// midnight passed while stopped), everything paid before 00:00 WIB of
+    /// the new day is settled.
+    pub(crate) fn start_daily_settlements(&self) {
+        let weak = std::sync::Arc::downgrade(self.inner_arc());
+        let mut stopping = self.stopping_signal();
+        let task = tokio::spawn(async move {
+            let mut settled_day: Option<i64> = None;
+            loop {
+                let Some(inner) = weak.upgrade() else { return };
+                let engine = Engine::from_inner(inner);
+                let today = wib_day(engine.clock().now().timestamp_millis());
+                if settled_day != Some(today) {
+                    match engine.run_settlements(None, Some(wib_midnight_ms(today))).await {
+                        Ok(created) => {
+                            if !created.is_empty() {
+                                tracing::info!(count = created.len(), "daily settlements created");
+                            }
+                            settled_day = Some(today);
+                        }
+                        Err(error) => tracing::error!(%error, "daily settlement run failed; retrying"),
+                    }
+                }
+                drop(engine);
+                tokio::select! {
+                    _ = tokio::time::sleep(limits::SETTLEMENT_CLOCK_POLL_INTERVAL) => {}
+                    _ = stopping.changed() => return,
+                }
+            }
+        });
+        self.track_background(task);
+    }
+
+    /// A merchant's settlement by id (another merchant's is not found).
+    pub fn settlement_for(&self, merchant_id: Uuid, id: Uuid) -> Result<Settlement, EngineError> {
+        self.store()
+            .settlement(&id)?
+            .filter(|s| s.merchant_id == merchant_id)
+            .ok_or(EngineError::SettlementNotFound)
+    }
+
+    /// A page of a merchant's settlements, newest first, and the total.
+    pub fn list_settlements(
+        &self,
+        merchant_id: Uuid,
+        page: usize,
+        limit: usize,
+    ) -> Result<(Vec<Settlement>, usize), EngineError> {
+        let offset = page.saturating_sub(1).saturating_mul(limit);
+        Ok(self.store().merchant_settlements(&merchant_id, offset, limit)?)
+    }
+}

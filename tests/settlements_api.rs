@@ -1,0 +1,197 @@
+//! Settlements over HTTP (SPEC.md 2.5, 4.6; DESIGN.md 4, 7): the admin run,
+//! the settlement object, list and get with `INVALID_ID` and `NOT_FOUND`
+//! (another merchant's included), nothing settled twice.
+
+mod support;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use support::*;
+
+const SETTLEMENT_FIELDS: [&str; 21] = [
+    "id",
+    "ref_code",
+    "settlement_date",
+    "period_start",
+    "period_end",
+    "gross_amount_minor",
+    "mdr_total_minor",
+    "platform_fee_minor",
+    "aggregator_fee_minor",
+    "refund_total_minor",
+    "disbursement_fee_minor",
+    "carried_over_minor",
+    "net_payout_minor",
+    "order_count",
+    "bank_id",
+    "account_number",
+    "account_name",
+    "status",
+    "failure_reason",
+    "created_at",
+    "updated_at",
+];
+
+async fn paid_order(server: &TestServer, merchant: &TestMerchant, id: &str, amount: i64) -> String {
+    let reply = server
+        .call(
+            Method::POST,
+            "/v1/orders",
+            Some(&merchant.api_key),
+            Some(json!({ "merchant_order_id": id, "amount_minor": amount, "payment_method": "QRIS" })),
+        )
+        .await;
+    let ref_code = reply.body["data"]["ref_code"].as_str().unwrap().to_string();
+    let paid = server
+        .call(
+            Method::POST,
+            &format!("/v1/sandbox/orders/{ref_code}/pay"),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(paid.status, StatusCode::OK, "{}", paid.body);
+    ref_code
+}
+
+async fn run(server: &TestServer, body: Value) -> Reply {
+    server
+        .admin(Method::POST, "/admin/v1/settlements/run", Some(body))
+        .await
+}
+
+#[tokio::test]
+async fn the_admin_run_creates_settlements_merchants_can_read() {
+    let server = TestServer::start_with(&["--sandbox-disbursement-delay-ms", "600000"]);
+    let bank = json!({ "settlement_bank": { "bank_short_code": "BNI", "account_number": "9876543210", "account_name": "Toko Manual" } });
+    let merchant = server.create_merchant_with("MANUAL", bank.clone()).await;
+    let other = server.create_merchant_with("MANUAL", bank).await;
+    let ref_code = paid_order(&server, &merchant, "S-1", 10_000_000).await;
+    paid_order(&server, &merchant, "S-2", 5_000_000).await;
+    let refund = server
+        .call(
+            Method::POST,
+            &format!("/v1/orders/{ref_code}/refund"),
+            Some(&merchant.api_key),
+            Some(json!({ "amount_minor": 2_000_000, "idempotency_key": "s-r1" })),
+        )
+        .await;
+    assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
+
+    let reply = run(&server, json!({ "merchant_id": merchant.id })).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let created = reply.body["data"].as_array().unwrap();
+    assert_eq!(created.len(), 1);
+    let settlement = &created[0];
+    assert_eq!(sorted_keys(settlement), strings(&SETTLEMENT_FIELDS));
+    assert!(is_uuid(&settlement["id"]));
+    let ref_code = settlement["ref_code"].as_str().unwrap();
+    assert!(
+        ref_code.starts_with("STL-") && ref_code.len() == "STL-yymmdd-00001".len(),
+        "{ref_code}"
+    );
+    assert!(ref_code.ends_with("-00001"));
+    assert_eq!(settlement["gross_amount_minor"], json!(15_000_000));
+    assert_eq!(settlement["mdr_total_minor"], json!(70_000 + 35_000));
+    assert_eq!(settlement["refund_total_minor"], json!(2_000_000));
+    assert_eq!(settlement["disbursement_fee_minor"], json!(250_000));
+    assert_eq!(
+        settlement["net_payout_minor"],
+        json!(15_000_000 - 105_000 - 2_000_000 - 250_000)
+    );
+    assert_eq!(settlement["order_count"], json!(2));
+    assert_eq!(settlement["account_number"], json!("9876543210"));
+    assert_eq!(settlement["account_name"], json!("Toko Manual"));
+    assert!(is_uuid(&settlement["bank_id"]));
+    assert_eq!(settlement["status"], json!("PENDING"));
+    assert_eq!(settlement["settlement_date"].as_str().unwrap().len(), 10);
+
+    let id = settlement["id"].as_str().unwrap();
+    let got = server
+        .call(
+            Method::GET,
+            &format!("/v1/settlements/{id}"),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert_eq!(got.body["data"]["id"], settlement["id"]);
+    let list = server
+        .call(Method::GET, "/v1/settlements", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(
+        list.body["meta"],
+        json!({ "page": 1, "limit": 10, "total": 1, "total_pages": 1 })
+    );
+    let order = server
+        .call(
+            Method::GET,
+            &format!("/v1/orders/{}", created_ref(&server, &merchant).await),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(order.body["data"]["is_settled"], json!(true));
+
+    assert_v1_error(
+        &server
+            .call(Method::GET, "/v1/settlements/nope", Some(&merchant.api_key), None)
+            .await,
+        400,
+        "INVALID_ID",
+    );
+    let unknown = format!("/v1/settlements/{}", uuid::Uuid::new_v4());
+    assert_v1_error(
+        &server.call(Method::GET, &unknown, Some(&merchant.api_key), None).await,
+        404,
+        "NOT_FOUND",
+    );
+    let foreign = server
+        .call(
+            Method::GET,
+            &format!("/v1/settlements/{id}"),
+            Some(&other.api_key),
+            None,
+        )
+        .await;
+    assert_v1_error(&foreign, 404, "NOT_FOUND");
+
+    // Nothing is settled twice; WALLET merchants have none; bad input is refused.
+    let again = run(&server, json!({})).await;
+    assert_eq!(again.body["data"], json!([]));
+    let wallet = server.create_wallet_merchant().await;
+    assert_v1_error(
+        &run(&server, json!({ "merchant_id": wallet.id })).await,
+        400,
+        "INVALID_BODY",
+    );
+    assert_v1_error(&run(&server, json!({ "merchant_id": "x" })).await, 400, "INVALID_ID");
+    assert_v1_error(
+        &run(&server, json!({ "period_end": "yesterday" })).await,
+        400,
+        "INVALID_BODY",
+    );
+    let verify = server.verify().await;
+    assert_eq!(verify["balanced"], json!(true), "{verify}");
+}
+
+async fn created_ref(server: &TestServer, merchant: &TestMerchant) -> String {
+    let list = server
+        .call(Method::GET, "/v1/orders?limit=1", Some(&merchant.api_key), None)
+        .await;
+    list.body["data"][0]["ref_code"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_period_end_in_the_past_leaves_later_orders_for_later() {
+    let server = TestServer::start_with(&["--sandbox-disbursement-delay-ms", "600000"]);
+    let merchant = server
+        .create_merchant_with("MANUAL", json!({ "settlement_bank": { "bank_short_code": "BCA", "account_number": "1112223334", "account_name": "T" } }))
+        .await;
+    paid_order(&server, &merchant, "P-1", 1_000_000).await;
+    let reply = run(&server, json!({ "period_end": "2020-01-01T00:00:00Z" })).await;
+    assert_eq!(reply.body["data"], json!([]), "orders paid now are after that period");
+    let reply = run(&server, json!({ "merchant_id": merchant.id })).await;
+    assert_eq!(reply.body["data"][0]["order_count"], json!(1));
+}
