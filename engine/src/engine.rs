@@ -175,6 +175,7 @@ impl Engine {
         let covered = store.checkpoint()?;
         journal.drop_segments_below(covered)?;
 
+        let started_at = clock.now();
         let engine = Engine {
             inner: Arc::new(EngineInner {
                 store,
@@ -188,7 +189,7 @@ impl Engine {
                 first_start,
                 actor_idle_timeout: config.actor_idle_timeout,
                 idempotency_keys_in_memory: config.idempotency_keys_in_memory.max(1),
-                ref_codes: Arc::default(),
+                ref_codes: Arc::new(crate::refcode::RefCodes::starting_at(started_at)),
                 disbursement_actors: Arc::default(),
                 payout_vendor: config.payout_vendor.clone(),
                 order_actors: Arc::default(),

@@ -123,6 +123,41 @@ pub enum BeneficiaryChange {
     Delete { id: Uuid },
 }
 
+/// Hashes of every key of one kind a merchant ever used, while they fit in
+/// memory (`complete`); past the cap it gives up and every lookup reads storage.
+pub(crate) struct KnownKeys {
+    hashes: std::collections::HashSet<u128>,
+    complete: bool,
+    cap: usize,
+}
+
+impl KnownKeys {
+    fn from(loaded: Option<std::collections::HashSet<u128>>, cap: usize) -> KnownKeys {
+        KnownKeys {
+            complete: loaded.is_some(),
+            hashes: loaded.unwrap_or_default(),
+            cap,
+        }
+    }
+
+    /// False only when the key was certainly never used.
+    pub(crate) fn may_contain(&self, hash: u128) -> bool {
+        !self.complete || self.hashes.contains(&hash)
+    }
+
+    pub(crate) fn insert(&mut self, hash: u128) {
+        if !self.complete {
+            return;
+        }
+        if self.hashes.len() >= self.cap {
+            self.complete = false;
+            self.hashes = Default::default();
+        } else {
+            self.hashes.insert(hash);
+        }
+    }
+}
+
 /// The actor behaviour; state lives in `MerchantState`.
 pub struct MerchantActor;
 
@@ -169,6 +204,12 @@ pub struct MerchantState {
     disbursement_keys: HashMap<u128, Uuid>,
     /// The WIB day and its running sum of request amounts not reversed.
     daily_total: Option<(i64, i64)>,
+    /// Every disbursement idempotency key hash, while they fit: a key not
+    /// in it is new without a storage read (which a checkpoint can stall).
+    known_disbursement_keys: KnownKeys,
+    /// The same for order ids (`f`) and order `Idempotency-Key`s (`h`).
+    known_order_ids: KnownKeys,
+    known_order_keys: KnownKeys,
     /// Orders and refunds written since this actor started.
     orders: orders::RecentOrders,
 }
@@ -195,6 +236,14 @@ impl Actor for MerchantActor {
             .idempotency_index(&args.merchant_id, args.keys_in_memory / 2)?;
         let keys_complete = known_keys.is_some();
         let known_keys = known_keys.unwrap_or_default();
+        let cap = args.keys_in_memory / 2;
+        let load = |prefix: u8| -> Result<KnownKeys, StoreError> {
+            Ok(KnownKeys::from(
+                args.store.merchant_key_hashes(prefix, &args.merchant_id, cap)?,
+                cap,
+            ))
+        };
+        let (known_disbursement_keys, known_order_ids, known_order_keys) = (load(b'i')?, load(b'f')?, load(b'h')?);
         myself.send_interval(args.idle_timeout / 4, || MerchantMsg::IdleCheck);
         Ok(MerchantState {
             profile: (*profile).clone(),
@@ -211,6 +260,9 @@ impl Actor for MerchantActor {
             disbursement_keys: HashMap::new(),
             daily_total: None,
             orders: Default::default(),
+            known_disbursement_keys,
+            known_order_ids,
+            known_order_keys,
         })
     }
 
@@ -589,6 +641,9 @@ impl MerchantState {
                 return Ok(Some(found.clone()));
             }
         }
+        if !self.known_disbursement_keys.may_contain(key_hash) {
+            return Ok(None);
+        }
         Ok(self.args.store.disbursement_by_key(&self.args.merchant_id, key)?)
     }
 
@@ -599,6 +654,7 @@ impl MerchantState {
             self.disbursement_keys.clear();
         }
         self.disbursement_keys.insert(key_hash, disbursement.id);
+        self.known_disbursement_keys.insert(key_hash);
         self.disbursements.insert(disbursement.id, disbursement);
     }
 

@@ -178,11 +178,29 @@ fn prefixed(prefix: u8, parts: &[&[u8]]) -> Vec<u8> {
 /// `f`+merchant+source+merchant order id: a Legacy `orderId` and a V1
 /// `merchant_order_id` with the same text are different orders.
 fn order_id_key(merchant_id: &Uuid, source: Source, merchant_order_id: &str) -> Vec<u8> {
-    let source = [match source {
+    prefixed(
+        b'f',
+        &[merchant_id.as_bytes(), &order_id_suffix(source, merchant_order_id)],
+    )
+}
+
+/// The in-memory hash of an index key's suffix: hash-keyed indexes (`i`,
+/// `h`) already hold one; text-keyed ones (`f`: source + order id) are hashed.
+pub fn index_suffix_hash(prefix: u8, suffix: &[u8]) -> u128 {
+    match prefix {
+        b'i' | b'h' => u128::from_be_bytes(suffix.get(..16).and_then(|s| s.try_into().ok()).unwrap_or([0; 16])),
+        _ => xxhash_rust::xxh3::xxh3_128(suffix),
+    }
+}
+
+/// The suffix of `f`: source byte + merchant order id.
+pub fn order_id_suffix(source: Source, merchant_order_id: &str) -> Vec<u8> {
+    let mut suffix = vec![match source {
         Source::Api => b'A',
         Source::Legacy => b'L',
     }];
-    prefixed(b'f', &[merchant_id.as_bytes(), &source, merchant_order_id.as_bytes()])
+    suffix.extend_from_slice(merchant_order_id.as_bytes());
+    suffix
 }
 
 fn read_u64(bytes: &[u8]) -> u64 {
@@ -1075,6 +1093,29 @@ impl Store {
             }
         }
         Ok(open)
+    }
+
+    /// The hashes under which a merchant's keys of one kind are indexed
+    /// (`prefix`: `i` disbursement keys, `f` order ids, `h` order
+    /// `Idempotency-Key`s), or `None` when there are more than `limit`.
+    pub fn merchant_key_hashes(
+        &self,
+        prefix: u8,
+        merchant_id: &Uuid,
+        limit: usize,
+    ) -> Result<Option<std::collections::HashSet<u128>>, StoreError> {
+        let start = prefixed(prefix, &[merchant_id.as_bytes()]);
+        let mut end = start.clone();
+        end.push(0xFF);
+        end.extend_from_slice(&[0xFF; 32]);
+        let mut hashes = std::collections::HashSet::new();
+        for (key, _) in self.resource_range(&start, &end)? {
+            if hashes.len() >= limit {
+                return Ok(None);
+            }
+            hashes.insert(index_suffix_hash(prefix, &key[17..]));
+        }
+        Ok(Some(hashes))
     }
 
     /// A webhook event by id.

@@ -385,6 +385,9 @@ impl MerchantState {
                 return Ok(Some(order.clone()));
             }
         }
+        if !self.known_order_keys.may_contain(hash) {
+            return Ok(None);
+        }
         Ok(self.args.store.order_by_idempotency_key(&self.args.merchant_id, key)?)
     }
 
@@ -401,6 +404,13 @@ impl MerchantState {
             .and_then(|id| self.orders.orders.get(id))
         {
             return Ok(Some(order.clone()));
+        }
+        let suffix = crate::store::order_id_suffix(source, merchant_order_id);
+        if !self
+            .known_order_ids
+            .may_contain(crate::store::index_suffix_hash(b'f', &suffix))
+        {
+            return Ok(None);
         }
         Ok(self
             .args
@@ -435,14 +445,17 @@ impl MerchantState {
 
     pub(super) fn remember_order(&mut self, order: Order) {
         self.forget_recent_orders_if_settled();
+        let suffix = crate::store::order_id_suffix(order.source, &order.merchant_order_id);
+        self.known_order_ids
+            .insert(crate::store::index_suffix_hash(b'f', &suffix));
         let recent = &mut self.orders;
         recent
             .by_merchant_order_id
             .insert((order.source, order.merchant_order_id.clone()), order.id);
         if let Some((key, _)) = &order.idempotency {
-            recent
-                .by_idempotency_key
-                .insert(self.args.store.key_hash(key), order.id);
+            let hash = self.args.store.key_hash(key);
+            recent.by_idempotency_key.insert(hash, order.id);
+            self.known_order_keys.insert(hash);
         }
         recent.orders.insert(order.id, order);
     }
