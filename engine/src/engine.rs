@@ -142,6 +142,7 @@ pub(crate) struct EngineInner {
     webhook_locks: [tokio::sync::Mutex<()>; 64],
     // Settlement runs one at a time (daily sequence numbers, no double runs).
     settlement_lock: tokio::sync::Mutex<()>,
+    timers: std::sync::OnceLock<crate::timers::Timers>,
 }
 
 impl Engine {
@@ -197,8 +198,13 @@ impl Engine {
                 http_client: reqwest::Client::new(),
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
                 settlement_lock: tokio::sync::Mutex::new(()),
+                timers: std::sync::OnceLock::new(),
             }),
         };
+        let (timers, timer_task) =
+            crate::timers::Timers::start(Arc::downgrade(&engine.inner), engine.inner.stopping.subscribe());
+        let _ = engine.inner.timers.set(timers);
+        engine.track_background(timer_task);
         engine.seed_catalog().await?;
         engine.start_checkpointer(config.checkpoint_interval);
         let resumed = engine.resume_disbursements().await?;
@@ -449,6 +455,11 @@ impl Engine {
     /// The live disbursement actors.
     pub(crate) fn disbursement_actors(&self) -> &ActorRegistry<DisbursementMsg> {
         &self.inner.disbursement_actors
+    }
+
+    /// The timer task of vendor outcomes.
+    pub(crate) fn timers(&self) -> &crate::timers::Timers {
+        self.inner.timers.get().expect("timers start with the engine")
     }
 
     /// The lock serializing settlement runs.

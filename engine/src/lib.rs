@@ -9,6 +9,7 @@
 //! - `actors`: `MerchantActor` and the registry that spawns actors on demand.
 //! - `signing`: RSA key parsing for Legacy signatures.
 //! - `refcode`: unique `ORD-`/`DSB-` reference codes.
+//! - `timers`: one task holding every vendor deadline.
 //! - `vendor`: payout vendors (sandbox).
 //! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements` and
 //!   `beneficiaries`: its payout operations.
@@ -34,6 +35,7 @@ pub mod refcode;
 pub mod settlements;
 pub mod signing;
 pub mod store;
+pub mod timers;
 pub mod vendor;
 pub mod webhooks;
 

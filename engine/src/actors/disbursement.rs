@@ -51,10 +51,13 @@ impl Actor for DisbursementActor {
         state: &mut DisbursementArgs,
     ) -> Result<(), ActorProcessingErr> {
         let keep_running = match message {
-            DisbursementMsg::Advance => advance(&myself, state).await?,
+            DisbursementMsg::Advance => advance(state).await?,
             DisbursementMsg::SettleAfter(delay, outcome) => {
-                myself.send_after(delay, move || DisbursementMsg::Settle(outcome));
-                true
+                state
+                    .engine
+                    .timers()
+                    .disbursement_outcome_after(state.id, delay, outcome);
+                false
             }
             DisbursementMsg::Settle(outcome) => {
                 // A sandbox "complete" may have settled it first: then nothing to do.
@@ -84,7 +87,7 @@ fn outcome_reason(outcome: DisbursementStatus) -> String {
 }
 
 /// Returns whether there is still something to wait for.
-async fn advance(myself: &ActorRef<DisbursementMsg>, state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
+async fn advance(state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
     let Some(disbursement) = state.engine.stored_disbursement(state.id)? else {
         return Ok(false);
     };
@@ -102,15 +105,15 @@ async fn advance(myself: &ActorRef<DisbursementMsg>, state: &DisbursementArgs) -
                 ignore_lost_race(moved)?;
                 return Ok(false);
             }
-            submit(myself, state).await
+            submit(state).await
         }
         // After a restart: ask the vendor again when it will settle.
-        DisbursementStatus::OnProcess => schedule_outcome(myself, state, &disbursement),
+        DisbursementStatus::OnProcess => schedule_outcome(state, &disbursement),
         _ => Ok(false),
     }
 }
 
-async fn submit(myself: &ActorRef<DisbursementMsg>, state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
+async fn submit(state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
     let Some(vendor) = state.engine.payout_vendor() else {
         return Ok(false);
     };
@@ -132,8 +135,11 @@ async fn submit(myself: &ActorRef<DisbursementMsg>, state: &DisbursementArgs) ->
                 return Ok(false);
             }
             if let Some((delay, outcome)) = submission.settles {
-                myself.send_after(delay, move || DisbursementMsg::Settle(outcome));
-                return Ok(true);
+                // The timer task brings the outcome back; no actor waits meanwhile.
+                state
+                    .engine
+                    .timers()
+                    .disbursement_outcome_after(state.id, delay, outcome);
             }
             Ok(false)
         }
@@ -149,7 +155,6 @@ async fn submit(myself: &ActorRef<DisbursementMsg>, state: &DisbursementArgs) ->
 }
 
 fn schedule_outcome(
-    myself: &ActorRef<DisbursementMsg>,
     state: &DisbursementArgs,
     disbursement: &crate::domain::Disbursement,
 ) -> Result<bool, ActorProcessingErr> {
@@ -157,13 +162,15 @@ fn schedule_outcome(
         return Ok(false);
     };
     match vendor.submit(disbursement) {
-        Ok(submission) => match submission.settles {
-            Some((delay, outcome)) => {
-                myself.send_after(delay, move || DisbursementMsg::Settle(outcome));
-                Ok(true)
+        Ok(submission) => {
+            if let Some((delay, outcome)) = submission.settles {
+                state
+                    .engine
+                    .timers()
+                    .disbursement_outcome_after(state.id, delay, outcome);
             }
-            None => Ok(false),
-        },
+            Ok(false)
+        }
         Err(_) => Ok(false),
     }
 }
