@@ -56,7 +56,8 @@ impl RefCodes {
                 .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
                 .collect();
             let code = format!("{stamp}-{suffix}");
-            if !issued.1.contains(&code) && !(ask_storage && taken(&code)) {
+            let known_taken = issued.1.contains(&code) || (ask_storage && taken(&code));
+            if !known_taken {
                 issued.1.insert(code.clone());
                 return code;
             }
