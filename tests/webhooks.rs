@@ -483,3 +483,69 @@ async fn a_dead_endpoint_does_not_hold_up_other_merchants() {
     // deliveries is still hanging while the healthy ones all arrived.
     assert!(stuck.received().is_empty());
 }
+
+#[tokio::test]
+async fn live_mode_refuses_private_notify_urls_and_sandbox_allows_them() {
+    let live = TestServer::start_with(&["--mode", "live"]);
+    let merchant = live.create_wallet_merchant().await;
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://[::1]/hook",
+        "http://169.254.169.254/latest",
+    ] {
+        let order = live
+            .call(
+                Method::POST,
+                "/v1/orders",
+                Some(&merchant.api_key),
+                Some(json!({ "merchant_order_id": "SSRF", "amount_minor": 10_000, "payment_method": "QRIS", "notify_url": url })),
+            )
+            .await;
+        assert_v1_error(&order, 400, "INVALID_BODY");
+        assert!(order.body["error"]["message"].as_str().unwrap().contains("notify_url"));
+        let disbursement = live
+            .call(
+                Method::POST,
+                "/v1/disbursements",
+                Some(&merchant.api_key),
+                Some(json!({
+                    "idempotency_key": "ssrf", "channel": "BANK", "bank_short_code": "BCA",
+                    "account_number": "1234567890", "account_name": "Budi", "amount_minor": 10_000, "notify_url": url,
+                })),
+            )
+            .await;
+        assert_v1_error(&disbursement, 400, "INVALID_BODY");
+        let patch = live
+            .admin(
+                Method::PATCH,
+                &format!("/admin/v1/merchants/{}", merchant.id),
+                Some(json!({ "default_notify_url": url })),
+            )
+            .await;
+        assert_v1_error(&patch, 400, "INVALID_BODY");
+    }
+    // A public address passes validation (then live mode has no vendor configured).
+    let public = live
+        .call(
+            Method::POST,
+            "/v1/orders",
+            Some(&merchant.api_key),
+            Some(json!({ "merchant_order_id": "OK", "amount_minor": 10_000, "payment_method": "QRIS", "notify_url": "https://merchant.example/hook" })),
+        )
+        .await;
+    assert_v1_error(&public, 503, "NO_VENDOR");
+
+    let sandbox = TestServer::start();
+    let merchant = sandbox.create_wallet_merchant().await;
+    let order = sandbox
+        .call(
+            Method::POST,
+            "/v1/orders",
+            Some(&merchant.api_key),
+            Some(json!({ "merchant_order_id": "LOCAL", "amount_minor": 10_000, "payment_method": "QRIS", "notify_url": "http://127.0.0.1:9/hook" })),
+        )
+        .await;
+    assert_eq!(order.status, StatusCode::CREATED, "{}", order.body);
+}

@@ -193,6 +193,37 @@ async fn refuse_private(state: &AppState, url: &str) -> Option<String> {
         .then(|| format!("refused: {host} resolves to a private address"))
 }
 
+/// Live mode refuses notify URLs that name a loopback, private or
+/// link-local host outright (`localhost`, such an IP literal); hosts whose
+/// names resolve there are refused at delivery. Sandbox allows them.
+pub fn notify_url_allowed(mode: crate::Mode, url: &str) -> bool {
+    if mode == crate::Mode::Sandbox {
+        return true;
+    }
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    match parsed.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.to_ascii_lowercase();
+            name != "localhost" && !name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => !is_private(std::net::IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => !is_private(std::net::IpAddr::V6(ip)),
+        None => false,
+    }
+}
+
+/// The V1 refusal of a notify URL live mode does not allow.
+pub fn check_notify_url(state: &AppState, field: &str, url: Option<&str>) -> Result<(), crate::error::V1Error> {
+    match url {
+        Some(url) if !notify_url_allowed(state.config.mode, url) => Err(crate::error::V1Error::invalid_body(format!(
+            "{field}: must not point to a loopback, private or link-local address"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Loopback, private, link-local, unspecified or unique-local.
 pub fn is_private(ip: std::net::IpAddr) -> bool {
     match ip {

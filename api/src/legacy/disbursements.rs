@@ -123,10 +123,17 @@ async fn create(
     let amount_minor = request_amount
         .checked_mul(100)
         .ok_or_else(LegacyError::invalid_parameters)?;
+    let notify_url = body.optional_string("notifyUrl")?;
+    if notify_url
+        .as_deref()
+        .is_some_and(|url| !crate::webhooks::notify_url_allowed(state.config.mode, url))
+    {
+        return Err(LegacyError::invalid_parameters());
+    }
     let mut new = NewDisbursement {
         idempotency_key: Some(order_id.clone()),
         amount_minor: Some(amount_minor),
-        notify_url: body.optional_string("notifyUrl")?,
+        notify_url,
         source: Some(Source::Legacy),
         ..Default::default()
     };

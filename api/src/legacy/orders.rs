@@ -111,6 +111,13 @@ pub async fn create_order(
     {
         return existing_or_conflict(existing, amount_minor, method);
     }
+    let notify_url = body.optional_string("notifyUrl")?;
+    if notify_url
+        .as_deref()
+        .is_some_and(|url| !crate::webhooks::notify_url_allowed(state.config.mode, url))
+    {
+        return Err(LegacyError::invalid_parameters());
+    }
     let new = NewOrder {
         merchant_order_id: order_id,
         amount_minor,
@@ -118,7 +125,7 @@ pub async fn create_order(
         customer_name: body.optional_string("customerName")?,
         customer_email: body.optional_string("customerEmail")?,
         customer_phone: body.optional_string("customerPhone")?,
-        notify_url: body.optional_string("notifyUrl")?,
+        notify_url,
         return_url: body.optional_string("returnUrl")?,
         expire_minutes: None,
         metadata: None,

@@ -50,6 +50,7 @@ pub async fn create_order(
                 .to_string(),
         ),
     };
+    crate::webhooks::check_notify_url(&state, "notify_url", body.notify_url.as_deref())?;
     if let Some(metadata) = &body.metadata {
         if !metadata.get().trim_start().starts_with('{') {
             return Err(V1Error::invalid_body("metadata: must be a JSON object"));
