@@ -764,3 +764,71 @@ async fn legacy_envelopes_for_unknown_routes_and_large_bodies() {
     let reply = post(&server, "/api/order/create", &huge, None).await;
     assert_legacy_error(&reply, 413, "Request body too large");
 }
+
+/// A webhook receiver on loopback: keeps every body it is sent.
+async fn start_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use axum::routing::post;
+    let received: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let store = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |body: axum::body::Bytes| {
+            let store = store.clone();
+            async move {
+                store
+                    .lock()
+                    .unwrap()
+                    .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{address}/hook"), received)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_disbursement_webhooks_carry_a_valid_signature() {
+    let (url, received) = start_receiver().await;
+    let server = TestServer::start_with(&[
+        "--sandbox-disbursement-delay-ms",
+        "200",
+        "--webhook-retry-scale",
+        "0.001",
+    ]);
+    let merchant = merchant_with_key(&server, 10_000_000).await;
+    let body = json!({
+        "clientId": merchant.client_id, "orderId": "WH-DSB-1", "bankCode": "BCA",
+        "accountNumber": "1234567890", "accountName": "Budi", "requestAmount": 25000, "notifyUrl": url,
+    })
+    .to_string();
+    let created = post(
+        &server,
+        "/api/disbursement/create",
+        &body,
+        Some(&x_signature(&merchant, &body)),
+    )
+    .await;
+    assert_ok(&created);
+    let mut bodies = Vec::new();
+    for _ in 0..250 {
+        bodies = received.lock().unwrap().clone();
+        if bodies.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(bodies.len(), 2, "ON_PROCESS then SUCCESS");
+    let expected = sha512_hex(&format!(
+        "{}|WH-DSB-1|25000|{}",
+        merchant.client_id, merchant.client_secret
+    ));
+    for body in &bodies {
+        assert_eq!(body["orderId"], json!("WH-DSB-1"));
+        assert_eq!(body["requestAmount"], json!("25000.00"));
+        assert_eq!(body["signature"], json!(expected));
+    }
+    assert_eq!(bodies[1]["status"], json!("SUCCESS"));
+}
