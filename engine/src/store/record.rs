@@ -106,8 +106,11 @@ pub enum JournalRecord {
 }
 
 impl JournalRecord {
-    /// `record` with `events`, or `record` alone when there are none.
-    pub fn with_events(record: JournalRecord, events: Vec<WebhookEvent>) -> JournalRecord {
+    /// `record` with `events`, or `record` alone when there are none. An
+    /// event with no URL to go to (no notify URL, no merchant default) is
+    /// not kept: nothing could ever deliver it.
+    pub fn with_events(record: JournalRecord, mut events: Vec<WebhookEvent>) -> JournalRecord {
+        events.retain(|event| event.url.is_some());
         if events.is_empty() {
             record
         } else {
