@@ -721,7 +721,9 @@ impl Store {
             take(&item?.1)?;
         }
         for layer in view.layers() {
-            take(&layer.entry_block)?;
+            for (_, block) in &layer.blocks {
+                take(block)?;
+            }
         }
         Ok(entries)
     }
@@ -813,11 +815,8 @@ impl Store {
         let mut compact = Vec::new();
         for (merchant_id, merchant) in &layer.merchants {
             batch.insert(&merchant_key(b'B', merchant_id)[..], encode_value(&merchant.book));
-            if !merchant.entry_block.is_empty() {
-                batch.insert(
-                    &merchant_seq_key(b'E', merchant_id, merchant.first_seq)[..],
-                    merchant.entry_block.clone(),
-                );
+            for (first_seq, block) in &merchant.blocks {
+                batch.insert(&merchant_seq_key(b'E', merchant_id, *first_seq)[..], block.as_slice());
             }
             if !merchant.keys.is_empty() {
                 let mut keys: Vec<(u128, u64)> = merchant.keys.iter().map(|(hash, seq)| (*hash, *seq)).collect();
@@ -1322,4 +1321,54 @@ fn fsync_tree(path: &Path) -> io::Result<()> {
         }
     }
     fs::File::open(path)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::{wallet_credit, MerchantBook};
+    use crate::money::MinorUnits;
+
+    #[test]
+    fn entries_split_into_blocks_read_back_in_order_across_checkpoints_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let merchant = Uuid::new_v4();
+        let mut book = MerchantBook::new(merchant);
+        let mut seq = 0u64;
+        let mut post = |store: &Store, count: usize, book: &mut MerchantBook| {
+            for _ in 0..count {
+                let memo = "x".repeat(200);
+                let entry = book.prepare(wallet_credit(MinorUnits::new(1), memo, None), 0).unwrap();
+                book.apply(&entry).unwrap();
+                seq += 1;
+                store.apply_entry(seq, &entry, &record::encode_entry(&entry)).unwrap();
+            }
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            post(&store, 1500, &mut book);
+            store.checkpoint().unwrap();
+            post(&store, 1500, &mut book);
+            let layer_blocks = store.overlay.lock().unwrap().active.merchants[&merchant].blocks.len();
+            assert!(layer_blocks > 1, "a busy merchant's entries are cut into blocks");
+            let entries = store.entries_after(&merchant, 0).unwrap();
+            assert_eq!(entries.len(), 3000);
+            assert!(entries.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
+            assert_eq!(store.entries_after(&merchant, 2222).unwrap()[0].seq, 2223);
+            store.checkpoint().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let entries = store.entries_after(&merchant, 0).unwrap();
+        assert_eq!(entries.len(), 3000);
+        assert!(entries.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
+        assert_eq!(store.entry(&merchant, 1777).unwrap().unwrap().seq, 1777);
+        assert_eq!(
+            store
+                .durable_book(&merchant)
+                .unwrap()
+                .balance(crate::ledger::Account::Wallet)
+                .get(),
+            3000
+        );
+    }
 }

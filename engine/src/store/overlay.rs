@@ -13,10 +13,11 @@ use uuid::Uuid;
 pub struct MerchantLayer {
     /// The book after every entry applied so far.
     pub book: MerchantBook,
-    /// Sequence number of the first entry in `entry_block`.
-    pub first_seq: u64,
-    /// Entries as a sled block: length-prefixed encoded `EntryPosted` records.
-    pub entry_block: Vec<u8>,
+    /// Entries as sled blocks, each keyed by its first entry's sequence
+    /// number: length-prefixed encoded `EntryPosted` records. Blocks are cut
+    /// at `ENTRY_BLOCK_BYTES_MAX`, so a busy merchant never grows (and
+    /// copies) one huge buffer, nor writes one huge sled value.
+    pub blocks: Vec<(u64, Vec<u8>)>,
     /// Hashes of the idempotency keys used, with their entries.
     pub keys: HashMap<u128, u64>,
 }
@@ -59,7 +60,7 @@ impl Layer {
         match self.merchants.get_mut(&merchant_id) {
             Some(older) => {
                 older.book = newer.book;
-                older.entry_block.extend_from_slice(&newer.entry_block);
+                older.blocks.extend(newer.blocks);
                 older.keys.extend(newer.keys);
             }
             None => {
@@ -99,21 +100,33 @@ impl MerchantLayer {
     /// A layer starting from `book`.
     pub fn new(book: MerchantBook) -> MerchantLayer {
         MerchantLayer {
-            first_seq: book.last_seq + 1,
             book,
-            entry_block: Vec::new(),
+            blocks: Vec::new(),
             keys: HashMap::new(),
         }
     }
 
     /// Adds an entry already applied to `book`.
     pub fn push_entry(&mut self, entry: &Entry, payload: &[u8], key_hash: Option<u128>) {
-        append_to_block(&mut self.entry_block, payload);
+        let full = self
+            .blocks
+            .last()
+            .is_none_or(|(_, block)| block.len() >= ENTRY_BLOCK_BYTES_MAX);
+        if full {
+            self.blocks
+                .push((entry.seq, Vec::with_capacity(ENTRY_BLOCK_BYTES_MAX + payload.len() + 4)));
+        }
+        let (_, block) = self.blocks.last_mut().expect("a block was just ensured");
+        append_to_block(block, payload);
         if let Some(hash) = key_hash {
             self.keys.insert(hash, entry.seq);
         }
     }
 }
+
+/// Where an entry block is cut: small enough to copy and write cheaply,
+/// large enough that a merchant's history is few sled values.
+pub const ENTRY_BLOCK_BYTES_MAX: usize = 64 * 1024;
 
 /// Appends one encoded record to an entry block.
 pub fn append_to_block(block: &mut Vec<u8>, payload: &[u8]) {
