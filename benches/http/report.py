@@ -1,5 +1,5 @@
 """Table of benches/http/run.sh from the RESULT lines of the two wrk runs
-(disburse.lua's done(), extended by run.sh with CPU seconds).
+(done() of common.lua, extended by run.sh with CPU seconds).
 
     python3 benches/http/report.py BASELINE.wrk PAYGATE.wrk
 """

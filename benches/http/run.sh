@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Durable disbursements over HTTP (issue 4): wrk against the release binary,
-# next to a plain axum JSON endpoint of the same shape measured in the same run.
+# Durable disbursements (issue 4) or order creation (issue 3) over HTTP: wrk
+# against the release binary, next to a plain axum JSON endpoint of the same
+# shape measured in the same run.
 #
-#   benches/http/run.sh
+#   benches/http/run.sh                        # POST /v1/disbursements
+#   BENCH_TARGET=orders benches/http/run.sh    # POST /v1/orders
 #
 # Environment (all optional):
+#   BENCH_TARGET=disbursements  disbursements (disburse.lua) or orders (orders.lua)
 #   BENCH_CONNECTIONS=64        wrk connections
 #   BENCH_THREADS=2             wrk threads (the machine has 2 cores; wrk shares them with the server)
 #   BENCH_DURATION=20s          measured wrk run, per server
@@ -23,8 +26,10 @@
 # Prints a table: requests/s, p50, p99 and CPU for both, the ratios,
 # PASS/MISS against the targets (>= 0.5 of the baseline's requests/s, p99
 # <= 2x the baseline's), then the durability check: paygate is killed,
-# restarted on the same data dir, and every disbursement answered 201 must
-# be found again, with the ledger balanced.
+# restarted on the same data dir, and every disbursement or order answered
+# 201 must be found again, with the ledger balanced (and, for disbursements,
+# the wallet balance equal to funding minus what they debited; orders move
+# no money until paid).
 
 set -euo pipefail
 
@@ -40,7 +45,15 @@ delay_ms=${BENCH_DISBURSEMENT_DELAY_MS:-3600000}
 stop_signal=${BENCH_STOP_SIGNAL:-KILL}
 bench_dir=${BENCH_DIR:-target/bench-data}
 admin_token=bench-admin-token
-script=benches/http/disburse.lua
+target=${BENCH_TARGET:-disbursements}
+case "$target" in
+disbursements) script=benches/http/disburse.lua ;;
+orders) script=benches/http/orders.lua ;;
+*)
+    echo "BENCH_TARGET must be disbursements or orders, not '$target'" >&2
+    exit 2
+    ;;
+esac
 amount_minor=1000000           # IDR 10,000 a disbursement
 funding_minor=1000000000000000 # IDR 10 trillion of test money: far more than a run spends
 
@@ -133,7 +146,8 @@ load baseline "baseline-$$"
 stop_server TERM
 created_total=0 # the baseline stores nothing; only paygate's 201s are checked
 
-# 2. paygate on a fresh data dir: one WALLET merchant, limits out of the way, funded.
+# 2. paygate on a fresh data dir: one WALLET merchant, limits out of the way
+#    (funded for disbursements; orders need no money).
 serve=(target/release/paygate serve --listen 127.0.0.1:0 --data-dir "$data_dir" --admin-token "$admin_token"
     --sandbox-disbursement-delay-ms "$delay_ms")
 start_server "$work/paygate.out" "${serve[@]}"
@@ -143,8 +157,10 @@ merchant=$(curl "${admin[@]}" "http://$address/admin/v1/merchants" -d '{
     "limits": {"daily_minor": 1000000000000000000, "rate_limit_per_second": 1000000, "rate_limit_burst": 1000000}}')
 merchant_id=$(json 'd["data"]["merchant"]["id"]' <<<"$merchant")
 api_key=$(json 'd["data"]["credentials"]["api_key"]' <<<"$merchant")
-curl "${admin[@]}" "http://$address/admin/v1/merchants/$merchant_id/wallet/credit" \
-    -d "{\"amount_minor\": $funding_minor, \"reason\": \"bench\"}" >/dev/null
+if [[ "$target" == disbursements ]]; then
+    curl "${admin[@]}" "http://$address/admin/v1/merchants/$merchant_id/wallet/credit" \
+        -d "{\"amount_minor\": $funding_minor, \"reason\": \"bench\"}" >/dev/null
+fi
 mkdir -p "$work/ids"
 export PAYGATE_API_KEY=$api_key BENCH_AMOUNT_MINOR=$amount_minor BENCH_IDS_DIR=$work/ids
 load paygate "paygate-$$"
@@ -153,26 +169,34 @@ stop_server "$stop_signal"
 # 3. Durability: restart on the same data dir; every 201 must be there.
 start_server "$work/paygate2.out" "${serve[@]}"
 v1=(-sS -H "X-API-Key: $api_key")
-total=$(curl "${v1[@]}" "http://$address/v1/disbursements?limit=1" | json 'd["meta"]["total"]')
-fee=$(curl "${v1[@]}" "http://$address/v1/disbursements?limit=1" | json 'd["data"][0]["fee_minor"]')
-balance=$(curl "${v1[@]}" "http://$address/v1/balance" | json 'd["data"]["balance_minor"]')
+total=$(curl "${v1[@]}" "http://$address/v1/$target?limit=1" | json 'd["meta"]["total"]')
+if [[ "$target" == disbursements ]]; then
+    fee=$(curl "${v1[@]}" "http://$address/v1/disbursements?limit=1" | json 'd["data"][0]["fee_minor"]')
+    balance=$(curl "${v1[@]}" "http://$address/v1/balance" | json 'd["data"]["balance_minor"]')
+fi
 balanced=$(curl -sS -H "Authorization: Bearer $admin_token" "http://$address/admin/v1/ledger/verify" |
     json 'd["data"]["balanced"]')
-read -r ids_checked ids_missing < <(python3 benches/http/check_ids.py "$address" "$api_key" "$work"/ids/*.txt)
+read -r ids_checked ids_missing < <(python3 benches/http/check_ids.py --path "/v1/$target/{}" \
+    "$address" "$api_key" "$work"/ids/*.txt)
 stop_server TERM
 
 echo
-echo "wrk -t$threads -c$connections -d$duration --timeout $timeout; $(nproc) cores, shared by wrk and the server"
+echo "POST /v1/$target ($script); wrk -t$threads -c$connections -d$duration --timeout $timeout;" \
+    "$(nproc) cores, shared by wrk and the server"
 python3 benches/http/report.py "$work/baseline.wrk" "$work/paygate.wrk"
 
-expected_balance=$((funding_minor - total * (amount_minor + fee)))
+balance_ok=1
 echo
 echo "durability (paygate stopped with SIG$stop_signal, restarted on the same data dir):"
-echo "  201s seen by wrk (warm-up + run): $created_total; disbursements after restart: $total"
+echo "  201s seen by wrk (warm-up + run): $created_total; $target after restart: $total"
 echo "  ids answered 201 looked up after restart: $ids_checked, not found: $ids_missing"
-echo "  balance after restart: $balance (funding - $total x $((amount_minor + fee)) = $expected_balance)"
+if [[ "$target" == disbursements ]]; then
+    expected_balance=$((funding_minor - total * (amount_minor + fee)))
+    echo "  balance after restart: $balance (funding - $total x $((amount_minor + fee)) = $expected_balance)"
+    ((balance == expected_balance)) || balance_ok=0
+fi
 echo "  ledger verify balanced: $balanced"
-if ((total >= created_total && ids_checked == created_total && ids_missing == 0 && balance == expected_balance)) &&
+if ((total >= created_total && ids_checked == created_total && ids_missing == 0 && balance_ok)) &&
     [[ "$balanced" == True ]]; then
     echo "  durable: PASS"
 else
