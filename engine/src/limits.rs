@@ -23,7 +23,7 @@ pub const JOURNAL_QUEUE_RECORDS_MAX: usize = 256 * 1024;
 
 /// How often the checkpointer writes the overlay to sled, fsyncs it and
 /// drops covered journal segments.
-pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A checkpoint also starts early once this many entries wait in the
 /// overlay: bounds its memory and the replay after a crash.
@@ -115,3 +115,7 @@ pub const ORDER_EXPIRY_SWEEP_BATCH: usize = 1000;
 
 /// How often the daily settlement run checks whether the WIB day changed.
 pub const SETTLEMENT_CLOCK_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Writes per sled batch at a checkpoint: sled blocks all readers for a
+/// batch, so batches stay small (a few milliseconds each).
+pub const CHECKPOINT_BATCH_OPS: usize = 2048;

@@ -810,13 +810,30 @@ impl Store {
         result.map(|()| covers_below)
     }
 
+    /// Writes a layer in batches of about `CHECKPOINT_BATCH_OPS` writes,
+    /// the checkpoint marker last. sled holds a process-wide write lock for
+    /// a whole batch, stalling every reader; small batches keep those stalls
+    /// short. Safe to stop anywhere before the marker: a merchant's book,
+    /// entry blocks and key run always share one batch (so replay skips
+    /// exactly the entries the stored book has), and resources are whole
+    /// values that replay rewrites in order.
     fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
+        let mut pending = 0usize;
+        let flush = |batch: &mut sled::Batch, pending: &mut usize, force: bool| -> Result<(), StoreError> {
+            if *pending > 0 && (force || *pending >= limits::CHECKPOINT_BATCH_OPS) {
+                self.ledger.apply_batch(std::mem::take(batch))?;
+                *pending = 0;
+            }
+            Ok(())
+        };
         let mut compact = Vec::new();
         for (merchant_id, merchant) in &layer.merchants {
             batch.insert(&merchant_key(b'B', merchant_id)[..], encode_value(&merchant.book));
+            pending += 1;
             for (first_seq, block) in &merchant.blocks {
                 batch.insert(&merchant_seq_key(b'E', merchant_id, *first_seq)[..], block.as_slice());
+                pending += 1;
             }
             if !merchant.keys.is_empty() {
                 let mut keys: Vec<(u128, u64)> = merchant.keys.iter().map(|(hash, seq)| (*hash, *seq)).collect();
@@ -825,17 +842,23 @@ impl Store {
                     &merchant_seq_key(b'K', merchant_id, layer.through_seq)[..],
                     overlay::encode_run(&keys),
                 );
+                pending += 1;
                 compact.push(*merchant_id);
             }
+            flush(&mut batch, &mut pending, false)?;
         }
         for (key, value) in &layer.resources {
             match value {
                 Some(value) => batch.insert(key.as_slice(), value.as_slice()),
                 None => batch.remove(key.as_slice()),
             }
+            pending += 1;
+            flush(&mut batch, &mut pending, false)?;
         }
-        batch.insert(CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
-        self.ledger.apply_batch(batch)?;
+        flush(&mut batch, &mut pending, true)?;
+        let mut marker = sled::Batch::default();
+        marker.insert(CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
+        self.ledger.apply_batch(marker)?;
         for merchant_id in compact {
             self.compact_key_runs(&merchant_id)?;
         }
