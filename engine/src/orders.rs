@@ -114,20 +114,13 @@ impl Engine {
     pub async fn create_order(&self, merchant_id: Uuid, new: NewOrder) -> Result<(Order, Creation), EngineError> {
         let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let mut order = self.validate_order(merchant_id, &new)?;
-        let store = self.store();
-        // Early answers without a vendor round trip; the actor decides for good.
-        if let Some((key, body_hash)) = &order.idempotency {
-            if let Some(existing) = store.order_by_idempotency_key(&merchant_id, key)? {
-                return match existing.idempotency.as_ref().is_some_and(|(_, h)| h == body_hash) {
-                    true => Ok((existing.as_created(), Creation::Replayed)),
-                    false => Err(EngineError::IdempotencyKeyReused),
-                };
-            }
-        }
-        if let Some(existing) =
-            store.order_by_merchant_order_id(&merchant_id, order.source, &order.merchant_order_id)?
+        // Early answers without a vendor round trip, from the actor's memory;
+        // the actor decides for good at creation.
+        if let OrderOutcome::Replayed(first) = self
+            .order_command(merchant_id, OrderCommand::Check(Box::new(order.clone())))
+            .await?
         {
-            return Err(EngineError::DuplicateOrder(Box::new(existing)));
+            return Ok((first, Creation::Replayed));
         }
         let vendors = self.payment_vendors(merchant.organization_id, order.payment_method);
         if vendors.is_empty() {

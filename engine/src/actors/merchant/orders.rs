@@ -18,6 +18,8 @@ use uuid::Uuid;
 /// What a merchant actor is asked to do with an order.
 #[derive(Clone, Debug)]
 pub enum OrderCommand {
+    /// Would this order be created? (Asked before any vendor is.)
+    Check(Box<Order>),
     /// Record a new order (its vendor already accepted it).
     Create(Box<Order>),
     /// The payment was confirmed: PAID, and the net is posted.
@@ -100,18 +102,17 @@ impl MerchantState {
     ) -> Result<(OrderOutcome, Option<JournalRecord>), EngineError> {
         let now_ms = self.args.clock.now().timestamp_millis();
         match command {
-            OrderCommand::Create(order) => {
-                if let Some((key, body_hash)) = &order.idempotency {
-                    if let Some(existing) = self.order_by_idempotency_key(key)? {
-                        let same_body = existing.idempotency.as_ref().is_some_and(|(_, h)| h == body_hash);
-                        if !same_body {
-                            return Err(EngineError::IdempotencyKeyReused);
-                        }
-                        return Ok((OrderOutcome::Replayed(existing.as_created()), None));
-                    }
+            OrderCommand::Check(order) => {
+                // The checks of Create without the write: answered from memory
+                // for keys never seen, so the early check costs no storage read.
+                match self.order_creation_conflict(&order)? {
+                    Some(replay) => Ok((replay, None)),
+                    None => Ok((OrderOutcome::Order(*order), None)),
                 }
-                if let Some(existing) = self.order_by_merchant_order_id(order.source, &order.merchant_order_id)? {
-                    return Err(EngineError::DuplicateOrder(Box::new(existing)));
+            }
+            OrderCommand::Create(order) => {
+                if let Some(replay) = self.order_creation_conflict(&order)? {
+                    return Ok((replay, None));
                 }
                 self.remember_order((*order).clone());
                 Ok((
@@ -205,6 +206,25 @@ impl MerchantState {
                 reason,
             } => self.settle_refund(id, outcome, vendor_refund_id, reason, now_ms),
         }
+    }
+
+    /// Why an order may not be created: a replay of its `Idempotency-Key`
+    /// (same body: the first answer), or an error (key reused with another
+    /// body, duplicate merchant order id).
+    fn order_creation_conflict(&self, order: &Order) -> Result<Option<OrderOutcome>, EngineError> {
+        if let Some((key, body_hash)) = &order.idempotency {
+            if let Some(existing) = self.order_by_idempotency_key(key)? {
+                let same_body = existing.idempotency.as_ref().is_some_and(|(_, h)| h == body_hash);
+                if !same_body {
+                    return Err(EngineError::IdempotencyKeyReused);
+                }
+                return Ok(Some(OrderOutcome::Replayed(existing.as_created())));
+            }
+        }
+        if let Some(existing) = self.order_by_merchant_order_id(order.source, &order.merchant_order_id)? {
+            return Err(EngineError::DuplicateOrder(Box::new(existing)));
+        }
+        Ok(None)
     }
 
     fn create_refund(&mut self, mut refund: Refund) -> Result<(OrderOutcome, Option<JournalRecord>), EngineError> {
