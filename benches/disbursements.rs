@@ -2,6 +2,8 @@
 //! merchant actor (limits, balance, debit and record in one journal entry),
 //! group commit, and the disbursement actor that hands each to the sandbox
 //! vendor. Every counted disbursement was fsynced before its caller heard.
+//! Next to it, the baseline of the same run: the journal alone, appending
+//! and syncing two records of a disbursement record's size per disbursement.
 //!
 //! Run: `cargo bench --bench disbursements` (see BENCHMARKS.md).
 
@@ -9,6 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{LimitsPatch, SettlementType};
+use paygate_engine::store::journal::{self, Journal};
 use paygate_engine::vendor::SandboxPayoutVendor;
 use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,6 +110,45 @@ fn durable_disbursements(c: &mut Criterion) {
         .sample_size(10)
         .measurement_time(Duration::from_secs(15))
         .throughput(Throughput::Elements(DISBURSEMENTS as u64));
+
+    // Baseline: the journal alone, two records a disbursement (created,
+    // handed to the vendor) of a created disbursement record's size.
+    let record_bytes = {
+        let engine_dir = bench_dir();
+        let (engine, ids) = runtime.block_on(open_engine(engine_dir.path(), 1));
+        let created = runtime
+            .block_on(engine.create_disbursement(ids[0], disbursement(u64::MAX)))
+            .unwrap();
+        runtime.block_on(engine.shutdown());
+        paygate_engine::store::record::JournalRecord::DisbursementUpdated(Box::new(created))
+            .encode()
+            .len()
+    };
+    let dir = bench_dir();
+    let outcome = journal::replay(dir.path(), 0, |_, _| Ok(())).unwrap();
+    let journal = Journal::start(dir.path(), outcome.next_seq).unwrap();
+    group.bench_function("journal_append_sync_baseline", |b| {
+        b.to_async(&runtime).iter_custom(|iters| {
+            let journal = journal.clone();
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let started = Instant::now();
+                    for _ in 0..2 * DISBURSEMENTS {
+                        journal
+                            .append(vec![7u8; record_bytes], Box::new(|_, _| None))
+                            .await
+                            .unwrap();
+                    }
+                    journal.sync_point().await.unwrap();
+                    total += started.elapsed();
+                }
+                total
+            }
+        })
+    });
+    runtime.block_on(journal.shutdown());
+
     for merchants in [1usize, 1000] {
         let dir = bench_dir();
         let (engine, ids) = runtime.block_on(open_engine(dir.path(), merchants));
