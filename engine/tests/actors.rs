@@ -122,3 +122,71 @@ async fn one_idempotency_key_moves_money_once_under_concurrency() {
     assert_eq!(engine.wallet_balance(merchant).await.unwrap(), MinorUnits::new(10));
     engine.shutdown().await;
 }
+
+/// Past `RECENT_ENTRIES_MAX` disbursements the merchant actor forgets the
+/// ones storage holds; duplicates and moves of early ones still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merchant_actors_forget_old_disbursements_and_still_find_them() {
+    use paygate_engine::disbursements::NewDisbursement;
+    use paygate_engine::domain::{DisbursementStatus, LimitsPatch};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(Arc::new(paygate_engine::vendor::SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    }));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let new = NewMerchant {
+        name: "m".into(),
+        settlement_type: Some(SettlementType::Wallet),
+        limits: LimitsPatch {
+            daily_minor: Some(i64::MAX / 4),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let merchant = engine.create_merchant(new).await.unwrap().0.id;
+    engine
+        .credit_wallet(merchant, MinorUnits::new(1_000_000_000_000), "fund", None)
+        .await
+        .unwrap();
+    let count = paygate_engine::limits::RECENT_ENTRIES_MAX + 500;
+    let disbursement = |key: usize| NewDisbursement {
+        idempotency_key: Some(format!("k-{key}")),
+        channel: Some("BANK".into()),
+        bank_short_code: Some("BCA".into()),
+        account_number: Some("1234567890".into()),
+        account_name: Some("Budi".into()),
+        amount_minor: Some(10_000),
+        ..Default::default()
+    };
+    let mut tasks = Vec::new();
+    for worker in 0..64 {
+        let engine = engine.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut first = None;
+            for key in (worker..count).step_by(64) {
+                let created = engine.create_disbursement(merchant, disbursement(key)).await.unwrap();
+                first.get_or_insert(created.id);
+            }
+            first
+        }));
+    }
+    let mut firsts = Vec::new();
+    for task in tasks {
+        firsts.extend(task.await.unwrap());
+    }
+    match engine.create_disbursement(merchant, disbursement(0)).await {
+        Err(EngineError::DuplicateDisbursement(existing)) => assert_eq!(existing.idempotency_key, "k-0"),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    let early = firsts[0];
+    let failed = engine
+        .complete_disbursement(merchant, &early.to_string(), DisbursementStatus::Failed)
+        .await
+        .unwrap();
+    assert_eq!(failed.status, DisbursementStatus::Failed);
+    let expected = 1_000_000_000_000 - (count as i64) * (10_000 + 250_000) + 260_000;
+    assert_eq!(engine.wallet_balance(merchant).await.unwrap().get(), expected);
+    assert!(engine.verify_ledger().await.unwrap().balanced);
+    engine.shutdown().await;
+}

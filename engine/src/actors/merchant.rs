@@ -348,6 +348,7 @@ impl Actor for MerchantActor {
             }
             MerchantMsg::CreateDisbursement { request, reply } => {
                 state.wait_for_room().await?;
+                state.forget_what_storage_has().await?;
                 match state.create_disbursement(request) {
                     Ok((disbursement, entry)) => {
                         let record = JournalRecord::DisbursementCreated {
@@ -399,6 +400,7 @@ impl Actor for MerchantActor {
             }
             MerchantMsg::Order { command, reply } => {
                 state.wait_for_room().await?;
+                state.forget_what_storage_has().await?;
                 // A settlement reads the stored unsettled orders: let earlier writes land first.
                 if matches!(command, OrderCommand::Settle(_)) && state.in_flight.load(Ordering::Acquire) > 0 {
                     state.args.journal.sync_point().await?;
@@ -651,11 +653,6 @@ impl MerchantState {
     }
 
     fn remember_disbursement(&mut self, key_hash: u128, disbursement: Disbursement) {
-        // Only safe to forget once nothing is in flight: then storage has them all.
-        if self.disbursements.len() >= limits::RECENT_ENTRIES_MAX && self.in_flight.load(Ordering::Acquire) == 0 {
-            self.disbursements.clear();
-            self.disbursement_keys.clear();
-        }
         self.disbursement_keys.insert(key_hash, disbursement.id);
         self.known_disbursement_keys.insert(key_hash);
         self.disbursements.insert(disbursement.id, disbursement);
@@ -744,6 +741,25 @@ impl MerchantState {
             return Err(LedgerError::ReversalOfReversal(seq));
         }
         Ok(original.reversal(memo))
+    }
+
+    /// Keeps the recent disbursements, orders and refunds bounded: once
+    /// there are `RECENT_ENTRIES_MAX` of a kind, waits until everything
+    /// queued is durable and applied (storage then answers for them) and
+    /// forgets them. Under a steady load nothing is ever idle, so waiting
+    /// for a quiet moment would let them grow without end.
+    async fn forget_what_storage_has(&mut self) -> Result<(), ActorProcessingErr> {
+        let full = self.disbursements.len() >= limits::RECENT_ENTRIES_MAX || self.orders.is_full();
+        if !full {
+            return Ok(());
+        }
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            self.args.journal.sync_point().await?;
+        }
+        self.disbursements.clear();
+        self.disbursement_keys.clear();
+        self.orders = Default::default();
+        Ok(())
     }
 
     /// Backpressure: a merchant with too many records not yet durable waits.

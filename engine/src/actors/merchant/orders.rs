@@ -12,7 +12,6 @@ use crate::limits;
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use uuid::Uuid;
 
 /// What a merchant actor is asked to do with an order.
@@ -82,8 +81,8 @@ pub enum OrderOutcome {
     Settled(Option<Box<crate::domain::Settlement>>),
 }
 
-/// Orders and refunds written since the actor started, authoritative while
-/// their records may still be in flight (storage catches up once applied).
+/// Orders and refunds written lately, authoritative while their records may
+/// still be in flight (storage catches up once applied).
 #[derive(Default)]
 pub(super) struct RecentOrders {
     orders: HashMap<Uuid, Order>,
@@ -91,6 +90,13 @@ pub(super) struct RecentOrders {
     by_idempotency_key: HashMap<u128, Uuid>,
     refunds: HashMap<Uuid, Refund>,
     refunds_by_key: HashMap<u128, Uuid>,
+}
+
+impl RecentOrders {
+    /// Time to forget them (see `MerchantState::forget_what_storage_has`).
+    pub(super) fn is_full(&self) -> bool {
+        self.orders.len() + self.refunds.len() >= limits::RECENT_ENTRIES_MAX
+    }
 }
 
 impl MerchantState {
@@ -453,18 +459,7 @@ impl MerchantState {
         Ok(self.args.store.refund_by_key(&self.args.merchant_id, key)?)
     }
 
-    fn forget_recent_orders_if_settled(&mut self) {
-        // Only safe once nothing is in flight: then storage has them all.
-        let recent = &self.orders;
-        if recent.orders.len() + recent.refunds.len() >= limits::RECENT_ENTRIES_MAX
-            && self.in_flight.load(Ordering::Acquire) == 0
-        {
-            self.orders = RecentOrders::default();
-        }
-    }
-
     pub(super) fn remember_order(&mut self, order: Order) {
-        self.forget_recent_orders_if_settled();
         let suffix = crate::store::order_id_suffix(order.source, &order.merchant_order_id);
         self.known_order_ids
             .insert(crate::store::index_suffix_hash(b'f', &suffix));
