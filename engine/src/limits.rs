@@ -119,3 +119,7 @@ pub const SETTLEMENT_CLOCK_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// Writes per sled batch at a checkpoint: sled blocks all readers for a
 /// batch, so batches stay small (a few milliseconds each).
 pub const CHECKPOINT_BATCH_OPS: usize = 2048;
+
+/// sled's page cache (its default is 1 GiB): recent state lives in the
+/// overlay and merchant actors, and the OS caches sled's file besides.
+pub const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;

@@ -1280,7 +1280,11 @@ fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
     loop {
         // Background flushing is off: sled is made durable only at
         // checkpoints, where it is also fsynced.
-        match sled::Config::new().path(path).flush_every_ms(None).open() {
+        let config = sled::Config::new()
+            .path(path)
+            .flush_every_ms(None)
+            .cache_capacity(limits::SLED_CACHE_BYTES);
+        match config.open() {
             Err(sled::Error::Io(error))
                 if error.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline =>
             {
