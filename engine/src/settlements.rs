@@ -26,6 +26,17 @@ fn wib_date(millis: i64, format: &str) -> String {
         .to_string()
 }
 
+/// Filters of `GET /v1/settlements`.
+#[derive(Clone, Debug, Default)]
+pub struct SettlementFilter {
+    /// Only this status.
+    pub status: Option<SettlementStatus>,
+    /// Created at or after, Unix ms.
+    pub created_from_ms: Option<i64>,
+    /// Created at or before, Unix ms.
+    pub created_to_ms: Option<i64>,
+}
+
 impl Engine {
     /// Settles every paid, unsettled order with `paid_at` before `period_end_ms`
     /// (default: now) of one MANUAL merchant, or of all of them. Runs one at
@@ -184,14 +195,25 @@ impl Engine {
             .ok_or(EngineError::SettlementNotFound)
     }
 
-    /// A page of a merchant's settlements, newest first, and the total.
+    /// A page of a merchant's settlements, newest first, that have `status`
+    /// (if given) and were created in `[from_ms, to_ms]`, and the total.
     pub fn list_settlements(
         &self,
         merchant_id: Uuid,
+        filter: &SettlementFilter,
         page: usize,
         limit: usize,
     ) -> Result<(Vec<Settlement>, usize), EngineError> {
         let offset = page.saturating_sub(1).saturating_mul(limit);
-        Ok(self.store().merchant_settlements(&merchant_id, offset, limit)?)
+        // A merchant has one settlement a day at most: filtering in memory is cheap.
+        let (all, _) = self.store().merchant_settlements(&merchant_id, 0, usize::MAX)?;
+        let kept: Vec<Settlement> = all
+            .into_iter()
+            .filter(|s| filter.status.is_none_or(|status| s.status == status))
+            .filter(|s| filter.created_from_ms.is_none_or(|from| s.created_at_ms >= from))
+            .filter(|s| filter.created_to_ms.is_none_or(|to| s.created_at_ms <= to))
+            .collect();
+        let total = kept.len();
+        Ok((kept.into_iter().skip(offset).take(limit).collect(), total))
     }
 }

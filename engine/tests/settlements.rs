@@ -105,7 +105,7 @@ async fn figures_match_a_hand_computed_example_and_orders_settle_once() {
     drop(engine);
     let engine = open(dir.path(), clock.clone()).await;
     assert!(engine.run_settlements(None, None).await.unwrap().is_empty());
-    let (listed, total) = engine.list_settlements(merchant, 1, 10).unwrap();
+    let (listed, total) = engine.list_settlements(merchant, &Default::default(), 1, 10).unwrap();
     assert_eq!(total, 1);
     assert_eq!(listed[0].status, SettlementStatus::Paid);
     let report = engine.verify_ledger().await.unwrap();
@@ -125,7 +125,7 @@ async fn the_daily_run_settles_the_previous_day_at_midnight_wib() {
     paid_order(&engine, merchant, "late-evening", 1_000_000, "QRIS").await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(
-        engine.list_settlements(merchant, 1, 10).unwrap().1,
+        engine.list_settlements(merchant, &Default::default(), 1, 10).unwrap().1,
         0,
         "not before midnight"
     );
@@ -135,7 +135,7 @@ async fn the_daily_run_settles_the_previous_day_at_midnight_wib() {
     let mut settled = None;
     for _ in 0..150 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let (listed, _) = engine.list_settlements(merchant, 1, 10).unwrap();
+        let (listed, _) = engine.list_settlements(merchant, &Default::default(), 1, 10).unwrap();
         if let Some(first) = listed.into_iter().next() {
             settled = Some(first);
             break;

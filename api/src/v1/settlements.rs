@@ -1,4 +1,5 @@
-//! `GET /v1/settlements` and `GET /v1/settlements/{id}` (SPEC.md 4.6).
+//! `GET /v1/settlements` (paginated; `status`, `created_from`, `created_to`)
+//! and `GET /v1/settlements/{id}` (SPEC.md 4.6).
 
 use super::pagination::ListQuery;
 use crate::error::V1Error;
@@ -6,6 +7,8 @@ use crate::extract::V1Merchant;
 use crate::wire::{settlement_view, Data, Page};
 use crate::AppState;
 use axum::extract::{Path, State};
+use paygate_engine::domain::SettlementStatus;
+use paygate_engine::settlements::SettlementFilter;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -15,7 +18,24 @@ pub async fn list_settlements(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery,
 ) -> Result<Page, V1Error> {
-    let (items, total) = state.engine.list_settlements(merchant.id, query.page, query.limit)?;
+    let status = match &query.status {
+        None => None,
+        Some(raw) => Some(SettlementStatus::parse(raw).ok_or_else(|| {
+            V1Error::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "INVALID_QUERY",
+                "status: not a settlement status",
+            )
+        })?),
+    };
+    let filter = SettlementFilter {
+        status,
+        created_from_ms: query.created_from_ms,
+        created_to_ms: query.created_to_ms,
+    };
+    let (items, total) = state
+        .engine
+        .list_settlements(merchant.id, &filter, query.page, query.limit)?;
     Ok(Page {
         items: items.iter().map(settlement_view).collect(),
         page: query.page,

@@ -37,6 +37,19 @@ impl SettlementStatus {
         }
     }
 
+    /// Parses a wire name.
+    pub fn parse(name: &str) -> Option<SettlementStatus> {
+        [
+            SettlementStatus::Pending,
+            SettlementStatus::Processing,
+            SettlementStatus::Paid,
+            SettlementStatus::Failed,
+            SettlementStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == name)
+    }
+
     /// No transition leaves these.
     pub fn is_terminal(self) -> bool {
         matches!(
