@@ -45,6 +45,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));
         // Sandbox refunds take as long as sandbox payouts.
         engine_config.sandbox_refund_delay = Some(delay);
+        engine_config.allow_private_notify_urls = true;
     }
     let engine = Engine::open(engine_config, Arc::new(SystemClock))
         .await

@@ -26,6 +26,22 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for V1Json<T> {
     }
 }
 
+/// A JSON body that may also be empty, which reads as `T::default()`
+/// (optional bodies of sandbox and admin actions).
+pub struct OptionalJson<T>(pub T);
+
+impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
+    type Rejection = V1Error;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, V1Error> {
+        let bytes = read_body(request, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(T::default()));
+        }
+        parse_json(&bytes).map(OptionalJson)
+    }
+}
+
 /// A V1 write body checked against `X-Signature: sha256=<hex HMAC-SHA256 of
 /// the raw body keyed by the webhook secret>` (SPEC.md 5.1): a mismatch is
 /// 401 `INVALID_SIGNATURE`, and so is a missing one when the merchant's
@@ -57,7 +73,13 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for SignedBody<T> {
         let bytes = read_body(request, state).await?;
         if let Some(merchant) = merchant {
             match signature {
-                Some(signature) if !signature_matches(&merchant.credentials.webhook_secret, &bytes, &signature) => {
+                Some(signature)
+                    if !paygate_engine::signing::hmac_sha256_header_matches(
+                        &merchant.credentials.webhook_secret,
+                        &bytes,
+                        &signature,
+                    ) =>
+                {
                     return Err(invalid_signature());
                 }
                 Some(_) => {}
@@ -76,20 +98,6 @@ fn invalid_signature() -> V1Error {
         "INVALID_SIGNATURE",
         "X-Signature does not match the request body",
     )
-}
-
-/// Constant-time check of `sha256=<lowercase hex HMAC-SHA256(secret, body)>`.
-pub fn signature_matches(secret: &str, body: &[u8], presented: &str) -> bool {
-    use hmac::Mac;
-    let Some(hex_digest) = presented.trim().strip_prefix("sha256=") else {
-        return false;
-    };
-    let Ok(presented) = hex::decode(hex_digest) else {
-        return false;
-    };
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
-    mac.update(body);
-    mac.verify_slice(&presented).is_ok()
 }
 
 async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, V1Error> {

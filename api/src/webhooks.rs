@@ -9,8 +9,8 @@ use crate::wire::{disbursement_view, order_view, refund_view, timestamp};
 use crate::AppState;
 use base64::Engine as _;
 use hmac::Mac;
-use paygate_engine::domain::{Destination, EventResource, Source, WebhookAttempt, WebhookEvent};
-use paygate_engine::signing::sha512_hex;
+use paygate_engine::domain::{EventResource, Source, WebhookAttempt, WebhookEvent};
+use paygate_engine::signing::{hmac_sha256_header, sha512_hex};
 use paygate_engine::webhooks::AttemptOutcome;
 use paygate_engine::EngineError;
 use serde_json::{json, Map, Value};
@@ -124,8 +124,8 @@ pub async fn deliver(
         &merchant.credentials.client_id,
         &merchant.credentials.client_secret,
     );
-    let timestamp = state.engine.clock().now().timestamp();
-    let attempted_at_ms = state.engine.clock().now().timestamp_millis();
+    let now = state.engine.clock().now();
+    let (timestamp, attempted_at_ms) = (now.timestamp(), now.timestamp_millis());
     let started = Instant::now();
     let result = match refuse_private(state, &url).await {
         Some(reason) => Err(reason),
@@ -140,7 +140,7 @@ pub async fn deliver(
                     "webhook-signature",
                     standard_signature(secret, &event.id.to_string(), timestamp, &body),
                 )
-                .header("x-signature", x_signature(secret, &body))
+                .header("x-signature", hmac_sha256_header(secret, &body))
                 .body(body)
                 .send()
                 .await
@@ -177,7 +177,7 @@ pub async fn deliver(
 /// Live mode: a URL resolving to a loopback, private or link-local address
 /// is refused (SSRF); sandbox allows them.
 async fn refuse_private(state: &AppState, url: &str) -> Option<String> {
-    if state.config.mode == crate::Mode::Sandbox {
+    if state.engine.allows_private_notify_urls() {
         return None;
     }
     let parsed = reqwest::Url::parse(url).ok()?;
@@ -189,57 +189,8 @@ async fn refuse_private(state: &AppState, url: &str) -> Option<String> {
     };
     addresses
         .iter()
-        .any(|address| is_private(address.ip()))
+        .any(|address| paygate_engine::webhooks::is_private(address.ip()))
         .then(|| format!("refused: {host} resolves to a private address"))
-}
-
-/// Live mode refuses notify URLs that name a loopback, private or
-/// link-local host outright (`localhost`, such an IP literal); hosts whose
-/// names resolve there are refused at delivery. Sandbox allows them.
-pub fn notify_url_allowed(mode: crate::Mode, url: &str) -> bool {
-    if mode == crate::Mode::Sandbox {
-        return true;
-    }
-    let Ok(parsed) = reqwest::Url::parse(url) else {
-        return false;
-    };
-    match parsed.host() {
-        Some(url::Host::Domain(name)) => {
-            let name = name.to_ascii_lowercase();
-            name != "localhost" && !name.ends_with(".localhost")
-        }
-        Some(url::Host::Ipv4(ip)) => !is_private(std::net::IpAddr::V4(ip)),
-        Some(url::Host::Ipv6(ip)) => !is_private(std::net::IpAddr::V6(ip)),
-        None => false,
-    }
-}
-
-/// The V1 refusal of a notify URL live mode does not allow.
-pub fn check_notify_url(state: &AppState, field: &str, url: Option<&str>) -> Result<(), crate::error::V1Error> {
-    match url {
-        Some(url) if !notify_url_allowed(state.config.mode, url) => Err(crate::error::V1Error::invalid_body(format!(
-            "{field}: must not point to a loopback, private or link-local address"
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// Loopback, private, link-local, unspecified or unique-local.
-pub fn is_private(ip: std::net::IpAddr) -> bool {
-    match ip {
-        std::net::IpAddr::V4(v4) => {
-            v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast()
-        }
-        std::net::IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-                || v6
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| is_private(std::net::IpAddr::V4(v4)))
-        }
-    }
 }
 
 /// Standard Webhooks: `v1,<base64 HMAC-SHA256(decoded whsec_ key, "id.timestamp.body")>`.
@@ -255,13 +206,6 @@ pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -
         "v1,{}",
         base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
     )
-}
-
-/// `sha256=<hex HMAC-SHA256(whole secret string, body)>` (SPEC.md 5.1's scheme).
-pub fn x_signature(secret: &str, body: &[u8]) -> String {
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 /// The body: the Legacy camelCase shape with its `signature` for resources
@@ -283,39 +227,14 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
         }
         EventResource::Disbursement(disbursement) if disbursement.source == Source::Legacy => {
             let request_amount = disbursement.request_amount.get() / 100;
-            let (account_number, account_name, bank) = match &disbursement.destination {
-                Destination::Bank {
-                    bank_short_code,
-                    account_number,
-                    account_name,
-                    ..
-                } => {
-                    let name = state
-                        .engine
-                        .bank(bank_short_code)
-                        .map_or_else(|| bank_short_code.clone(), |bank| bank.name);
-                    (
-                        account_number.clone(),
-                        json!(account_name),
-                        json!({ "name": name, "code": bank_short_code }),
-                    )
-                }
-                Destination::Ewallet { phone, .. } => (phone.clone(), Value::Null, Value::Null),
-            };
-            json!({
-                "event": event.event,
-                "refCode": disbursement.ref_code,
-                "orderId": disbursement.idempotency_key,
-                "accountNumber": account_number,
-                "accountName": account_name,
-                "bank": bank,
-                "requestAmount": disbursement.request_amount.to_decimal_string(),
-                "disbursementFee": disbursement.fee.to_decimal_string(),
-                "disbursementAmount": disbursement.final_amount.to_decimal_string(),
-                "status": disbursement.status.as_str(),
-                "requestAt": wib(disbursement.created_at_ms),
-                "signature": sha512_hex(&format!("{client_id}|{}|{request_amount}|{client_secret}", disbursement.idempotency_key)),
-            })
+            let mut body = serde_json::to_value(crate::legacy::legacy_disbursement(state, disbursement))
+                .expect("Legacy views serialize");
+            body["event"] = json!(event.event);
+            body["signature"] = json!(sha512_hex(&format!(
+                "{client_id}|{}|{request_amount}|{client_secret}",
+                disbursement.idempotency_key
+            )));
+            body
         }
         resource => {
             let fields = match resource {

@@ -4,6 +4,18 @@ use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+/// Unix ms formatted in WIB (UTC+7), the zone of Legacy times, ref codes
+/// and settlement dates.
+pub fn wib_format(unix_ms: i64, format: &str) -> String {
+    let wib = chrono::FixedOffset::east_opt(crate::domain::disbursement::WIB_OFFSET_SECONDS as i32)
+        .expect("UTC+7 is a valid offset");
+    DateTime::from_timestamp_millis(unix_ms)
+        .unwrap_or_default()
+        .with_timezone(&wib)
+        .format(format)
+        .to_string()
+}
+
 /// A source of wall-clock time.
 pub trait Clock: Send + Sync + 'static {
     /// The current instant.

@@ -99,7 +99,7 @@ impl Engine {
             None => self.channel_destination(&new, amount)?,
         };
         if let Some(url) = &new.notify_url {
-            crate::engine::validate_url("notify_url", url)?;
+            self.validate_notify_url("notify_url", url)?;
         }
         if self.payout_vendor().is_none() {
             return Err(EngineError::NoVendor);

@@ -42,6 +42,8 @@ pub struct EngineConfig {
     /// Sandbox mode: the built-in sandbox payment vendor exists (the default
     /// for every organization) and settles refunds after this long.
     pub sandbox_refund_delay: Option<Duration>,
+    /// Sandbox mode: notify URLs may name loopback and private hosts.
+    pub allow_private_notify_urls: bool,
 }
 
 impl EngineConfig {
@@ -54,6 +56,7 @@ impl EngineConfig {
             idempotency_keys_in_memory: limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX,
             payout_vendor: None,
             sandbox_refund_delay: None,
+            allow_private_notify_urls: false,
         }
     }
 }
@@ -137,6 +140,7 @@ pub(crate) struct EngineInner {
     payout_vendor: Option<Arc<dyn PayoutVendor>>,
     order_actors: Arc<ActorRegistry<crate::actors::order::OrderMsg>>,
     sandbox_refund_delay: Option<Duration>,
+    allow_private_notify_urls: bool,
     http_client: reqwest::Client,
     // Attempts on one event are recorded one at a time; striped by event id.
     webhook_locks: [tokio::sync::Mutex<()>; 64],
@@ -195,6 +199,7 @@ impl Engine {
                 payout_vendor: config.payout_vendor.clone(),
                 order_actors: Arc::default(),
                 sandbox_refund_delay: config.sandbox_refund_delay,
+                allow_private_notify_urls: config.allow_private_notify_urls,
                 http_client: reqwest::Client::new(),
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
                 settlement_lock: tokio::sync::Mutex::new(()),
@@ -280,30 +285,41 @@ impl Engine {
     }
 
     fn start_expiry_sweep(&self) {
+        self.every(limits::ORDER_EXPIRY_SWEEP_INTERVAL, false, |engine| async move {
+            if let Err(error) = engine.expire_due_orders().await {
+                tracing::error!(%error, "order expiry sweep failed");
+            }
+        });
+    }
+
+    /// Runs `tick` every `interval` (at once too when `at_once`) until the
+    /// engine halts or is dropped; the task holds no strong reference between ticks.
+    pub(crate) fn every<F, Fut>(&self, interval: Duration, at_once: bool, mut tick: F)
+    where
+        F: FnMut(Engine) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
         let weak = Arc::downgrade(&self.inner);
         let mut stopping = self.inner.stopping.subscribe();
         let task = tokio::spawn(async move {
+            let mut first = at_once;
             loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(limits::ORDER_EXPIRY_SWEEP_INTERVAL) => {}
-                    _ = stopping.changed() => return,
+                if !first {
+                    tokio::select! {
+                        _ = tokio::time::sleep(interval) => {}
+                        _ = stopping.changed() => return,
+                    }
                 }
+                first = false;
                 let Some(inner) = weak.upgrade() else { return };
-                if let Err(error) = (Engine { inner }).expire_due_orders().await {
-                    tracing::error!(%error, "order expiry sweep failed");
-                }
+                tick(Engine { inner }).await;
             }
         });
-        self.inner.background.lock().expect("background lock").push(task);
+        self.track_background(task);
     }
 
     /// Journals a record not owned by any actor and waits until it is durable and applied.
-    pub(crate) async fn write_record(&self, record: JournalRecord) -> Result<(), EngineError> {
-        self.write(record).await
-    }
-
-    /// Journals a record not owned by any actor and waits until it is durable and applied.
-    async fn write(&self, record: JournalRecord) -> Result<(), EngineError> {
+    pub(crate) async fn write(&self, record: JournalRecord) -> Result<(), EngineError> {
         let payload = record.encode();
         let store = self.inner.store.clone();
         let (tell, told) = tokio::sync::oneshot::channel();
@@ -467,18 +483,12 @@ impl Engine {
         &self.inner.settlement_lock
     }
 
-    pub(crate) fn inner_arc(&self) -> &Arc<EngineInner> {
-        &self.inner
-    }
-
+    /// The handle of an engine a background task holds weakly.
     pub(crate) fn from_inner(inner: Arc<EngineInner>) -> Engine {
         Engine { inner }
     }
 
-    pub(crate) fn stopping_signal(&self) -> tokio::sync::watch::Receiver<bool> {
-        self.inner.stopping.subscribe()
-    }
-
+    /// Keeps a background task to await at halt.
     pub(crate) fn track_background(&self, task: tokio::task::JoinHandle<()>) {
         self.inner.background.lock().expect("background lock").push(task);
     }
@@ -496,6 +506,11 @@ impl Engine {
     /// Platform-wide reference codes.
     pub(crate) fn ref_codes(&self) -> &crate::refcode::RefCodes {
         &self.inner.ref_codes
+    }
+
+    /// Whether notify URLs may name private hosts (sandbox mode).
+    pub fn allows_private_notify_urls(&self) -> bool {
+        self.inner.allow_private_notify_urls
     }
 
     /// Sandbox mode's refund delay; `None` in live mode.
@@ -565,7 +580,7 @@ impl Engine {
             .apply_to(&Default::default())
             .map_err(|(f, r)| EngineError::invalid(f, r))?;
         if let Some(url) = &new.default_notify_url {
-            validate_url("default_notify_url", url)?;
+            self.validate_notify_url("default_notify_url", url)?;
         }
         let credentials = loop {
             let candidate = Credentials::generate();
@@ -642,7 +657,7 @@ impl Engine {
             None => None,
         };
         if let Some(Some(url)) = &patch.default_notify_url {
-            validate_url("default_notify_url", url)?;
+            self.validate_notify_url("default_notify_url", url)?;
         }
         if let Some(bank) = &patch.settlement_bank {
             self.validate_settlement_bank(bank)?;

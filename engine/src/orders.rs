@@ -15,8 +15,7 @@ use crate::money::MinorUnits;
 use crate::qris;
 use crate::store::record::JournalRecord;
 use crate::vendor::payment::{
-    callback_signature_matches, HttpPaymentVendor, PaymentRequest, PaymentVendor, RefundAcceptance, RefundRequest,
-    SandboxPaymentVendor,
+    HttpPaymentVendor, PaymentRequest, PaymentVendor, RefundAcceptance, RefundRequest, SandboxPaymentVendor,
 };
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef};
@@ -230,7 +229,7 @@ impl Engine {
             }
         }
         if let Some(url) = &new.notify_url {
-            validate_url("notify_url", url)?;
+            self.validate_notify_url("notify_url", url)?;
         }
         if let Some(url) = &new.return_url {
             validate_url("return_url", url)?;
@@ -347,8 +346,7 @@ impl Engine {
             }
             VendorKind::Sandbox => return Err(EngineError::invalid("kind", "must be HTTP")),
         }
-        self.write_record(JournalRecord::PaymentVendorSaved(config.clone()))
-            .await?;
+        self.write(JournalRecord::PaymentVendorSaved(config.clone())).await?;
         Ok(config)
     }
 
@@ -367,8 +365,7 @@ impl Engine {
                 }
             }
         }
-        self.write_record(JournalRecord::VendorRoutingSaved(routing.clone()))
-            .await?;
+        self.write(JournalRecord::VendorRoutingSaved(routing.clone())).await?;
         Ok(routing)
     }
 
@@ -615,7 +612,7 @@ impl Engine {
         let VendorKind::Http { secret, .. } = &config.kind else {
             return Err(EngineError::VendorNotFound);
         };
-        if !signature.is_some_and(|s| callback_signature_matches(secret, body, s)) {
+        if !signature.is_some_and(|s| crate::signing::hmac_sha256_header_matches(secret, body, s)) {
             return Err(EngineError::InvalidSignature);
         }
         let callback: Callback =

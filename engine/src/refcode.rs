@@ -4,7 +4,7 @@
 //! memory cannot know: in the second this process started (an earlier one
 //! may have handed out codes in it) and after the clock stepped back.
 
-use chrono::{DateTime, FixedOffset, Utc};
+use chrono::{DateTime, Utc};
 use rand::Rng;
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -44,8 +44,10 @@ impl RefCodes {
         let latest = self.latest_second.fetch_max(second, Ordering::AcqRel);
         // Codes of seconds this process fully owns are all in memory.
         let ask_storage = second <= self.started_second || second < latest;
-        let wib = FixedOffset::east_opt(7 * 3600).expect("UTC+7 is a valid offset");
-        let stamp = format!("{prefix}-{}", now.with_timezone(&wib).format("%y%m%d%H%M%S"));
+        let stamp = format!(
+            "{prefix}-{}",
+            crate::clock::wib_format(now.timestamp_millis(), "%y%m%d%H%M%S")
+        );
         let mut issued = self.issued.lock().expect("ref code lock");
         if issued.0 != stamp {
             *issued = (stamp.clone(), HashSet::new());

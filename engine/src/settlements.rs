@@ -3,27 +3,18 @@
 //! through the sandbox payout vendor, and queries.
 
 use crate::actors::{OrderCommand, OrderOutcome, SettlementDraft};
+use crate::clock::wib_format;
 use crate::domain::disbursement::{wib_day, WIB_OFFSET_SECONDS};
 use crate::domain::{Settlement, SettlementStatus, SettlementType};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
 use crate::vendor::SANDBOX_FAILING_ACCOUNT;
-use chrono::{DateTime, FixedOffset};
 use uuid::Uuid;
 
 /// 00:00 WIB of WIB day `day`, Unix ms.
 pub fn wib_midnight_ms(day: i64) -> i64 {
     (day * 86_400 - WIB_OFFSET_SECONDS) * 1000
-}
-
-fn wib_date(millis: i64, format: &str) -> String {
-    let wib = FixedOffset::east_opt(WIB_OFFSET_SECONDS as i32).expect("UTC+7 is a valid offset");
-    DateTime::from_timestamp_millis(millis)
-        .unwrap_or_default()
-        .with_timezone(&wib)
-        .format(format)
-        .to_string()
 }
 
 /// Filters of `GET /v1/settlements`.
@@ -78,8 +69,8 @@ impl Engine {
             let Some(merchant) = self.merchant(merchant_id) else {
                 continue;
             };
-            let settlement_date = wib_date(period_end_ms - 1, "%Y-%m-%d");
-            let prefix = format!("STL-{}-", wib_date(period_end_ms - 1, "%y%m%d"));
+            let settlement_date = wib_format(period_end_ms - 1, "%Y-%m-%d");
+            let prefix = format!("STL-{}-", wib_format(period_end_ms - 1, "%y%m%d"));
             // The run lock makes the daily sequence race-free.
             let sequence = self.store().settlement_refs_with_prefix(&prefix)? + 1;
             let draft = SettlementDraft {
@@ -158,33 +149,26 @@ impl Engine {
     /// midnight passed while stopped), everything paid before 00:00 WIB of
     /// the new day is settled.
     pub(crate) fn start_daily_settlements(&self) {
-        let weak = std::sync::Arc::downgrade(self.inner_arc());
-        let mut stopping = self.stopping_signal();
-        let task = tokio::spawn(async move {
-            let mut settled_day: Option<i64> = None;
-            loop {
-                let Some(inner) = weak.upgrade() else { return };
-                let engine = Engine::from_inner(inner);
+        let settled_day = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN));
+        self.every(limits::SETTLEMENT_CLOCK_POLL_INTERVAL, true, move |engine| {
+            let settled_day = settled_day.clone();
+            async move {
+                use std::sync::atomic::Ordering;
                 let today = wib_day(engine.clock().now().timestamp_millis());
-                if settled_day != Some(today) {
-                    match engine.run_settlements(None, Some(wib_midnight_ms(today))).await {
-                        Ok(created) => {
-                            if !created.is_empty() {
-                                tracing::info!(count = created.len(), "daily settlements created");
-                            }
-                            settled_day = Some(today);
-                        }
-                        Err(error) => tracing::error!(%error, "daily settlement run failed; retrying"),
-                    }
+                if settled_day.load(Ordering::Acquire) == today {
+                    return;
                 }
-                drop(engine);
-                tokio::select! {
-                    _ = tokio::time::sleep(limits::SETTLEMENT_CLOCK_POLL_INTERVAL) => {}
-                    _ = stopping.changed() => return,
+                match engine.run_settlements(None, Some(wib_midnight_ms(today))).await {
+                    Ok(created) => {
+                        if !created.is_empty() {
+                            tracing::info!(count = created.len(), "daily settlements created");
+                        }
+                        settled_day.store(today, Ordering::Release);
+                    }
+                    Err(error) => tracing::error!(%error, "daily settlement run failed; retrying"),
                 }
             }
         });
-        self.track_background(task);
     }
 
     /// A merchant's settlement by id (another merchant's is not found).

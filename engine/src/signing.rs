@@ -49,6 +49,29 @@ pub fn verify_rsa_sha256(public_key_pem: &str, message: &[u8], signature_base64:
         .is_ok()
 }
 
+/// `sha256=<lowercase hex HMAC-SHA256(secret, body)>`: SPEC.md 5.1's
+/// `X-Signature`, and how paygate and HTTP payment vendors sign each other.
+pub fn hmac_sha256_header(secret: &str, body: &[u8]) -> String {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// Constant-time check of a `sha256=<hex>` header made by `hmac_sha256_header`.
+pub fn hmac_sha256_header_matches(secret: &str, body: &[u8], presented: &str) -> bool {
+    use hmac::Mac;
+    let Some(hex_digest) = presented.trim().strip_prefix("sha256=") else {
+        return false;
+    };
+    let Ok(presented) = hex::decode(hex_digest) else {
+        return false;
+    };
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(body);
+    mac.verify_slice(&presented).is_ok()
+}
+
 /// Lowercase hex SHA-512 of `text` (Legacy order signatures, SPEC.md 5.2).
 pub fn sha512_hex(text: &str) -> String {
     use sha2::Digest;

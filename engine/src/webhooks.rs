@@ -36,7 +36,56 @@ pub struct AttemptFilter {
     pub delivered: Option<bool>,
 }
 
+/// Loopback, private, link-local, unspecified or unique-local: where a live
+/// notify URL may not point (SSRF).
+pub fn is_private(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast()
+        }
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_private(std::net::IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// False for a URL naming a private host outright (`localhost`, a private
+/// IP literal); names that resolve there are refused at delivery.
+fn names_public_host(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    match parsed.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.to_ascii_lowercase();
+            name != "localhost" && !name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => !is_private(std::net::IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => !is_private(std::net::IpAddr::V6(ip)),
+        None => false,
+    }
+}
+
 impl Engine {
+    /// Checks a notify URL's shape and, unless private addresses are
+    /// allowed (sandbox), that it does not name one (DESIGN.md 6).
+    pub(crate) fn validate_notify_url(&self, field: &str, url: &str) -> Result<(), EngineError> {
+        crate::engine::validate_url(field, url)?;
+        if !self.allows_private_notify_urls() && !names_public_host(url) {
+            return Err(EngineError::invalid(
+                field,
+                "must not point to a loopback, private or link-local address",
+            ));
+        }
+        Ok(())
+    }
+
     /// Events due for an attempt at or before `now_ms`, with when each was due.
     pub fn due_webhooks(&self, now_ms: i64, limit: usize) -> Result<Vec<(i64, Uuid)>, EngineError> {
         Ok(self.store().webhooks_due(now_ms, limit)?)
@@ -92,7 +141,7 @@ impl Engine {
             attempted_at_ms: outcome.attempted_at_ms,
             manual: outcome.manual,
         };
-        self.write_record(JournalRecord::WebhookAttempted {
+        self.write(JournalRecord::WebhookAttempted {
             event: Box::new(event),
             previously_due_ms,
             attempt: Box::new(attempt.clone()),

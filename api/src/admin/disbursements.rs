@@ -2,10 +2,9 @@
 
 use super::parse_id;
 use crate::error::V1Error;
-use crate::extract::Admin;
+use crate::extract::{Admin, OptionalJson};
 use crate::wire::{disbursement_view, Data};
 use crate::AppState;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::Value;
@@ -33,14 +32,9 @@ pub async fn reject_disbursement(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,
-    body: Bytes,
+    OptionalJson(body): OptionalJson<RejectDisbursement>,
 ) -> Result<Data<Value>, V1Error> {
     let id = parse_id(&id)?;
-    let body: RejectDisbursement = if body.iter().all(u8::is_ascii_whitespace) {
-        RejectDisbursement::default()
-    } else {
-        crate::extract::parse_json(&body)?
-    };
     let disbursement = state.engine.reject_disbursement(id, body.reason).await?;
     Ok(Data(disbursement_view(&disbursement)))
 }

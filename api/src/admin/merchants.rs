@@ -44,7 +44,6 @@ pub async fn create_merchant(
     _admin: Admin,
     V1Json(body): V1Json<CreateMerchant>,
 ) -> Result<Created<Value>, V1Error> {
-    crate::webhooks::check_notify_url(&state, "default_notify_url", body.default_notify_url.as_deref())?;
     let (merchant, credentials) = state
         .engine
         .create_merchant(NewMerchant {
@@ -101,8 +100,6 @@ pub async fn update_merchant(
     Path(id): Path<String>,
     V1Json(body): V1Json<UpdateMerchant>,
 ) -> Result<Data<Value>, V1Error> {
-    let new_url = body.default_notify_url.as_ref().and_then(|url| url.as_deref());
-    crate::webhooks::check_notify_url(&state, "default_notify_url", new_url)?;
     let patch = MerchantPatch {
         fees: body.fees,
         limits: body.limits,

@@ -3,7 +3,7 @@
 
 use super::parse_id;
 use crate::error::V1Error;
-use crate::extract::Admin;
+use crate::extract::{Admin, OptionalJson};
 use crate::wire::{settlement_view, Data};
 use crate::AppState;
 use axum::extract::State;
@@ -23,13 +23,8 @@ pub struct RunSettlements {
 pub async fn run_settlements(
     State(state): State<AppState>,
     _admin: Admin,
-    body: axum::body::Bytes,
+    OptionalJson(body): OptionalJson<RunSettlements>,
 ) -> Result<Data<Vec<Value>>, V1Error> {
-    let body: RunSettlements = if body.iter().all(u8::is_ascii_whitespace) {
-        RunSettlements::default()
-    } else {
-        crate::extract::parse_json(&body)?
-    };
     let merchant_id = body.merchant_id.as_deref().map(parse_id).transpose()?;
     let period_end = match &body.period_end {
         None => None,

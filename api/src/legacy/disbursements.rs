@@ -34,7 +34,8 @@ struct LegacyBank {
     code: String,
 }
 
-fn legacy_disbursement(state: &AppState, disbursement: &Disbursement) -> LegacyDisbursement {
+/// A disbursement as Legacy clients see it (answers and webhooks).
+pub fn legacy_disbursement(state: &AppState, disbursement: &Disbursement) -> LegacyDisbursement {
     let (account_number, account_name, bank) = match &disbursement.destination {
         Destination::Bank {
             bank_short_code,
@@ -124,12 +125,6 @@ async fn create(
         .checked_mul(100)
         .ok_or_else(LegacyError::invalid_parameters)?;
     let notify_url = body.optional_string("notifyUrl")?;
-    if notify_url
-        .as_deref()
-        .is_some_and(|url| !crate::webhooks::notify_url_allowed(state.config.mode, url))
-    {
-        return Err(LegacyError::invalid_parameters());
-    }
     let mut new = NewDisbursement {
         idempotency_key: Some(order_id.clone()),
         amount_minor: Some(amount_minor),

@@ -6,13 +6,14 @@
 mod disbursements;
 mod orders;
 
+pub use disbursements::legacy_disbursement;
+
 use crate::AppState;
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use chrono::{DateTime, FixedOffset};
 use paygate_engine::domain::MerchantRecord;
 use paygate_engine::EngineError;
 use serde::Serialize;
@@ -265,12 +266,7 @@ fn check_x_signature(
 
 /// `YYYY-MM-DD HH:MM:SS` in WIB (UTC+7).
 pub fn wib(millis: i64) -> String {
-    let wib = FixedOffset::east_opt(7 * 3600).expect("UTC+7 is a valid offset");
-    DateTime::from_timestamp_millis(millis)
-        .unwrap_or_default()
-        .with_timezone(&wib)
-        .format("%Y-%m-%d %H:%M:%S")
-        .to_string()
+    paygate_engine::clock::wib_format(millis, "%Y-%m-%d %H:%M:%S")
 }
 
 #[cfg(test)]

@@ -112,12 +112,6 @@ pub async fn create_order(
         return existing_or_conflict(existing, amount_minor, method);
     }
     let notify_url = body.optional_string("notifyUrl")?;
-    if notify_url
-        .as_deref()
-        .is_some_and(|url| !crate::webhooks::notify_url_allowed(state.config.mode, url))
-    {
-        return Err(LegacyError::invalid_parameters());
-    }
     let new = NewOrder {
         merchant_order_id: order_id,
         amount_minor,

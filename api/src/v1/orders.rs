@@ -3,7 +3,7 @@
 
 use super::pagination::ListQuery;
 use crate::error::{order_error, V1Error};
-use crate::extract::{SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
+use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
 use crate::wire::{order_view, refund_view, Created, Data, OrderView, Page};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -50,7 +50,6 @@ pub async fn create_order(
                 .to_string(),
         ),
     };
-    crate::webhooks::check_notify_url(&state, "notify_url", body.notify_url.as_deref())?;
     if let Some(metadata) = &body.metadata {
         if !metadata.get().trim_start().starts_with('{') {
             return Err(V1Error::invalid_body("metadata: must be a JSON object"));
@@ -199,13 +198,8 @@ pub async fn sandbox_pay(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
-    body: axum::body::Bytes,
+    OptionalJson(body): OptionalJson<SandboxPay>,
 ) -> Result<Data<OrderView>, V1Error> {
-    let body: SandboxPay = if body.iter().all(u8::is_ascii_whitespace) {
-        SandboxPay::default()
-    } else {
-        crate::extract::parse_json(&body)?
-    };
     let order = state.engine.order_for(merchant.id, &ref_code)?;
     let order = state.engine.pay_order(&order, body.vendor_rrn).await?;
     Ok(Data(order_view(&order, &state.config.public_url)))

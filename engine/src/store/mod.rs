@@ -206,6 +206,14 @@ pub fn order_id_suffix(source: Source, merchant_order_id: &str) -> Vec<u8> {
     suffix
 }
 
+/// Every key of `prefix`+owner+…, as a range.
+fn merchant_range(prefix: u8, owner: &Uuid) -> (Vec<u8>, Vec<u8>) {
+    (
+        prefixed(prefix, &[owner.as_bytes()]),
+        prefixed(prefix, &[owner.as_bytes(), &[0xFF; 40]]),
+    )
+}
+
 fn read_u64(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(bytes.try_into().unwrap_or([0; 8]))
 }
@@ -959,37 +967,14 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Disbursement>, usize), StoreError> {
-        let from = (from_ms.max(0) as u64).to_be_bytes();
-        let to = (to_ms.max(0) as u64).to_be_bytes();
-        let start = prefixed(b'l', &[merchant_id.as_bytes(), &from]);
-        let end = prefixed(b'l', &[merchant_id.as_bytes(), &to]);
-        let mut page = Vec::new();
-        let mut total = 0;
-        for (key, _) in self.resource_range(&start, &end)?.into_iter().rev() {
-            let id = Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default();
-            let Some(disbursement) = self.disbursement(&id)? else {
-                continue;
-            };
-            if !keep(&disbursement) {
-                continue;
-            }
-            if total >= offset && page.len() < limit {
-                page.push(disbursement);
-            }
-            total += 1;
-        }
-        Ok((page, total))
+        let ids = self.ids_in_time_range(b'l', merchant_id, from_ms, to_ms)?;
+        self.newest_page(b'd', ids, keep, offset, limit)
     }
 
     /// Disbursements not yet in a final status, to resume after a restart.
     pub fn open_disbursements(&self) -> Result<Vec<Disbursement>, StoreError> {
-        let mut open = Vec::new();
-        for (key, _) in self.resource_range(b"o", b"p")? {
-            if let Some(disbursement) = self.disbursement(&Uuid::from_slice(&key[1..]).unwrap_or_default())? {
-                open.push(disbursement);
-            }
-        }
-        Ok(open)
+        let ids = self.indexed_ids(b"o", b"p")?;
+        self.load_all(b'd', ids)
     }
 
     /// A beneficiary by id (deleted ones included).
@@ -1002,17 +987,9 @@ impl Store {
 
     /// A merchant's beneficiaries, deleted ones included, newest first.
     pub fn merchant_beneficiaries(&self, merchant_id: &Uuid) -> Result<Vec<Beneficiary>, StoreError> {
-        let mut found = Vec::new();
-        let start = prefixed(b'm', &[merchant_id.as_bytes()]);
-        let end = prefixed(b'm', &[merchant_id.as_bytes(), &[0xFF; 40]]);
-        for (key, _) in self.resource_range(&start, &end)?.into_iter().rev() {
-            if let Some(beneficiary) =
-                self.beneficiary(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())?
-            {
-                found.push(beneficiary);
-            }
-        }
-        Ok(found)
+        let (start, end) = merchant_range(b'm', merchant_id);
+        let ids = self.indexed_ids(&start, &end)?;
+        self.load_all(b'b', ids.into_iter().rev())
     }
 
     fn decoded<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StoreError> {
@@ -1072,37 +1049,16 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Order>, usize), StoreError> {
-        let from = (from_ms.max(0) as u64).to_be_bytes();
-        let to = (to_ms.max(0) as u64).to_be_bytes();
-        let start = prefixed(b'e', &[merchant_id.as_bytes(), &from]);
-        let end = prefixed(b'e', &[merchant_id.as_bytes(), &to]);
-        let mut page = Vec::new();
-        let mut total = 0;
-        for (key, _) in self.resource_range(&start, &end)?.into_iter().rev() {
-            let id = Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default();
-            let Some(order) = self.order(&id)? else {
-                continue;
-            };
-            if !keep(&order) {
-                continue;
-            }
-            if total >= offset && page.len() < limit {
-                page.push(order);
-            }
-            total += 1;
-        }
-        Ok((page, total))
+        let ids = self.ids_in_time_range(b'e', merchant_id, from_ms, to_ms)?;
+        self.newest_page(b'a', ids, keep, offset, limit)
     }
 
     /// PENDING orders whose expiry is at or before `now_ms`, oldest first, at most `limit`.
     pub fn orders_due(&self, now_ms: i64, limit: usize) -> Result<Vec<Uuid>, StoreError> {
         let end = prefixed(b'j', &[&((now_ms.max(0) as u64) + 1).to_be_bytes()]);
-        Ok(self
-            .resource_range(b"j", &end)?
-            .into_iter()
-            .take(limit)
-            .map(|(key, _)| Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())
-            .collect())
+        let mut ids = self.indexed_ids(b"j", &end)?;
+        ids.truncate(limit);
+        Ok(ids)
     }
 
     /// A refund by id.
@@ -1119,26 +1075,15 @@ impl Store {
 
     /// An order's refunds, oldest first.
     pub fn order_refunds(&self, order_id: &Uuid) -> Result<Vec<Refund>, StoreError> {
-        let start = prefixed(b'n', &[order_id.as_bytes()]);
-        let end = prefixed(b'n', &[order_id.as_bytes(), &[0xFF; 40]]);
-        let mut found = Vec::new();
-        for (key, _) in self.resource_range(&start, &end)? {
-            if let Some(refund) = self.refund(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())? {
-                found.push(refund);
-            }
-        }
-        Ok(found)
+        let (start, end) = merchant_range(b'n', order_id);
+        let ids = self.indexed_ids(&start, &end)?;
+        self.load_all(b's', ids)
     }
 
     /// Refunds still PENDING, to resume after a restart.
     pub fn open_refunds(&self) -> Result<Vec<Refund>, StoreError> {
-        let mut open = Vec::new();
-        for (key, _) in self.resource_range(b"u", b"v")? {
-            if let Some(refund) = self.refund(&Uuid::from_slice(&key[1..]).unwrap_or_default())? {
-                open.push(refund);
-            }
-        }
-        Ok(open)
+        let ids = self.indexed_ids(b"u", b"v")?;
+        self.load_all(b's', ids)
     }
 
     /// The hashes under which a merchant's keys of one kind are indexed
@@ -1211,34 +1156,14 @@ impl Store {
 
     /// A merchant's paid orders no settlement has taken, paid before `before_ms`.
     pub fn unsettled_orders(&self, merchant_id: &Uuid, before_ms: i64) -> Result<Vec<Order>, StoreError> {
-        let start = prefixed(b'k', &[merchant_id.as_bytes()]);
-        let end = prefixed(
-            b'k',
-            &[merchant_id.as_bytes(), &(before_ms.max(0) as u64).to_be_bytes()],
-        );
-        let mut found = Vec::new();
-        for (key, _) in self.resource_range(&start, &end)? {
-            if let Some(order) = self.order(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())? {
-                found.push(order);
-            }
-        }
-        Ok(found)
+        let ids = self.ids_in_time_range(b'k', merchant_id, 0, before_ms)?;
+        self.load_all(b'a', ids)
     }
 
     /// A MANUAL merchant's refunds no settlement has deducted, created before `before_ms`.
     pub fn unsettled_refunds(&self, merchant_id: &Uuid, before_ms: i64) -> Result<Vec<Refund>, StoreError> {
-        let start = prefixed(b'v', &[merchant_id.as_bytes()]);
-        let end = prefixed(
-            b'v',
-            &[merchant_id.as_bytes(), &(before_ms.max(0) as u64).to_be_bytes()],
-        );
-        let mut found = Vec::new();
-        for (key, _) in self.resource_range(&start, &end)? {
-            if let Some(refund) = self.refund(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())? {
-                found.push(refund);
-            }
-        }
-        Ok(found)
+        let ids = self.ids_in_time_range(b'v', merchant_id, 0, before_ms)?;
+        self.load_all(b's', ids)
     }
 
     /// A settlement by id.
@@ -1265,28 +1190,76 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Settlement>, usize), StoreError> {
-        let start = prefixed(b'y', &[merchant_id.as_bytes()]);
-        let end = prefixed(b'y', &[merchant_id.as_bytes(), &[0xFF; 40]]);
-        let keys = self.resource_range(&start, &end)?;
-        let total = keys.len();
-        let mut page = Vec::new();
-        for (key, _) in keys.into_iter().rev().skip(offset).take(limit) {
-            if let Some(settlement) = self.settlement(&Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())? {
-                page.push(settlement);
-            }
-        }
-        Ok((page, total))
+        let (start, end) = merchant_range(b'y', merchant_id);
+        let ids = self.indexed_ids(&start, &end)?;
+        self.newest_page(b'x', ids, |_| true, offset, limit)
     }
 
     /// Settlements not yet final, to resume after a restart.
     pub fn open_settlements(&self) -> Result<Vec<Settlement>, StoreError> {
-        let mut open = Vec::new();
-        for (key, _) in self.resource_range(b"w", b"x")? {
-            if let Some(settlement) = self.settlement(&Uuid::from_slice(&key[1..]).unwrap_or_default())? {
-                open.push(settlement);
+        let ids = self.indexed_ids(b"w", b"x")?;
+        self.load_all(b'x', ids)
+    }
+
+    /// The ids ending the index keys in `[start, end)`, in key order.
+    fn indexed_ids(&self, start: &[u8], end: &[u8]) -> Result<Vec<Uuid>, StoreError> {
+        Ok(self
+            .resource_range(start, end)?
+            .into_iter()
+            .map(|(key, _)| Uuid::from_slice(&key[key.len() - 16..]).unwrap_or_default())
+            .collect())
+    }
+
+    /// The ids of a `prefix`+owner+time ms+id index with times in `[from_ms, to_ms)`, oldest first.
+    fn ids_in_time_range(&self, prefix: u8, owner: &Uuid, from_ms: i64, to_ms: i64) -> Result<Vec<Uuid>, StoreError> {
+        let from = (from_ms.max(0) as u64).to_be_bytes();
+        let to = (to_ms.max(0) as u64).to_be_bytes();
+        self.indexed_ids(
+            &prefixed(prefix, &[owner.as_bytes(), &from]),
+            &prefixed(prefix, &[owner.as_bytes(), &to]),
+        )
+    }
+
+    /// The records `record_prefix`+id of `ids`, in order; ids without one are skipped.
+    fn load_all<T: serde::de::DeserializeOwned>(
+        &self,
+        record_prefix: u8,
+        ids: impl IntoIterator<Item = Uuid>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut found = Vec::new();
+        for id in ids {
+            if let Some(record) = self.decoded(&prefixed(record_prefix, &[id.as_bytes()]))? {
+                found.push(record);
             }
         }
-        Ok(open)
+        Ok(found)
+    }
+
+    /// Of the records of `ids_oldest_first` that pass `keep`, newest first:
+    /// the `offset`..`offset + limit` slice and how many passed.
+    fn newest_page<T: serde::de::DeserializeOwned>(
+        &self,
+        record_prefix: u8,
+        ids_oldest_first: Vec<Uuid>,
+        keep: impl Fn(&T) -> bool,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<T>, usize), StoreError> {
+        let mut page = Vec::new();
+        let mut total = 0;
+        for id in ids_oldest_first.into_iter().rev() {
+            let Some(record) = self.decoded::<T>(&prefixed(record_prefix, &[id.as_bytes()]))? else {
+                continue;
+            };
+            if !keep(&record) {
+                continue;
+            }
+            if total >= offset && page.len() < limit {
+                page.push(record);
+            }
+            total += 1;
+        }
+        Ok((page, total))
     }
 
     /// Flushes sled without the fsync (on shutdown after a checkpoint).

@@ -1,7 +1,7 @@
 //! Payment vendors: who collects an order's money and refunds it. The
 //! sandbox vendor answers in process; the HTTP vendor POSTs signed JSON to a
 //! configured URL and later confirms through signed callbacks
-//! (`POST /callbacks/{vendor}`, see `callback_signature`).
+//! (`POST /callbacks/{vendor}`, see `signing::hmac_sha256_header`).
 //!
 //! HTTP vendor protocol (requests and callbacks carry
 //! `X-Paygate-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>`):
@@ -19,7 +19,7 @@
 use crate::domain::catalog::{PaymentVendorConfig, VendorKind};
 use crate::domain::order::{PaymentMethod, RefundStatus, VirtualAccount};
 use crate::money::MinorUnits;
-use hmac::Mac;
+use crate::signing::hmac_sha256_header;
 use serde::Deserialize;
 use std::future::Future;
 use std::pin::Pin;
@@ -160,7 +160,7 @@ impl HttpPaymentVendor {
             .post(format!("{}{path}", self.url))
             .timeout(self.timeout)
             .header("content-type", "application/json")
-            .header("x-paygate-signature", callback_signature(&self.secret, &bytes))
+            .header("x-paygate-signature", hmac_sha256_header(&self.secret, &bytes))
             .body(bytes)
             .send()
             .await
@@ -252,25 +252,4 @@ impl PaymentVendor for HttpPaymentVendor {
             })
         })
     }
-}
-
-/// `sha256=<hex HMAC-SHA256(secret, body)>`: how paygate signs requests to
-/// HTTP vendors and how their callbacks must be signed.
-pub fn callback_signature(secret: &str, body: &[u8]) -> String {
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-}
-
-/// Constant-time check of a vendor callback's signature.
-pub fn callback_signature_matches(secret: &str, body: &[u8], presented: &str) -> bool {
-    let Some(hex_digest) = presented.trim().strip_prefix("sha256=") else {
-        return false;
-    };
-    let Ok(presented) = hex::decode(hex_digest) else {
-        return false;
-    };
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
-    mac.update(body);
-    mac.verify_slice(&presented).is_ok()
 }
