@@ -17,7 +17,6 @@ use crate::store::journal::{self, Journal};
 use crate::store::record::JournalRecord;
 use crate::store::{Store, StoreError};
 use crate::vendor::PayoutVendor;
-use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -450,17 +449,10 @@ impl Engine {
         merchant_id: Uuid,
         build: impl Fn(RpcReplyPort<T>) -> MerchantMsg,
     ) -> Result<T, EngineError> {
-        for _ in 0..limits::ACTOR_CALL_RETRIES_MAX {
-            let actor = self.merchant_actor(merchant_id).await?;
-            match actor.call(&build, Some(limits::ACTOR_CALL_TIMEOUT)).await {
-                Ok(CallResult::Success(value)) => return Ok(value),
-                Ok(CallResult::Timeout) => return Err(EngineError::Timeout),
-                Ok(CallResult::SenderError) | Err(_) => {
-                    self.inner.merchants.remove(&merchant_id, actor.get_id());
-                }
-            }
-        }
-        Err(EngineError::ShuttingDown)
+        self.inner
+            .merchants
+            .call(merchant_id, || self.merchant_actor(merchant_id), build)
+            .await
     }
 
     /// The stores behind the engine.

@@ -17,7 +17,6 @@ use crate::store::record::JournalRecord;
 use crate::vendor::payment::{
     HttpPaymentVendor, PaymentRequest, PaymentVendor, RefundAcceptance, RefundRequest, SandboxPaymentVendor,
 };
-use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -732,17 +731,9 @@ impl Engine {
         order: &Order,
         build: impl Fn(ractor::RpcReplyPort<Result<T, EngineError>>) -> OrderMsg,
     ) -> Result<T, EngineError> {
-        for _ in 0..limits::ACTOR_CALL_RETRIES_MAX {
-            let actor = self.order_actor(order).await?;
-            match actor.call(&build, Some(limits::ACTOR_CALL_TIMEOUT)).await {
-                Ok(CallResult::Success(result)) => return result,
-                Ok(CallResult::Timeout) => return Err(EngineError::Timeout),
-                Ok(CallResult::SenderError) | Err(_) => {
-                    self.order_actors().remove(&order.id, actor.get_id());
-                }
-            }
-        }
-        Err(EngineError::ShuttingDown)
+        self.order_actors()
+            .call(order.id, || self.order_actor(order), build)
+            .await?
     }
 
     async fn tell_order(&self, order: &Order, message: OrderMsg) {

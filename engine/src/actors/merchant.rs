@@ -132,7 +132,7 @@ pub(crate) struct KnownKeys {
 }
 
 impl KnownKeys {
-    fn from(loaded: Option<std::collections::HashSet<u128>>, cap: usize) -> KnownKeys {
+    fn loaded(loaded: Option<std::collections::HashSet<u128>>, cap: usize) -> KnownKeys {
         KnownKeys {
             complete: loaded.is_some(),
             hashes: loaded.unwrap_or_default(),
@@ -238,7 +238,7 @@ impl Actor for MerchantActor {
         let known_keys = known_keys.unwrap_or_default();
         let cap = args.keys_in_memory / 2;
         let load = |prefix: u8| -> Result<KnownKeys, StoreError> {
-            Ok(KnownKeys::from(
+            Ok(KnownKeys::loaded(
                 args.store.merchant_key_hashes(prefix, &args.merchant_id, cap)?,
                 cap,
             ))

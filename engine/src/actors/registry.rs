@@ -1,5 +1,5 @@
 //! Spawns actors on first use and forgets them when they stop, so memory
-//! follows live work. Order and disbursement actors will use it too.
+//! follows live work: merchant, order and disbursement actors.
 
 use crate::error::EngineError;
 use ractor::{ActorId, ActorRef, Message};
@@ -25,6 +25,33 @@ impl<M: Message> Default for ActorRegistry<M> {
 }
 
 impl<M: Message> ActorRegistry<M> {
+    /// Asks the actor of `id` (got or spawned by `actor`) and waits. An actor
+    /// that stopped (idle) between lookup and send never processed the
+    /// message, so it is forgotten and the message sent again to a new one.
+    pub async fn call<T, Fut>(
+        &self,
+        id: Uuid,
+        actor: impl Fn() -> Fut,
+        build: impl Fn(ractor::RpcReplyPort<T>) -> M,
+    ) -> Result<T, EngineError>
+    where
+        T: Send + 'static,
+        Fut: Future<Output = Result<ActorRef<M>, EngineError>>,
+    {
+        use ractor::rpc::CallResult;
+        for _ in 0..crate::limits::ACTOR_CALL_RETRIES_MAX {
+            let actor = actor().await?;
+            match actor.call(&build, Some(crate::limits::ACTOR_CALL_TIMEOUT)).await {
+                Ok(CallResult::Success(value)) => return Ok(value),
+                Ok(CallResult::Timeout) => return Err(EngineError::Timeout),
+                Ok(CallResult::SenderError) | Err(_) => {
+                    self.remove(&id, actor.get_id());
+                }
+            }
+        }
+        Err(EngineError::ShuttingDown)
+    }
+
     /// The live actor for `id`, if any.
     pub fn get(&self, id: &Uuid) -> Option<ActorRef<M>> {
         self.live.read().expect("registry lock").get(id).cloned()
