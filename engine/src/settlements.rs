@@ -62,7 +62,9 @@ impl Engine {
                 ids
             }
         };
-        let period_end_ms = period_end_ms.unwrap_or_else(|| self.clock().now().timestamp_millis());
+        // "Now" includes this very millisecond: a refund or payment made just
+        // before the run must not wait for the next one.
+        let period_end_ms = period_end_ms.unwrap_or_else(|| self.clock().now().timestamp_millis() + 1);
         let _run = self.settlement_lock().lock().await;
         let mut created = Vec::new();
         for merchant_id in merchants {
