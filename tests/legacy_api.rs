@@ -145,11 +145,6 @@ const DISBURSEMENT_FIELDS: [&str; 10] = [
     "requestAt",
 ];
 
-#[test]
-fn the_published_signature_vector_holds() {
-    assert!(sha512_hex("CLIENT123|ORD-001|10000|s3cr3t").starts_with("73ef87ac7e0e4f20"));
-}
-
 #[tokio::test]
 async fn order_create_and_query_in_legacy_shape() {
     let server = TestServer::start();
