@@ -243,7 +243,9 @@ impl Actor for MerchantActor {
                 cap,
             ))
         };
-        let (known_disbursement_keys, known_order_ids, known_order_keys) = (load(b'i')?, load(b'f')?, load(b'h')?);
+        let known_disbursement_keys =
+            KnownKeys::loaded(args.store.disbursement_key_hashes(&args.merchant_id, cap), cap);
+        let (known_order_ids, known_order_keys) = (load(b'f')?, load(b'h')?);
         myself.send_interval(args.idle_timeout / 4, || MerchantMsg::IdleCheck);
         Ok(MerchantState {
             profile: (*profile).clone(),

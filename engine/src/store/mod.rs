@@ -13,12 +13,12 @@
 //! `ledger` tree keys: `B`+merchant -> book; `E`+merchant+first seq -> entry
 //! block; `K`+merchant+run -> sorted idempotency key hashes; `M`+name -> meta.
 //!
-//! Resources go through the overlay too and into the `ledger` tree under
-//! lower-case prefixes:
-//! `d`+id -> disbursement; `r`+ref code -> id; `l`+merchant+created ms+id ->
-//! (listing, newest last); `i`+merchant+key hash -> id; `o`+id -> () while
-//! not terminal (resumed after a restart).
+//! Disbursements go through the overlay too, and a checkpoint writes their
+//! newest versions in blocks `D`+checkpoint+part; their indexes live in
+//! memory (`disbursement_log.rs`).
 //!
+//! Other resources go through the overlay and into the `ledger` tree under
+//! lower-case prefixes:
 //! `b`+id -> beneficiary; `m`+merchant+created ms+id -> ().
 //!
 //! Orders: `a`+id -> order; `c`+ref code -> id; `e`+merchant+created ms+id ->
@@ -34,6 +34,7 @@
 //! Webhooks: `g`+event id -> event; `p`+due ms+event id -> () while an
 //! attempt is due; `q`+merchant+attempted ms+event id+attempt -> attempt.
 
+pub mod disbursement_log;
 pub mod journal;
 pub mod overlay;
 pub mod record;
@@ -45,6 +46,7 @@ use crate::domain::{
 };
 use crate::ledger::{Entry, MerchantBook};
 use crate::limits;
+use disbursement_log::{BlockWriter, DisbursementIndex, Location};
 use overlay::{Layer, MerchantLayer, MerchantView, Overlay};
 use record::{decode_value, encode_value, JournalRecord};
 use std::collections::HashMap;
@@ -148,6 +150,8 @@ pub struct Store {
     overlay: Mutex<Overlay>,
     hash_seed: u64,
     key_runs_generation: AtomicU64,
+    /// Every disbursement's indexes. Lock order: the overlay, then this.
+    disbursements: RwLock<DisbursementIndex>,
     /// Tests: a checkpoint fails after this many sled batches (a crash mid-checkpoint).
     #[cfg(test)]
     fail_after_batches: std::sync::atomic::AtomicUsize,
@@ -187,11 +191,11 @@ fn order_id_key(merchant_id: &Uuid, source: Source, merchant_order_id: &str) -> 
     )
 }
 
-/// The in-memory hash of an index key's suffix: hash-keyed indexes (`i`,
-/// `h`) already hold one; text-keyed ones (`f`: source + order id) are hashed.
+/// The in-memory hash of an index key's suffix: hash-keyed indexes (`h`)
+/// already hold one; text-keyed ones (`f`: source + order id) are hashed.
 pub fn index_suffix_hash(prefix: u8, suffix: &[u8]) -> u128 {
     match prefix {
-        b'i' | b'h' => u128::from_be_bytes(suffix.get(..16).and_then(|s| s.try_into().ok()).unwrap_or([0; 16])),
+        b'h' => u128::from_be_bytes(suffix.get(..16).and_then(|s| s.try_into().ok()).unwrap_or([0; 16])),
         _ => xxhash_rust::xxh3::xxh3_128(suffix),
     }
 }
@@ -244,6 +248,7 @@ impl Store {
             overlay: Mutex::new(Overlay::default()),
             hash_seed,
             key_runs_generation: AtomicU64::new(0),
+            disbursements: RwLock::new(DisbursementIndex::default()),
             #[cfg(test)]
             fail_after_batches: std::sync::atomic::AtomicUsize::new(usize::MAX),
         };
@@ -259,8 +264,48 @@ impl Store {
             store.apply_to_catalog(decode_value(&value)?);
         }
         let checkpoint = store.checkpoint_seq()?;
+        store.load_disbursement_blocks(checkpoint)?;
         store.overlay.lock().expect("overlay lock").active.through_seq = checkpoint.saturating_sub(1);
         Ok(store)
+    }
+
+    /// Rebuilds the disbursement indexes from the blocks of every completed
+    /// checkpoint, oldest first, and drops blocks of a checkpoint cut short
+    /// (the journal after the marker still holds what they held).
+    fn load_disbursement_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
+        let mut index = self.disbursements.write().expect("disbursement index lock");
+        let mut cut_short = Vec::new();
+        for item in self.ledger.scan_prefix([disbursement_log::BLOCK_PREFIX]) {
+            let (key, block) = item?;
+            let Some((written_by, part)) = disbursement_log::parse_block_key(&key) else {
+                continue;
+            };
+            if written_by > checkpoint {
+                cut_short.push(key);
+                continue;
+            }
+            let versions = disbursement_log::block_versions(&block).ok_or_else(|| corrupt_block(&key))?;
+            for (offset, encoded) in versions {
+                let disbursement: Disbursement = decode_value(encoded)?;
+                self.index_disbursement(&mut index, &disbursement);
+                let location = Location {
+                    checkpoint: written_by,
+                    part,
+                    offset,
+                };
+                index.locate(disbursement.id, location);
+            }
+        }
+        for key in cut_short {
+            self.ledger.remove(key)?;
+        }
+        Ok(())
+    }
+
+    fn index_disbursement(&self, index: &mut DisbursementIndex, disbursement: &Disbursement) {
+        let key_hash = self.key_hash(&disbursement.idempotency_key);
+        let ref_hash = self.key_hash(&disbursement.ref_code);
+        index.index_version(disbursement, key_hash, ref_hash);
     }
 
     /// The first journal sequence the last durable checkpoint does not cover.
@@ -324,13 +369,13 @@ impl Store {
             JournalRecord::DisbursementCreated { disbursement, entry } => {
                 // Entry blocks hold plain entry records, whatever record carried the entry.
                 self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
-                self.overlay_disbursement(overlay, disbursement, true);
+                self.overlay_disbursement(overlay, disbursement);
             }
             JournalRecord::DisbursementReversed { disbursement, entry } => {
                 self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
-                self.overlay_disbursement(overlay, disbursement, false);
+                self.overlay_disbursement(overlay, disbursement);
             }
-            JournalRecord::DisbursementUpdated(disbursement) => self.overlay_disbursement(overlay, disbursement, false),
+            JournalRecord::DisbursementUpdated(disbursement) => self.overlay_disbursement(overlay, disbursement),
             JournalRecord::OrderCreated(order) => self.overlay_order(overlay, order, true),
             JournalRecord::OrderUpdated(order) => self.overlay_order(overlay, order, false),
             JournalRecord::OrderPaid { order, entry } => {
@@ -454,32 +499,12 @@ impl Store {
         Ok(())
     }
 
-    /// A disbursement and its indexes. The ref code, listing and key
-    /// indexes never change after creation, so updates write only the
-    /// record and the open set: fewer sled writes per disbursement.
-    fn overlay_disbursement(&self, overlay: &mut Overlay, disbursement: &Disbursement, created: bool) {
-        let id = disbursement.id.as_bytes();
-        let open = (!disbursement.status.is_terminal()).then(Vec::new);
-        let mut writes = vec![
-            (prefixed(b'd', &[id]), Some(encode_value(disbursement))),
-            (prefixed(b'o', &[id]), open),
-        ];
-        if created {
-            let created_ms = (disbursement.created_at_ms.max(0) as u64).to_be_bytes();
-            let key_hash = self.key_hash(&disbursement.idempotency_key).to_be_bytes();
-            writes.extend([
-                (prefixed(b'r', &[disbursement.ref_code.as_bytes()]), Some(id.to_vec())),
-                (
-                    prefixed(b'l', &[disbursement.merchant_id.as_bytes(), &created_ms, id]),
-                    Some(Vec::new()),
-                ),
-                (
-                    prefixed(b'i', &[disbursement.merchant_id.as_bytes(), &key_hash]),
-                    Some(id.to_vec()),
-                ),
-            ]);
-        }
-        overlay.active.put_resources(writes);
+    /// A disbursement's newest version, indexed at once (readers find it
+    /// in the overlay until a checkpoint has written it to a block).
+    fn overlay_disbursement(&self, overlay: &mut Overlay, disbursement: &Disbursement) {
+        overlay.active.put_disbursement(disbursement);
+        let mut index = self.disbursements.write().expect("disbursement index lock");
+        self.index_disbursement(&mut index, disbursement);
     }
 
     /// An order and its indexes; updates write only the record and the
@@ -817,6 +842,13 @@ impl Store {
         };
         let covers_below = layer.through_seq + 1;
         let result = self.write_layer(&layer, covers_below);
+        if let Ok(locations) = &result {
+            // Before the layer leaves the overlay, so no reader misses both.
+            let mut index = self.disbursements.write().expect("disbursement index lock");
+            for (id, location) in locations {
+                index.locate(*id, *location);
+            }
+        }
         // Whatever happened, the layer stays readable until it is in sled:
         // on failure it goes back under the active one.
         let mut overlay = self.overlay.lock().expect("overlay lock");
@@ -828,12 +860,15 @@ impl Store {
                     restored.merge_newer(merchant_id, newer);
                 }
                 restored.resources.extend(std::mem::take(&mut overlay.active.resources));
+                restored
+                    .disbursements
+                    .extend(std::mem::take(&mut overlay.active.disbursements));
                 restored.through_seq = overlay.active.through_seq;
                 restored.entry_count += overlay.active.entry_count;
                 overlay.active = restored;
             }
         }
-        result.map(|()| covers_below)
+        result.map(|_| covers_below)
     }
 
     /// Writes a layer in batches of about `CHECKPOINT_BATCH_OPS` writes,
@@ -842,8 +877,9 @@ impl Store {
     /// short. Safe to stop anywhere before the marker: a merchant's book,
     /// entry blocks and key run always share one batch (so replay skips
     /// exactly the entries the stored book has), and resources are whole
-    /// values that replay rewrites in order.
-    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<(), StoreError> {
+    /// values that replay rewrites in order. Returns where the layer's
+    /// disbursement versions went.
+    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<Vec<(Uuid, Location)>, StoreError> {
         let mut batch = sled::Batch::default();
         let mut pending = 0usize;
         let batches_written = std::cell::Cell::new(0usize);
@@ -887,7 +923,33 @@ impl Store {
             pending += 1;
             flush(&mut batch, &mut pending, false)?;
         }
+        let mut blocks = BlockWriter::new(covers_below);
+        if !layer.disbursements.is_empty() {
+            // A layer that holds a record covers more of the journal than the
+            // last marker, so blocks under its number can only be an earlier
+            // failed attempt's, which would otherwise mix with this one's.
+            let own_blocks =
+                disbursement_log::block_key(covers_below, 0)..=disbursement_log::block_key(covers_below, u32::MAX);
+            for item in self.ledger.range(own_blocks) {
+                batch.remove(item?.0);
+                pending += 1;
+            }
+        }
+        for (id, disbursement) in &layer.disbursements {
+            blocks.push(*id, &encode_value(disbursement));
+        }
+        for (key, block) in blocks.blocks() {
+            batch.insert(&key[..], block);
+            pending += 1;
+            flush(&mut batch, &mut pending, false)?;
+        }
         flush(&mut batch, &mut pending, true)?;
+        #[cfg(test)]
+        if batches_written.get() >= self.fail_after_batches.load(Ordering::Acquire) {
+            return Err(StoreError::Io(io::Error::other(
+                "checkpoint interrupted before its marker (test)",
+            )));
+        }
         let mut marker = sled::Batch::default();
         marker.insert(CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
         self.ledger.apply_batch(marker)?;
@@ -899,7 +961,7 @@ impl Store {
         self.key_runs_generation.fetch_add(1, Ordering::AcqRel);
         self.db.flush()?;
         fsync_tree(&self.path)?;
-        Ok(())
+        Ok(blocks.locations)
     }
 
     /// Merges a merchant's key runs into one once there are too many, so a
@@ -924,36 +986,63 @@ impl Store {
         Ok(())
     }
 
-    /// A disbursement by id.
+    /// A disbursement by id: the overlay's newest version, else the block
+    /// the index points to.
     pub fn disbursement(&self, id: &Uuid) -> Result<Option<Disbursement>, StoreError> {
-        match self.resource(&prefixed(b'd', &[id.as_bytes()]))? {
-            Some(bytes) => Ok(Some(decode_value(&bytes)?)),
-            None => Ok(None),
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let flushing = overlay.flushing.as_ref().and_then(|f| f.disbursements.get(id));
+            if let Some(found) = overlay.active.disbursements.get(id).or(flushing) {
+                return Ok(Some(found.clone()));
+            }
         }
+        let location = self.disbursements.read().expect("disbursement index lock").location(id);
+        let Some(location) = location else {
+            return Ok(None);
+        };
+        let key = location.block_key();
+        let block = self.ledger.get(key)?.ok_or_else(|| corrupt_block(&key))?;
+        let encoded = disbursement_log::version_at(&block, location.offset).ok_or_else(|| corrupt_block(&key))?;
+        Ok(Some(decode_value(encoded)?))
     }
 
     /// A disbursement by ref code.
     pub fn disbursement_by_ref(&self, ref_code: &str) -> Result<Option<Disbursement>, StoreError> {
-        match self.resource(&prefixed(b'r', &[ref_code.as_bytes()]))? {
-            Some(id) => self.disbursement(&Uuid::from_slice(&id).unwrap_or_default()),
+        let id = self
+            .disbursements
+            .read()
+            .expect("disbursement index lock")
+            .id_by_ref(self.key_hash(ref_code));
+        match id {
+            Some(id) => Ok(self.disbursement(&id)?.filter(|d| d.ref_code == ref_code)),
             None => Ok(None),
         }
     }
 
-    /// True when a ref code is taken.
+    /// True when a ref code is taken (or shares its 128-bit hash with one that is).
     pub fn disbursement_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
-        Ok(self.resource(&prefixed(b'r', &[ref_code.as_bytes()]))?.is_some())
+        let index = self.disbursements.read().expect("disbursement index lock");
+        Ok(index.id_by_ref(self.key_hash(ref_code)).is_some())
     }
 
     /// The disbursement a merchant created with an idempotency key.
     pub fn disbursement_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Disbursement>, StoreError> {
-        let key_hash = self.key_hash(key).to_be_bytes();
-        match self.resource(&prefixed(b'i', &[merchant_id.as_bytes(), &key_hash]))? {
-            Some(id) => Ok(self
-                .disbursement(&Uuid::from_slice(&id).unwrap_or_default())?
-                .filter(|d| d.idempotency_key == key)),
+        let id = self
+            .disbursements
+            .read()
+            .expect("disbursement index lock")
+            .id_by_key(merchant_id, self.key_hash(key));
+        match id {
+            Some(id) => Ok(self.disbursement(&id)?.filter(|d| d.idempotency_key == key)),
             None => Ok(None),
         }
+    }
+
+    /// A merchant's disbursement idempotency key hashes, or `None` when
+    /// there are more than `limit`.
+    pub fn disbursement_key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Option<std::collections::HashSet<u128>> {
+        let index = self.disbursements.read().expect("disbursement index lock");
+        index.key_hashes(merchant_id, limit)
     }
 
     /// A merchant's disbursements created in `[from_ms, to_ms)`, newest first,
@@ -967,14 +1056,33 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Disbursement>, usize), StoreError> {
-        let ids = self.ids_in_time_range(b'l', merchant_id, from_ms, to_ms)?;
-        self.newest_page(b'd', ids, keep, offset, limit)
+        let ids = self
+            .disbursements
+            .read()
+            .expect("disbursement index lock")
+            .created_between(merchant_id, from_ms, to_ms);
+        let mut page = Vec::new();
+        let mut total = 0;
+        for id in ids.into_iter().rev() {
+            let Some(disbursement) = self.disbursement(&id)?.filter(&keep) else {
+                continue;
+            };
+            if total >= offset && page.len() < limit {
+                page.push(disbursement);
+            }
+            total += 1;
+        }
+        Ok((page, total))
     }
 
     /// Disbursements not yet in a final status, to resume after a restart.
     pub fn open_disbursements(&self) -> Result<Vec<Disbursement>, StoreError> {
-        let ids = self.indexed_ids(b"o", b"p")?;
-        self.load_all(b'd', ids)
+        let ids = self.disbursements.read().expect("disbursement index lock").open();
+        let mut open = Vec::with_capacity(ids.len());
+        for id in ids {
+            open.extend(self.disbursement(&id)?.filter(|d| !d.status.is_terminal()));
+        }
+        Ok(open)
     }
 
     /// A beneficiary by id (deleted ones included).
@@ -1087,7 +1195,7 @@ impl Store {
     }
 
     /// The hashes under which a merchant's keys of one kind are indexed
-    /// (`prefix`: `i` disbursement keys, `f` order ids, `h` order
+    /// (`prefix`: `f` order ids, `h` order
     /// `Idempotency-Key`s), or `None` when there are more than `limit`.
     pub fn merchant_key_hashes(
         &self,
@@ -1292,6 +1400,14 @@ fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
     }
 }
 
+/// A disbursement block that is missing or does not parse.
+fn corrupt_block(key: &[u8]) -> StoreError {
+    StoreError::Io(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("disbursement block {key:?} is missing or cut short"),
+    ))
+}
+
 /// Decodes an entry block: length-prefixed encoded `EntryPosted` records.
 fn decode_block(merchant_id: &Uuid, bytes: &[u8]) -> Result<Vec<Entry>, StoreError> {
     let corrupt = |reason: &str| StoreError::Corrupt {
@@ -1439,6 +1555,17 @@ mod tests {
                 .chunks(10)
                 .map(|chunk| JournalRecord::BeneficiariesSaved(chunk.to_vec())),
         );
+        // Disbursements: every one PENDING, then every third SUCCESS (a
+        // second version, in the same layer).
+        let disbursements: Vec<Disbursement> = (0..3000).map(|n| test_disbursement(merchants[n % 2], n)).collect();
+        for disbursement in &disbursements {
+            records.push(JournalRecord::DisbursementUpdated(Box::new(disbursement.clone())));
+        }
+        for disbursement in disbursements.iter().step_by(3) {
+            let mut done = disbursement.clone();
+            done.status = crate::domain::DisbursementStatus::Success;
+            records.push(JournalRecord::DisbursementUpdated(Box::new(done)));
+        }
         let apply_all = |store: &Store, from_seq: u64| {
             for (index, record) in records.iter().enumerate() {
                 let seq = index as u64 + 1;
@@ -1481,6 +1608,147 @@ mod tests {
             let index_keys = store.idempotency_index(merchant, usize::MAX).unwrap().unwrap();
             assert_eq!(index_keys.len() as u64, expected, "every key indexed once");
             assert_eq!(store.merchant_beneficiaries(merchant).unwrap().len(), 750);
+            let (page, total) = store
+                .merchant_disbursements(merchant, 0, i64::MAX, |_| true, 0, 10)
+                .unwrap();
+            assert_eq!(total, 1500);
+            assert_eq!(page[0].id, disbursements[2998 + index].id, "newest first");
+            assert_eq!(store.disbursement_key_hashes(merchant, usize::MAX).unwrap().len(), 1500);
         }
+        assert_disbursements_stored(&store, &disbursements);
+    }
+
+    fn test_disbursement(merchant_id: Uuid, n: usize) -> Disbursement {
+        Disbursement {
+            id: Uuid::new_v4(),
+            ref_code: format!("DSB-261121000000-{n:04}"),
+            merchant_id,
+            idempotency_key: format!("key-{n}"),
+            destination: crate::domain::Destination::Ewallet {
+                provider: "OVO".into(),
+                phone: format!("62812{n:08}"),
+            },
+            request_amount: MinorUnits::new(1_000_000),
+            fee: MinorUnits::new(250_000),
+            final_amount: MinorUnits::new(1_250_000),
+            vendor_disbursement_id: None,
+            source: Source::Api,
+            status: crate::domain::DisbursementStatus::Pending,
+            notify_url: None,
+            beneficiary_id: None,
+            failure_reason: None,
+            debit_seq: n as u64 + 1,
+            reversal_seq: None,
+            wib_day: 0,
+            created_at_ms: n as i64,
+            updated_at_ms: n as i64,
+        }
+    }
+
+    /// Every disbursement is found by id, ref code and key, in its newest
+    /// version (every third SUCCESS), and exactly the others are open.
+    fn assert_disbursements_stored(store: &Store, disbursements: &[Disbursement]) {
+        for (n, disbursement) in disbursements.iter().enumerate() {
+            let found = store.disbursement(&disbursement.id).unwrap().unwrap();
+            let expected = if n % 3 == 0 {
+                crate::domain::DisbursementStatus::Success
+            } else {
+                crate::domain::DisbursementStatus::Pending
+            };
+            assert_eq!(found.status, expected, "disbursement {n}");
+            let by_ref = store.disbursement_by_ref(&disbursement.ref_code).unwrap().unwrap();
+            assert_eq!(by_ref.id, disbursement.id);
+            let by_key = store.disbursement_by_key(&disbursement.merchant_id, &disbursement.idempotency_key);
+            assert_eq!(by_key.unwrap().unwrap().id, disbursement.id);
+            assert!(store.disbursement_ref_exists(&disbursement.ref_code).unwrap());
+        }
+        assert!(store.disbursement_by_ref("DSB-261121000000-XXXX").unwrap().is_none());
+        let open = store.open_disbursements().unwrap();
+        assert_eq!(open.len(), 2000);
+        assert!(open
+            .iter()
+            .all(|d| d.status == crate::domain::DisbursementStatus::Pending));
+    }
+
+    /// Disbursements read the same from the overlay, from blocks after a
+    /// checkpoint, with newer versions over older blocks, and after reopening.
+    #[test]
+    fn disbursements_are_found_in_the_overlay_in_blocks_and_after_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let merchant = Uuid::new_v4();
+        let disbursements: Vec<Disbursement> = (0..3000).map(|n| test_disbursement(merchant, n)).collect();
+        let mut seq = 0u64;
+        let mut apply = |store: &Store, disbursement: &Disbursement| {
+            seq += 1;
+            let record = JournalRecord::DisbursementUpdated(Box::new(disbursement.clone()));
+            store.apply(seq, &record, &record.encode()).unwrap();
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for disbursement in &disbursements {
+                apply(&store, disbursement);
+            }
+            store.checkpoint().unwrap();
+            // The second versions: half still in the overlay, half in newer blocks.
+            for (n, disbursement) in disbursements.iter().enumerate().step_by(3) {
+                let mut done = disbursement.clone();
+                done.status = crate::domain::DisbursementStatus::Success;
+                apply(&store, &done);
+                if n == 1500 {
+                    store.checkpoint().unwrap();
+                }
+            }
+            assert_disbursements_stored(&store, &disbursements);
+            store.checkpoint().unwrap();
+            assert_disbursements_stored(&store, &disbursements);
+            // Nothing new: the same checkpoint number, and its blocks stay.
+            store.checkpoint().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_disbursements_stored(&store, &disbursements);
+        // Every second one FAILED, written to blocks by a checkpoint that
+        // dies before its marker: after a restart the blocks are ignored,
+        // and replaying the journal after the marker brings the versions back.
+        let marker = store.checkpoint_seq().unwrap();
+        let mut failed = Vec::new();
+        for disbursement in disbursements.iter().skip(1).step_by(3).take(100) {
+            let mut gone = disbursement.clone();
+            gone.status = crate::domain::DisbursementStatus::Failed;
+            apply(&store, &gone);
+            failed.push(JournalRecord::DisbursementUpdated(Box::new(gone)));
+        }
+        store.fail_after_batches.store(1, Ordering::Release);
+        assert!(store.checkpoint().is_err());
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.checkpoint_seq().unwrap(), marker);
+        let first_failed = disbursements[1].id;
+        let status = store.disbursement(&first_failed).unwrap().unwrap().status;
+        assert_eq!(
+            status,
+            crate::domain::DisbursementStatus::Pending,
+            "the cut blocks are not read"
+        );
+        for (n, record) in failed.iter().enumerate() {
+            store.apply(marker + n as u64, record, &record.encode()).unwrap();
+        }
+        let status = store.disbursement(&first_failed).unwrap().unwrap().status;
+        assert_eq!(status, crate::domain::DisbursementStatus::Failed);
+        assert_eq!(store.open_disbursements().unwrap().len(), 1900);
+        store.checkpoint().unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.open_disbursements().unwrap().len(), 1900);
+        let status = store.disbursement(&first_failed).unwrap().unwrap().status;
+        assert_eq!(status, crate::domain::DisbursementStatus::Failed);
+        let (page, total) = store
+            .merchant_disbursements(&merchant, 1000, 2000, |d| d.status.is_terminal(), 0, 5)
+            .unwrap();
+        assert_eq!(
+            total, 333,
+            "created in [1000, 2000) and final (the FAILED ones are all below 300)"
+        );
+        let created: Vec<i64> = page.iter().map(|d| d.created_at_ms).collect();
+        assert_eq!(created, [1998, 1995, 1992, 1989, 1986]);
     }
 }

@@ -3,6 +3,7 @@
 //! checkpoint. Readers see them at once; a checkpoint writes them to sled in
 //! one atomic batch, so the hot path never pays a sled insert per entry.
 
+use crate::domain::Disbursement;
 use crate::ledger::{Entry, MerchantBook};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -34,6 +35,9 @@ pub struct Layer {
     /// Resource keys (disbursements, beneficiaries) and their newest values;
     /// `None` removes the key.
     pub resources: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// The newest version of each disbursement changed in this layer
+    /// (written to disbursement blocks, `disbursement_log.rs`).
+    pub disbursements: HashMap<Uuid, Disbursement>,
 }
 
 impl Layer {
@@ -44,6 +48,7 @@ impl Layer {
             entry_count: layer.entry_count,
             merchants: layer.merchants.clone(),
             resources: layer.resources.clone(),
+            disbursements: layer.disbursements.clone(),
         }
     }
 
@@ -53,6 +58,12 @@ impl Layer {
             self.resources.insert(key, value);
             self.entry_count += 1;
         }
+    }
+
+    /// Sets the newest version of a disbursement.
+    pub fn put_disbursement(&mut self, disbursement: &Disbursement) {
+        self.disbursements.insert(disbursement.id, disbursement.clone());
+        self.entry_count += 1;
     }
 
     /// Puts a newer layer of one merchant on top of this one.
