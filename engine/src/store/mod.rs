@@ -842,6 +842,9 @@ impl Store {
         };
         let covers_below = layer.through_seq + 1;
         let result = self.write_layer(&layer, covers_below);
+        // The overlay's reference is then the only one, so a failed layer
+        // goes back without a copy.
+        drop(layer);
         if let Ok(locations) = &result {
             // Before the layer leaves the overlay, so no reader misses both.
             let mut index = self.disbursements.write().expect("disbursement index lock");
@@ -1450,14 +1453,21 @@ fn catalog_key(record: &JournalRecord) -> Vec<u8> {
 
 /// fsyncs every file and directory under `path`: sled's flush uses
 /// `sync_file_range`, which does not make data or metadata durable.
+///
+/// sled's own threads replace snapshot files while this runs, so a file
+/// listed and then gone is skipped: what sled deleted holds nothing it needs.
 fn fsync_tree(path: &Path) -> io::Result<()> {
+    let skip_vanished = |result: io::Result<()>| match result {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    };
     for item in fs::read_dir(path)? {
         let item = item?;
-        let kind = item.file_type()?;
+        let Ok(kind) = item.file_type() else { continue };
         if kind.is_dir() {
-            fsync_tree(&item.path())?;
+            skip_vanished(fsync_tree(&item.path()))?;
         } else if kind.is_file() {
-            fs::File::open(item.path())?.sync_all()?;
+            skip_vanished(fs::File::open(item.path()).and_then(|file| file.sync_all()))?;
         }
     }
     fs::File::open(path)?.sync_all()
