@@ -386,13 +386,16 @@ impl Actor for MerchantActor {
                             .notify_url
                             .clone()
                             .or_else(|| state.profile.default_notify_url.clone());
-                        let event = crate::domain::WebhookEvent::new(
-                            disbursement.merchant_id,
-                            disbursement.updated_at_ms,
-                            url,
-                            crate::domain::EventResource::Disbursement(Box::new(disbursement.clone())),
-                        );
-                        let record = JournalRecord::with_events(record, vec![event]);
+                        // No URL, no event (nor its copy of the disbursement).
+                        let events = url.map(|url| {
+                            crate::domain::WebhookEvent::new(
+                                disbursement.merchant_id,
+                                disbursement.updated_at_ms,
+                                Some(url),
+                                crate::domain::EventResource::Disbursement(Box::new(disbursement.clone())),
+                            )
+                        });
+                        let record = JournalRecord::with_events(record, events.into_iter().collect());
                         state
                             .journal_record(record, Box::new(move || drop(reply.send(Ok(disbursement)))))
                             .await?;

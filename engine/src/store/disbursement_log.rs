@@ -139,10 +139,11 @@ struct MerchantIndex {
 }
 
 /// Every disbursement's indexes. Covers every durable version, checkpointed
-/// or still in the overlay; `located` only the checkpointed ones.
+/// or still in the overlay; only checkpointed ones have a location.
 #[derive(Default)]
 pub struct DisbursementIndex {
-    located: HashMap<Uuid, Location>,
+    /// Every indexed disbursement; where its newest checkpointed version is, once it has one.
+    located: HashMap<Uuid, Option<Location>>,
     by_ref: HashMap<u128, Uuid>,
     merchants: HashMap<Uuid, MerchantIndex>,
     open: HashSet<Uuid>,
@@ -150,14 +151,19 @@ pub struct DisbursementIndex {
 
 impl DisbursementIndex {
     /// Indexes a durable version (idempotent: versions may be offered again
-    /// by replay). `key_hash` and `ref_hash` are the store's hashes of its
-    /// idempotency key and ref code.
-    pub fn index_version(&mut self, disbursement: &Disbursement, key_hash: u128, ref_hash: u128) {
+    /// by replay). `hashes` gives the store's hashes of its idempotency key
+    /// and ref code; they are only needed (and computed) for a disbursement
+    /// not indexed yet, since neither ever changes.
+    pub fn index_version(&mut self, disbursement: &Disbursement, hashes: impl FnOnce() -> (u128, u128)) {
         let id = disbursement.id;
-        self.by_ref.insert(ref_hash, id);
-        let merchant = self.merchants.entry(disbursement.merchant_id).or_default();
-        merchant.by_key.insert(key_hash, id);
-        merchant.created.insert((disbursement.created_at_ms, id));
+        if !self.located.contains_key(&id) {
+            let (key_hash, ref_hash) = hashes();
+            self.by_ref.insert(ref_hash, id);
+            let merchant = self.merchants.entry(disbursement.merchant_id).or_default();
+            merchant.by_key.insert(key_hash, id);
+            merchant.created.insert((disbursement.created_at_ms, id));
+            self.located.insert(id, None);
+        }
         if disbursement.status.is_terminal() {
             self.open.remove(&id);
         } else {
@@ -167,12 +173,12 @@ impl DisbursementIndex {
 
     /// Records where a checkpoint put a disbursement's newest version.
     pub fn locate(&mut self, id: Uuid, location: Location) {
-        self.located.insert(id, location);
+        self.located.insert(id, Some(location));
     }
 
     /// Where a disbursement's newest checkpointed version is.
     pub fn location(&self, id: &Uuid) -> Option<Location> {
-        self.located.get(id).copied()
+        self.located.get(id).copied().flatten()
     }
 
     /// The disbursement with a ref code hash.

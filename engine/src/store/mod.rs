@@ -303,9 +303,12 @@ impl Store {
     }
 
     fn index_disbursement(&self, index: &mut DisbursementIndex, disbursement: &Disbursement) {
-        let key_hash = self.key_hash(&disbursement.idempotency_key);
-        let ref_hash = self.key_hash(&disbursement.ref_code);
-        index.index_version(disbursement, key_hash, ref_hash);
+        index.index_version(disbursement, || {
+            (
+                self.key_hash(&disbursement.idempotency_key),
+                self.key_hash(&disbursement.ref_code),
+            )
+        });
     }
 
     /// The first journal sequence the last durable checkpoint does not cover.
@@ -996,7 +999,7 @@ impl Store {
             let overlay = self.overlay.lock().expect("overlay lock");
             let flushing = overlay.flushing.as_ref().and_then(|f| f.disbursements.get(id));
             if let Some(found) = overlay.active.disbursements.get(id).or(flushing) {
-                return Ok(Some(found.clone()));
+                return Ok(Some((**found).clone()));
             }
         }
         let location = self.disbursements.read().expect("disbursement index lock").location(id);

@@ -37,7 +37,9 @@ pub struct Layer {
     pub resources: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// The newest version of each disbursement changed in this layer
     /// (written to disbursement blocks, `disbursement_log.rs`).
-    pub disbursements: HashMap<Uuid, Disbursement>,
+    /// Boxed: the map grows from empty every layer, and rehashing moves
+    /// only pointers.
+    pub disbursements: HashMap<Uuid, Box<Disbursement>>,
 }
 
 impl Layer {
@@ -62,7 +64,8 @@ impl Layer {
 
     /// Sets the newest version of a disbursement.
     pub fn put_disbursement(&mut self, disbursement: &Disbursement) {
-        self.disbursements.insert(disbursement.id, disbursement.clone());
+        self.disbursements
+            .insert(disbursement.id, Box::new(disbursement.clone()));
         self.entry_count += 1;
     }
 
