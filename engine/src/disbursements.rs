@@ -69,7 +69,7 @@ impl Engine {
                 reply,
             })
             .await??;
-        self.start_disbursement_actor(created.id, DisbursementMsg::Advance)
+        self.start_disbursement_actor(created.id, DisbursementMsg::Start(Box::new(created.clone())))
             .await;
         Ok(created)
     }
@@ -246,7 +246,20 @@ impl Engine {
             .store()
             .disbursement(&id)?
             .ok_or(EngineError::DisbursementNotFound)?;
-        self.call_merchant(current.merchant_id, |reply| MerchantMsg::MoveDisbursement {
+        self.move_disbursement(current.merchant_id, id, to, vendor_disbursement_id, reason)
+            .await
+    }
+
+    /// Moves a disbursement of a known merchant through that merchant's actor.
+    pub(crate) async fn move_disbursement(
+        &self,
+        merchant_id: Uuid,
+        id: Uuid,
+        to: DisbursementStatus,
+        vendor_disbursement_id: Option<String>,
+        reason: Option<String>,
+    ) -> Result<Disbursement, EngineError> {
+        self.call_merchant(merchant_id, |reply| MerchantMsg::MoveDisbursement {
             id,
             to,
             vendor_disbursement_id: vendor_disbursement_id.clone(),

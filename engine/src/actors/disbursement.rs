@@ -3,7 +3,7 @@
 //! outcome); the merchant actor records each move, so money and status stay
 //! with the merchant's single writer. Stops once there is nothing to wait for.
 
-use crate::domain::DisbursementStatus;
+use crate::domain::{Disbursement, DisbursementStatus};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -13,6 +13,9 @@ use uuid::Uuid;
 pub enum DisbursementMsg {
     /// Look at the stored status and take the next step.
     Advance,
+    /// Take the first step of a disbursement just created (as `Advance`,
+    /// without reading back what the creator already has).
+    Start(Box<crate::domain::Disbursement>),
     /// Wait for a vendor that settles on its own schedule (after an
     /// operator's approval handed it over).
     SettleAfter(std::time::Duration, DisbursementStatus),
@@ -51,7 +54,11 @@ impl Actor for DisbursementActor {
         state: &mut DisbursementArgs,
     ) -> Result<(), ActorProcessingErr> {
         let keep_running = match message {
-            DisbursementMsg::Advance => advance(state).await?,
+            DisbursementMsg::Advance => match state.engine.stored_disbursement(state.id)? {
+                Some(disbursement) => advance(state, disbursement).await?,
+                None => false,
+            },
+            DisbursementMsg::Start(created) => advance(state, *created).await?,
             DisbursementMsg::SettleAfter(delay, outcome) => {
                 state
                     .engine
@@ -87,10 +94,7 @@ fn outcome_reason(outcome: DisbursementStatus) -> String {
 }
 
 /// Returns whether there is still something to wait for.
-async fn advance(state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
-    let Some(disbursement) = state.engine.stored_disbursement(state.id)? else {
-        return Ok(false);
-    };
+async fn advance(state: &DisbursementArgs, disbursement: Disbursement) -> Result<bool, ActorProcessingErr> {
     match disbursement.status {
         DisbursementStatus::Pending => {
             let threshold = state
@@ -100,12 +104,18 @@ async fn advance(state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
             if threshold.is_some_and(|t| disbursement.request_amount.get() >= t) {
                 let moved = state
                     .engine
-                    .move_disbursement_by_id(state.id, DisbursementStatus::InReview, None, None)
+                    .move_disbursement(
+                        disbursement.merchant_id,
+                        state.id,
+                        DisbursementStatus::InReview,
+                        None,
+                        None,
+                    )
                     .await;
                 ignore_lost_race(moved)?;
                 return Ok(false);
             }
-            submit(state).await
+            submit(state, &disbursement).await
         }
         // After a restart: ask the vendor again when it will settle.
         DisbursementStatus::OnProcess => schedule_outcome(state, &disbursement),
@@ -113,18 +123,16 @@ async fn advance(state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
     }
 }
 
-async fn submit(state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
+async fn submit(state: &DisbursementArgs, disbursement: &Disbursement) -> Result<bool, ActorProcessingErr> {
     let Some(vendor) = state.engine.payout_vendor() else {
         return Ok(false);
     };
-    let Some(disbursement) = state.engine.stored_disbursement(state.id)? else {
-        return Ok(false);
-    };
-    match vendor.submit(&disbursement) {
+    match vendor.submit(disbursement) {
         Ok(submission) => {
             let moved = state
                 .engine
-                .move_disbursement_by_id(
+                .move_disbursement(
+                    disbursement.merchant_id,
                     state.id,
                     DisbursementStatus::OnProcess,
                     Some(submission.vendor_disbursement_id),
@@ -146,7 +154,13 @@ async fn submit(state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
         Err(reason) => {
             let moved = state
                 .engine
-                .move_disbursement_by_id(state.id, DisbursementStatus::Failed, None, Some(reason))
+                .move_disbursement(
+                    disbursement.merchant_id,
+                    state.id,
+                    DisbursementStatus::Failed,
+                    None,
+                    Some(reason),
+                )
                 .await;
             ignore_lost_race(moved)?;
             Ok(false)
@@ -154,10 +168,7 @@ async fn submit(state: &DisbursementArgs) -> Result<bool, ActorProcessingErr> {
     }
 }
 
-fn schedule_outcome(
-    state: &DisbursementArgs,
-    disbursement: &crate::domain::Disbursement,
-) -> Result<bool, ActorProcessingErr> {
+fn schedule_outcome(state: &DisbursementArgs, disbursement: &Disbursement) -> Result<bool, ActorProcessingErr> {
     let Some(vendor) = state.engine.payout_vendor() else {
         return Ok(false);
     };
