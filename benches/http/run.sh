@@ -136,6 +136,9 @@ load() {
     echo "== $name: wrk -t$threads -c$connections -d$duration --timeout $timeout (after a $warmup warm-up)"
     grep -v '^RESULT' "$work/$name.wrk"
     echo "CPU during the measured run: server ${server_cpu}s, wrk ${wrk_cpu}s"
+    local rss_kb
+    rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$server_pid/status")
+    echo "resident memory after the run: $((rss_kb / 1024)) MiB, after $created_total answers of 201 from this server"
 }
 
 json() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }

@@ -849,31 +849,42 @@ impl Store {
         // goes back without a copy.
         drop(layer);
         if let Ok(locations) = &result {
-            // Before the layer leaves the overlay, so no reader misses both.
-            let mut index = self.disbursements.write().expect("disbursement index lock");
-            for (id, location) in locations {
-                index.locate(*id, *location);
+            // Before the layer leaves the overlay, so no reader misses both;
+            // in chunks, so the applier (which holds the overlay lock while
+            // it waits for this one) is never held up for long.
+            for chunk in locations.chunks(1024) {
+                let mut index = self.disbursements.write().expect("disbursement index lock");
+                for (id, location) in chunk {
+                    index.locate(*id, *location);
+                }
             }
         }
         // Whatever happened, the layer stays readable until it is in sled:
         // on failure it goes back under the active one.
-        let mut overlay = self.overlay.lock().expect("overlay lock");
-        let flushed = overlay.flushing.take();
-        if result.is_err() {
-            if let Some(flushed) = flushed {
-                let mut restored = Arc::try_unwrap(flushed).unwrap_or_else(|shared| Layer::clone_of(&shared));
-                for (merchant_id, newer) in std::mem::take(&mut overlay.active.merchants) {
-                    restored.merge_newer(merchant_id, newer);
+        let written = {
+            let mut overlay = self.overlay.lock().expect("overlay lock");
+            let flushed = overlay.flushing.take();
+            match (&result, flushed) {
+                (Err(_), Some(flushed)) => {
+                    let mut restored = Arc::try_unwrap(flushed).unwrap_or_else(|shared| Layer::clone_of(&shared));
+                    for (merchant_id, newer) in std::mem::take(&mut overlay.active.merchants) {
+                        restored.merge_newer(merchant_id, newer);
+                    }
+                    restored.resources.extend(std::mem::take(&mut overlay.active.resources));
+                    restored
+                        .disbursements
+                        .extend(std::mem::take(&mut overlay.active.disbursements));
+                    restored.through_seq = overlay.active.through_seq;
+                    restored.entry_count += overlay.active.entry_count;
+                    overlay.active = restored;
+                    None
                 }
-                restored.resources.extend(std::mem::take(&mut overlay.active.resources));
-                restored
-                    .disbursements
-                    .extend(std::mem::take(&mut overlay.active.disbursements));
-                restored.through_seq = overlay.active.through_seq;
-                restored.entry_count += overlay.active.entry_count;
-                overlay.active = restored;
+                (_, flushed) => flushed,
             }
-        }
+        };
+        // Freed outside the lock: freeing a layer of tens of thousands of
+        // records takes milliseconds, and every writer and reader waits on it.
+        drop(written);
         result.map(|_| covers_below)
     }
 
