@@ -170,7 +170,9 @@ load paygate "paygate-$$"
 stop_server "$stop_signal"
 
 # 3. Durability: restart on the same data dir; every 201 must be there.
+restart_started=$(date +%s.%N)
 start_server "$work/paygate2.out" "${serve[@]}"
+restart_seconds=$(awk -v a="$restart_started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
 v1=(-sS -H "X-API-Key: $api_key")
 total=$(curl "${v1[@]}" "http://$address/v1/$target?limit=1" | json 'd["meta"]["total"]')
 if [[ "$target" == disbursements ]]; then
@@ -192,6 +194,7 @@ balance_ok=1
 echo
 echo "durability (paygate stopped with SIG$stop_signal, restarted on the same data dir):"
 echo "  201s seen by wrk (warm-up + run): $created_total; $target after restart: $total"
+echo "  restart (journal replay, indexes rebuilt) until listening: ${restart_seconds}s"
 echo "  ids answered 201 looked up after restart: $ids_checked, not found: $ids_missing"
 if [[ "$target" == disbursements ]]; then
     expected_balance=$((funding_minor - total * (amount_minor + fee)))
