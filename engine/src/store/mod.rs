@@ -1526,6 +1526,8 @@ mod tests {
         assert_eq!(entries.len(), 3000);
         assert!(entries.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
         assert_eq!(store.entry(&merchant, 1777).unwrap().unwrap().seq, 1777);
+        let blobs = fs::read_dir(dir.path().join("blobs")).map_or(0, |files| files.count());
+        assert_eq!(blobs, 0, "no tree node grew past sled's blob threshold");
         assert_eq!(
             store
                 .durable_book(&merchant)
@@ -1774,5 +1776,9 @@ mod tests {
         );
         let created: Vec<i64> = page.iter().map(|d| d.created_at_ms).collect();
         assert_eq!(created, [1998, 1995, 1992, 1989, 1986]);
+        // No tree node grew past sled's blob threshold (blob files pile up
+        // and every checkpoint fsyncs each one).
+        let blobs = fs::read_dir(dir.path().join("blobs")).map_or(0, |files| files.count());
+        assert_eq!(blobs, 0, "sled wrote blob files");
     }
 }

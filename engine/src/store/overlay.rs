@@ -140,9 +140,12 @@ impl MerchantLayer {
     }
 }
 
-/// Where an entry block is cut: small enough to copy and write cheaply,
-/// large enough that a merchant's history is few sled values.
-pub const ENTRY_BLOCK_BYTES_MAX: usize = 64 * 1024;
+/// Where an entry block is cut: small enough to copy and write cheaply, and
+/// for a full sled leaf (16 values) to stay under sled's blob threshold (a
+/// quarter of its 512 KiB segment; bigger nodes become separate blob files,
+/// see `disbursement_log::BLOCK_BYTES`); large enough that a merchant's
+/// history is a few sled values per hundred entries.
+pub const ENTRY_BLOCK_BYTES_MAX: usize = 4 * 1024;
 
 /// Appends one encoded record to an entry block.
 pub fn append_to_block(block: &mut Vec<u8>, payload: &[u8]) {
