@@ -15,7 +15,7 @@ pub enum DisbursementMsg {
     Advance,
     /// Take the first step of a disbursement just created (as `Advance`,
     /// without reading back what the creator already has).
-    Start(Box<crate::domain::Disbursement>),
+    Start(Box<Disbursement>),
     /// Wait for a vendor that settles on its own schedule (after an
     /// operator's approval handed it over).
     SettleAfter(std::time::Duration, DisbursementStatus),

@@ -5,8 +5,8 @@
 //! applier runs after the sync). Merchant and catalog records go straight to
 //! their sled trees. Ledger entries, books and idempotency keys go to the
 //! in-memory overlay (`overlay.rs`), visible to readers at once, and a
-//! checkpoint writes the overlay to the `ledger` tree in one atomic batch
-//! together with the first journal sequence it does not cover, flushes sled
+//! checkpoint writes the overlay to the `ledger` tree in small batches, last
+//! the first journal sequence it does not cover (the marker), flushes sled
 //! and fsyncs its files (sled's own flush is not an fsync). Recovery = that
 //! checkpoint + replay of the journal after it.
 //!
@@ -830,8 +830,8 @@ impl Store {
         self.key_runs_generation.load(Ordering::Acquire)
     }
 
-    /// Writes the overlay to sled in one atomic batch with the checkpoint
-    /// marker, flushes and fsyncs. Returns the first journal sequence not
+    /// Writes the overlay to sled (small batches, the checkpoint marker
+    /// last), flushes and fsyncs. Returns the first journal sequence not
     /// covered, below which journal segments may be dropped.
     pub fn checkpoint(&self) -> Result<u64, StoreError> {
         let layer = {

@@ -1,7 +1,8 @@
 //! The durable changes not yet written to sled: per merchant, the latest
 //! durable book, the entries and the idempotency key hashes since the last
-//! checkpoint. Readers see them at once; a checkpoint writes them to sled in
-//! one atomic batch, so the hot path never pays a sled insert per entry.
+//! checkpoint, and the newest versions of resources. Readers see them at
+//! once; a checkpoint writes them to sled (in small batches, its marker
+//! last), so the hot path never pays a sled insert.
 
 use crate::domain::Disbursement;
 use crate::ledger::{Entry, MerchantBook};
@@ -32,8 +33,8 @@ pub struct Layer {
     pub entry_count: usize,
     /// Per merchant.
     pub merchants: HashMap<Uuid, MerchantLayer>,
-    /// Resource keys (disbursements, beneficiaries) and their newest values;
-    /// `None` removes the key.
+    /// Resource keys (orders, refunds, beneficiaries, settlements, webhook
+    /// events) and their newest values; `None` removes the key.
     pub resources: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// The newest version of each disbursement changed in this layer
     /// (written to disbursement blocks, `disbursement_log.rs`).
@@ -129,7 +130,7 @@ impl MerchantLayer {
         if full {
             // Grown as entries come: most merchants post a few entries a
             // checkpoint, and reserving a whole block for each of a thousand
-            // merchants every second cost 64 MB of fresh pages.
+            // merchants every second was mostly fresh pages never used.
             self.blocks.push((entry.seq, Vec::new()));
         }
         let (_, block) = self.blocks.last_mut().expect("a block was just ensured");
