@@ -1,20 +1,27 @@
 //! Reference codes `PFX-yymmddHHMMSS-XXXX` (DESIGN.md 5), unique across the
 //! platform: at high rates one second holds thousands, so the codes handed
-//! out in the current second are remembered. Storage is asked only when
-//! memory cannot know: in the second this process started (an earlier one
-//! may have handed out codes in it) and after the clock stepped back.
+//! out in the last few seconds are remembered, whatever their prefix.
+//! Storage is asked only when memory cannot know: in the second this process
+//! started (an earlier one may have handed out codes in it) and for a second
+//! older than the latest seen (the clock stepped back, or a caller lags).
 
 use chrono::{DateTime, Utc};
 use rand::Rng;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
+/// How many seconds before the latest one keep their codes in memory: a
+/// caller a little behind must still see what others handed out, since
+/// those codes may not be in storage yet.
+const REMEMBERED_SECONDS: i64 = 5;
+
 /// Hands out unique reference codes.
 pub struct RefCodes {
-    // The current WIB second's stamp and the codes handed out in it.
-    issued: Mutex<(String, HashSet<String>)>,
+    // Codes handed out (prefix included), by Unix second, for the latest
+    // `REMEMBERED_SECONDS` seconds.
+    issued: Mutex<BTreeMap<i64, HashSet<String>>>,
     // Unix seconds: when this process started, and the latest second seen.
     started_second: i64,
     latest_second: std::sync::atomic::AtomicI64,
@@ -49,18 +56,23 @@ impl RefCodes {
             crate::clock::wib_format(now.timestamp_millis(), "%y%m%d%H%M%S")
         );
         let mut issued = self.issued.lock().expect("ref code lock");
-        if issued.0 != stamp {
-            *issued = (stamp.clone(), HashSet::new());
+        let newest = latest.max(second);
+        while issued
+            .first_key_value()
+            .is_some_and(|(oldest, _)| *oldest < newest - REMEMBERED_SECONDS)
+        {
+            issued.pop_first();
         }
+        let issued = issued.entry(second).or_default();
         let mut rng = rand::thread_rng();
         loop {
             let suffix: String = (0..4)
                 .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
                 .collect();
             let code = format!("{stamp}-{suffix}");
-            let known_taken = issued.1.contains(&code) || (ask_storage && taken(&code));
+            let known_taken = issued.contains(&code) || (ask_storage && taken(&code));
             if !known_taken {
-                issued.1.insert(code.clone());
+                issued.insert(code.clone());
                 return code;
             }
         }
@@ -83,6 +95,25 @@ mod tests {
             assert!(code.starts_with("DSB-261122003005-"), "{code}");
             assert_eq!(code.len(), "DSB-261122003005-XXXX".len());
             assert!(seen.insert(code));
+        }
+    }
+
+    /// Codes of one second stay remembered when another prefix, or a caller
+    /// a second behind, asks in between (both used to wipe them).
+    #[test]
+    fn codes_of_a_second_survive_other_prefixes_and_late_callers() {
+        let start = DateTime::parse_from_rfc3339("2026-11-21T17:30:05Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let codes = RefCodes::starting_at(start);
+        let now = start + chrono::Duration::seconds(2);
+        let mut seen = HashSet::new();
+        for round in 0..4 {
+            for _ in 0..5000 {
+                assert!(seen.insert(codes.next("ORD", now, |_| false)), "round {round}");
+            }
+            codes.next("DSB", now, |_| false);
+            codes.next("ORD", now - chrono::Duration::seconds(1), |_| false);
         }
     }
 
