@@ -207,11 +207,6 @@ impl Engine {
         Ok(self.store().disbursement_by_key(&merchant_id, key)?)
     }
 
-    /// A disbursement by id, whoever owns it.
-    pub fn stored_disbursement(&self, id: Uuid) -> Result<Option<Disbursement>, EngineError> {
-        Ok(self.store().disbursement(&id)?)
-    }
-
     /// A page of a merchant's disbursements, newest first, and the total.
     pub fn list_disbursements(
         &self,
@@ -292,8 +287,7 @@ impl Engine {
                     )
                     .await?;
                 if let Some((delay, outcome)) = submission.settles {
-                    self.start_disbursement_actor(id, DisbursementMsg::SettleAfter(delay, outcome))
-                        .await;
+                    self.timers().disbursement_outcome_after(id, delay, outcome);
                 }
                 Ok(moved)
             }
@@ -369,10 +363,11 @@ impl Engine {
     /// Restarts the actors of every disbursement not yet final (after a restart).
     pub(crate) async fn resume_disbursements(&self) -> Result<usize, EngineError> {
         let open = self.store().open_disbursements()?;
-        for disbursement in &open {
-            self.start_disbursement_actor(disbursement.id, DisbursementMsg::Advance)
+        let count = open.len();
+        for disbursement in open {
+            self.start_disbursement_actor(disbursement.id, DisbursementMsg::Start(Box::new(disbursement)))
                 .await;
         }
-        Ok(open.len())
+        Ok(count)
     }
 }

@@ -1,27 +1,28 @@
 //! `DisbursementActor`: one per disbursement in flight. It decides when a
 //! disbursement moves (review, hand-over to the vendor, the vendor's
 //! outcome); the merchant actor records each move, so money and status stay
-//! with the merchant's single writer. Stops once there is nothing to wait for.
+//! with the merchant's single writer. Each message is one step, after which
+//! the actor stops: a vendor's outcome is waited for in the timer heap
+//! (`timers.rs`), which starts a new actor when it is due.
 
 use crate::domain::{Disbursement, DisbursementStatus};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::time::Duration;
 use uuid::Uuid;
 
 /// What a disbursement actor is told.
 pub enum DisbursementMsg {
-    /// Look at the stored status and take the next step.
-    Advance,
-    /// Take the first step of a disbursement just created (as `Advance`,
-    /// without reading back what the creator already has).
+    /// Take the next step of this disbursement, as it is now (just created,
+    /// or still open after a restart).
     Start(Box<Disbursement>),
-    /// Wait for a vendor that settles on its own schedule (after an
-    /// operator's approval handed it over).
-    SettleAfter(std::time::Duration, DisbursementStatus),
     /// The vendor's outcome arrived.
     Settle(DisbursementStatus),
 }
+
+/// The vendor's outcome, due after a delay.
+type OutcomeDue = Option<(Duration, DisbursementStatus)>;
 
 /// The actor behaviour.
 pub struct DisbursementActor;
@@ -53,19 +54,8 @@ impl Actor for DisbursementActor {
         message: DisbursementMsg,
         state: &mut DisbursementArgs,
     ) -> Result<(), ActorProcessingErr> {
-        let keep_running = match message {
-            DisbursementMsg::Advance => match state.engine.stored_disbursement(state.id)? {
-                Some(disbursement) => advance(state, disbursement).await?,
-                None => false,
-            },
-            DisbursementMsg::Start(created) => advance(state, *created).await?,
-            DisbursementMsg::SettleAfter(delay, outcome) => {
-                state
-                    .engine
-                    .timers()
-                    .disbursement_outcome_after(state.id, delay, outcome);
-                false
-            }
+        let outcome_due = match message {
+            DisbursementMsg::Start(disbursement) => advance(state, *disbursement).await?,
             DisbursementMsg::Settle(outcome) => {
                 // A sandbox "complete" may have settled it first: then nothing to do.
                 match state
@@ -73,14 +63,20 @@ impl Actor for DisbursementActor {
                     .move_disbursement_by_id(state.id, outcome, None, Some(outcome_reason(outcome)))
                     .await
                 {
-                    Ok(_) | Err(EngineError::InvalidStatus(_)) | Err(EngineError::DisbursementNotFound) => false,
+                    Ok(_) | Err(EngineError::InvalidStatus(_)) | Err(EngineError::DisbursementNotFound) => None,
                     Err(error) => return Err(error.into()),
                 }
             }
         };
-        if !keep_running {
-            state.engine.forget_disbursement_actor(state.id, &myself);
-            myself.stop(None);
+        // Unregistered before the outcome goes to the timer: a due outcome
+        // must start a new actor, not land in this stopping one's mailbox.
+        state.engine.forget_disbursement_actor(state.id, &myself);
+        myself.stop(None);
+        if let Some((delay, outcome)) = outcome_due {
+            state
+                .engine
+                .timers()
+                .disbursement_outcome_after(state.id, delay, outcome);
         }
         Ok(())
     }
@@ -93,8 +89,8 @@ fn outcome_reason(outcome: DisbursementStatus) -> String {
     }
 }
 
-/// Returns whether there is still something to wait for.
-async fn advance(state: &DisbursementArgs, disbursement: Disbursement) -> Result<bool, ActorProcessingErr> {
+/// Takes the next step; returns the vendor's outcome to wait for, if any.
+async fn advance(state: &DisbursementArgs, disbursement: Disbursement) -> Result<OutcomeDue, ActorProcessingErr> {
     match disbursement.status {
         DisbursementStatus::Pending => {
             let threshold = state
@@ -113,19 +109,23 @@ async fn advance(state: &DisbursementArgs, disbursement: Disbursement) -> Result
                     )
                     .await;
                 ignore_lost_race(moved)?;
-                return Ok(false);
+                return Ok(None);
             }
             submit(state, &disbursement).await
         }
         // After a restart: ask the vendor again when it will settle.
-        DisbursementStatus::OnProcess => schedule_outcome(state, &disbursement),
-        _ => Ok(false),
+        DisbursementStatus::OnProcess => Ok(state
+            .engine
+            .payout_vendor()
+            .and_then(|vendor| vendor.submit(&disbursement).ok())
+            .and_then(|submission| submission.settles)),
+        _ => Ok(None),
     }
 }
 
-async fn submit(state: &DisbursementArgs, disbursement: &Disbursement) -> Result<bool, ActorProcessingErr> {
+async fn submit(state: &DisbursementArgs, disbursement: &Disbursement) -> Result<OutcomeDue, ActorProcessingErr> {
     let Some(vendor) = state.engine.payout_vendor() else {
-        return Ok(false);
+        return Ok(None);
     };
     match vendor.submit(disbursement) {
         Ok(submission) => {
@@ -139,17 +139,9 @@ async fn submit(state: &DisbursementArgs, disbursement: &Disbursement) -> Result
                     None,
                 )
                 .await;
-            if !ignore_lost_race(moved)? {
-                return Ok(false);
-            }
-            if let Some((delay, outcome)) = submission.settles {
-                // The timer task brings the outcome back; no actor waits meanwhile.
-                state
-                    .engine
-                    .timers()
-                    .disbursement_outcome_after(state.id, delay, outcome);
-            }
-            Ok(false)
+            let moved_now = ignore_lost_race(moved)?;
+            // The timer task brings the outcome back; no actor waits meanwhile.
+            Ok(submission.settles.filter(|_| moved_now))
         }
         Err(reason) => {
             let moved = state
@@ -163,26 +155,8 @@ async fn submit(state: &DisbursementArgs, disbursement: &Disbursement) -> Result
                 )
                 .await;
             ignore_lost_race(moved)?;
-            Ok(false)
+            Ok(None)
         }
-    }
-}
-
-fn schedule_outcome(state: &DisbursementArgs, disbursement: &Disbursement) -> Result<bool, ActorProcessingErr> {
-    let Some(vendor) = state.engine.payout_vendor() else {
-        return Ok(false);
-    };
-    match vendor.submit(disbursement) {
-        Ok(submission) => {
-            if let Some((delay, outcome)) = submission.settles {
-                state
-                    .engine
-                    .timers()
-                    .disbursement_outcome_after(state.id, delay, outcome);
-            }
-            Ok(false)
-        }
-        Err(_) => Ok(false),
     }
 }
 
