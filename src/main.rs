@@ -85,7 +85,8 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
-    // Deliveries in flight finish or are retried after the next start.
+    // Deliveries still in flight are not waited for: their events stay due
+    // and are delivered after the next start.
     stop_dispatcher.send_replace(true);
     let _ = dispatcher.await;
     engine.shutdown().await;

@@ -1,4 +1,4 @@
-//! paygate's HTTP layer: thin axum routers for V1, admin and operations over
+//! paygate's HTTP layer: thin axum routers for V1, Legacy, admin and operations over
 //! one engine. Handlers extract, validate, call the engine and map the reply.
 //!
 //! - `v1`: merchant API (SPEC.md 4). `legacy`: the Legacy API (SPEC.md 4.8).
@@ -87,7 +87,7 @@ impl AppState {
     }
 }
 
-/// The whole service: V1, admin and operations routes with request ids,
+/// The whole service: V1, Legacy, admin and operations routes with request ids,
 /// metrics and the body limit.
 pub fn router(state: AppState) -> Router {
     Router::new()

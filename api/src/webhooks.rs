@@ -2,7 +2,7 @@
 //! outbox, renders the V1 or Legacy body, signs it (Standard Webhooks and
 //! `X-Signature`), POSTs it with a 10 s timeout, and records every attempt
 //! with its next retry. A slow or dead endpoint holds at most a few
-//! deliveries of its own merchant, never anyone else's.
+//! deliveries of its own merchant at a time.
 
 use crate::legacy::wib;
 use crate::wire::{disbursement_view, order_view, refund_view, timestamp};
@@ -50,7 +50,7 @@ pub fn client() -> reqwest::Client {
 /// Runs the dispatcher until `stop` turns true.
 pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
     let in_flight: Arc<Mutex<InFlight>> = Arc::default();
-    let client = client();
+    let client = state.webhook_client.clone();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(POLL_INTERVAL) => {}

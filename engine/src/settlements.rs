@@ -101,7 +101,7 @@ impl Engine {
 
     /// The transfer of a PENDING settlement: PROCESSING, then after the
     /// sandbox vendor's delay PAID, or FAILED for account `0000000000` or no
-    /// settlement bank. Without a payout vendor (live mode) it waits.
+    /// settlement bank. Outside the sandbox (no sandbox delay) it stays PENDING.
     fn process_settlement(&self, id: Uuid) {
         let Some(delay) = self.sandbox_refund_delay() else {
             return;

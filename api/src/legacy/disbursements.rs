@@ -200,12 +200,7 @@ pub async fn get_balance(
 ) -> Result<LegacyOk<Value>, LegacyError> {
     let merchant = body.merchant(&state)?;
     check_x_signature(&merchant, &headers, &body)?;
-    if merchant.settlement_type != paygate_engine::domain::SettlementType::Wallet {
-        return Err(LegacyError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            messages::MERCHANT_SETTING_INVALID,
-        ));
-    }
+    // A MANUAL merchant's NotWalletMerchant maps to 422 "Merchant Setting Invalid".
     let balance = state.engine.wallet_balance(merchant.id).await?;
     Ok(LegacyOk(json!({
         "clientId": merchant.credentials.client_id,

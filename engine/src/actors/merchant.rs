@@ -198,8 +198,9 @@ pub struct MerchantState {
     recent_entries: VecDeque<Arc<Entry>>,
     in_flight: Arc<AtomicUsize>,
     last_activity: Instant,
-    /// Disbursements written since this actor started (authoritative while
-    /// their records may still be in flight), by id; and by key hash.
+    /// Disbursements written recently, by id and by key hash: authoritative
+    /// while their records may still be in flight, and forgotten once
+    /// storage holds them all (`forget_what_storage_has`).
     disbursements: HashMap<Uuid, Disbursement>,
     disbursement_keys: HashMap<u128, Uuid>,
     /// The WIB day and its running sum of request amounts not reversed.
@@ -210,7 +211,7 @@ pub struct MerchantState {
     /// The same for order ids (`f`) and order `Idempotency-Key`s (`h`).
     known_order_ids: KnownKeys,
     known_order_keys: KnownKeys,
-    /// Orders and refunds written since this actor started.
+    /// Orders and refunds written recently, forgotten the same way.
     orders: orders::RecentOrders,
 }
 

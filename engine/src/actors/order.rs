@@ -1,5 +1,5 @@
 //! `OrderActor`: one per live order (virtual: spawned on first use, stopped
-//! when idle with nothing to wait for). It takes an order's events one at a
+//! when the order expires or fails, or when idle with nothing to wait for). It takes an order's events one at a
 //! time: expiry, payment confirmation, failure, and its refunds' trips to
 //! the vendor. The merchant actor records each change, so money and status
 //! stay with the merchant's single writer.

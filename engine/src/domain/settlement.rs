@@ -20,7 +20,8 @@ pub enum SettlementStatus {
     /// The transfer failed; the amount carries into the next settlement.
     #[serde(rename = "FAILED")]
     Failed,
-    /// Not paid: a net of zero or less, carried into the next settlement.
+    /// Not paid: a net that does not cover the transfer fee, carried into
+    /// the next settlement.
     #[serde(rename = "CANCELLED")]
     Cancelled,
 }
@@ -116,7 +117,7 @@ pub struct Settlement {
     /// What this settlement hands to the next: its net when not paid, its
     /// transfer (net + fee) when the transfer failed.
     pub carry_out: MinorUnits,
-    /// The ledger entry that took the money, and the one that gave it back.
+    /// The ledger entry that took the money.
     pub entry_seq: Option<u64>,
     /// The reversal after a failed transfer.
     pub reversal_seq: Option<u64>,

@@ -112,8 +112,7 @@ impl BlockWriter {
         let part = self.blocks.len() as u32 - 1;
         let block = self.blocks.last_mut().expect("a block was just ensured");
         let offset = block.len() as u32;
-        block.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
-        block.extend_from_slice(encoded);
+        super::overlay::append_to_block(block, encoded);
         self.locations.push((
             id,
             Location {
@@ -221,16 +220,6 @@ impl DisbursementIndex {
     /// Disbursements not yet in a final status.
     pub fn open(&self) -> Vec<Uuid> {
         self.open.iter().copied().collect()
-    }
-
-    /// How many disbursements are indexed.
-    pub fn len(&self) -> usize {
-        self.by_ref.len()
-    }
-
-    /// True when none is.
-    pub fn is_empty(&self) -> bool {
-        self.by_ref.is_empty()
     }
 }
 

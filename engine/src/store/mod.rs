@@ -369,12 +369,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         match record {
             JournalRecord::EntryPosted(entry) => self.overlay_entry(overlay, entry, payload)?,
-            JournalRecord::DisbursementCreated { disbursement, entry } => {
+            JournalRecord::DisbursementCreated { disbursement, entry }
+            | JournalRecord::DisbursementReversed { disbursement, entry } => {
                 // Entry blocks hold plain entry records, whatever record carried the entry.
-                self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
-                self.overlay_disbursement(overlay, disbursement);
-            }
-            JournalRecord::DisbursementReversed { disbursement, entry } => {
                 self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
                 self.overlay_disbursement(overlay, disbursement);
             }

@@ -29,7 +29,8 @@ pub struct MerchantLayer {
 pub struct Layer {
     /// The last journal sequence applied into this layer.
     pub through_seq: u64,
-    /// Entries applied into this layer.
+    /// Entries, disbursement versions and resource writes applied into this
+    /// layer (a checkpoint is due early when they pile up).
     pub entry_count: usize,
     /// Per merchant.
     pub merchants: HashMap<Uuid, MerchantLayer>,
