@@ -256,3 +256,27 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
     };
     serde_json::to_vec(&body).expect("JSON bodies serialize")
 }
+
+#[cfg(test)]
+mod tests {
+    /// Notify URLs may be https: the client must speak TLS. A listener that
+    /// accepts and hangs up makes the client get as far as the handshake (a
+    /// client without TLS refuses the scheme before it).
+    #[tokio::test]
+    async fn the_delivery_client_speaks_tls() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                drop(socket);
+            }
+        });
+        let error = super::client()
+            .post(format!("https://{address}/"))
+            .send()
+            .await
+            .expect_err("the listener hangs up");
+        let chain = format!("{error:?}");
+        assert!(!chain.contains("scheme is not http"), "{chain}");
+    }
+}
