@@ -549,3 +549,51 @@ async fn live_mode_refuses_private_notify_urls_and_sandbox_allows_them() {
         .await;
     assert_eq!(order.status, StatusCode::CREATED, "{}", order.body);
 }
+
+#[tokio::test]
+async fn expired_and_failed_orders_are_events() {
+    let receiver = Receiver::default();
+    let base = start_receiver(receiver.clone());
+    let server = TestServer::start_with(FAST_RETRIES);
+    let merchant = server.create_wallet_merchant().await;
+    let mut refs = Vec::new();
+    for (id, path) in [("WH-EXP", "expired"), ("WH-FAIL", "failed")] {
+        let order = server
+            .call(
+                Method::POST,
+                "/v1/orders",
+                Some(&merchant.api_key),
+                Some(json!({
+                    "merchant_order_id": id, "amount_minor": 1_000_000, "payment_method": "QRIS",
+                    "notify_url": format!("{base}/{path}"),
+                })),
+            )
+            .await;
+        assert_eq!(order.status, StatusCode::CREATED, "{}", order.body);
+        refs.push(order.body["data"]["ref_code"].as_str().unwrap().to_string());
+    }
+    for (ref_code, action) in refs.iter().zip(["expire", "fail"]) {
+        let reply = server
+            .call(
+                Method::POST,
+                &format!("/v1/sandbox/orders/{ref_code}/{action}"),
+                Some(&merchant.api_key),
+                None,
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    }
+    for (ref_code, (path, event, status)) in refs.iter().zip([
+        ("/expired", "order.expired", "EXPIRED"),
+        ("/failed", "order.failed", "FAILED"),
+    ]) {
+        let got = wait_for(&receiver, path, 1).await;
+        assert_eq!(got.len(), 1);
+        let body = json_body(&got[0]);
+        assert_eq!(body["event"], json!(event));
+        assert_eq!(body["status"], json!(status));
+        assert_eq!(body["ref_code"], json!(ref_code));
+        assert_eq!(body["paid_at"], Value::Null);
+        assert_signed(&got[0], &merchant.webhook_secret);
+    }
+}

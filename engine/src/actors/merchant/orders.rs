@@ -186,9 +186,13 @@ impl MerchantState {
                 order.status = OrderStatus::Expired;
                 order.updated_at_ms = now_ms;
                 self.remember_order(order.clone());
+                let events = vec![self.order_event(&order)];
                 Ok((
                     OrderOutcome::Order(order.clone()),
-                    Some(JournalRecord::OrderUpdated(Box::new(order))),
+                    Some(JournalRecord::with_events(
+                        JournalRecord::OrderUpdated(Box::new(order)),
+                        events,
+                    )),
                 ))
             }
             OrderCommand::Fail { id, reason } => {
@@ -197,9 +201,13 @@ impl MerchantState {
                 order.failure_reason = Some(reason);
                 order.updated_at_ms = now_ms;
                 self.remember_order(order.clone());
+                let events = vec![self.order_event(&order)];
                 Ok((
                     OrderOutcome::Order(order.clone()),
-                    Some(JournalRecord::OrderUpdated(Box::new(order))),
+                    Some(JournalRecord::with_events(
+                        JournalRecord::OrderUpdated(Box::new(order)),
+                        events,
+                    )),
                 ))
             }
             OrderCommand::CreateRefund(refund) => self.create_refund(*refund),
