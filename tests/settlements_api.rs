@@ -195,3 +195,43 @@ async fn a_period_end_in_the_past_leaves_later_orders_for_later() {
     let reply = run(&server, json!({ "merchant_id": merchant.id })).await;
     assert_eq!(reply.body["data"][0]["order_count"], json!(1));
 }
+
+#[tokio::test]
+async fn a_net_below_the_transfer_fee_is_carried_once_into_the_next_settlement() {
+    let server = TestServer::start_with(&["--sandbox-disbursement-delay-ms", "600000"]);
+    let merchant = server
+        .create_merchant_with("MANUAL", json!({ "settlement_bank": { "bank_short_code": "BCA", "account_number": "1112223334", "account_name": "T" } }))
+        .await;
+    // Rp 1,000 less 0.7% MDR is far below the Rp 2,500 transfer fee.
+    paid_order(&server, &merchant, "C-1", 100_000).await;
+    let reply = run(&server, json!({ "merchant_id": merchant.id })).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let small = &reply.body["data"][0];
+    assert_eq!(small["status"], json!("CANCELLED"));
+    assert_eq!(small["order_count"], json!(1));
+    assert_eq!(small["disbursement_fee_minor"], json!(0));
+    assert_eq!(small["carried_over_minor"], json!(0));
+    let carry = small["net_payout_minor"].as_i64().unwrap();
+    assert_eq!(carry, 100_000 - 700);
+
+    // Nothing new and a carry still too small to pay: no settlement at all.
+    for _ in 0..2 {
+        let again = run(&server, json!({ "merchant_id": merchant.id })).await;
+        assert_eq!(again.status, StatusCode::OK, "{}", again.body);
+        assert_eq!(again.body["data"], json!([]));
+    }
+
+    paid_order(&server, &merchant, "C-2", 10_000_000).await;
+    let reply = run(&server, json!({ "merchant_id": merchant.id })).await;
+    let paid = &reply.body["data"][0];
+    assert_eq!(paid["status"], json!("PENDING"));
+    assert_eq!(paid["order_count"], json!(1));
+    assert_eq!(paid["carried_over_minor"], json!(carry));
+    assert_eq!(paid["net_payout_minor"], json!(10_000_000 - 70_000 + carry - 250_000));
+    let list = server
+        .call(Method::GET, "/v1/settlements", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(list.body["meta"]["total"], json!(2));
+    let verify = server.verify().await;
+    assert_eq!(verify["balanced"], json!(true), "{verify}");
+}

@@ -29,7 +29,8 @@ pub struct SettlementDraft {
 
 impl MerchantState {
     /// Builds a settlement of everything not yet settled before the period
-    /// end; `None` when there is nothing (no orders, refunds or carry).
+    /// end; `None` when there is nothing (no orders, no refunds, and no carry
+    /// that could be paid out now).
     pub(super) fn settle(
         &mut self,
         draft: SettlementDraft,
@@ -67,6 +68,11 @@ impl MerchantState {
             .min(draft.period_end_ms);
         let bank = self.profile.settlement_bank.clone();
         let paid_out = before_fee - transfer_fee > 0;
+        if orders.is_empty() && refunds.is_empty() && !paid_out {
+            // Only a carry that still cannot be paid: a settlement now would
+            // be one more CANCELLED copy of the last, at every run.
+            return Ok((OrderOutcome::Settled(None), None));
+        }
         let (fee, net, status, carry_out, failure_reason) = if paid_out {
             (
                 transfer_fee,
