@@ -76,13 +76,14 @@ pub struct AppState {
 impl AppState {
     /// State for `engine` with `config`.
     pub fn new(engine: Engine, config: ApiConfig) -> AppState {
+        let webhook_client = webhooks::client(engine.allows_private_notify_urls());
         AppState {
             engine,
             config: Arc::new(config),
             rate_limits: Arc::default(),
             ewallet_cache: Arc::default(),
             http_metrics: Arc::default(),
-            webhook_client: webhooks::client(),
+            webhook_client,
         }
     }
 }

@@ -38,13 +38,44 @@ struct InFlight {
 }
 
 /// The HTTP client of deliveries: no redirects (a webhook is delivered to
-/// the URL given, nowhere else).
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+/// the URL given, nowhere else). Unless private addresses are allowed
+/// (sandbox), names are resolved by `PublicOnly`, so the connection goes to
+/// an address that was checked.
+pub fn client(allow_private: bool) -> reqwest::Client {
+    let builder = reqwest::Client::builder()
         .timeout(ATTEMPT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("HTTP client builds")
+        .redirect(reqwest::redirect::Policy::none());
+    let builder = if allow_private {
+        builder
+    } else {
+        builder.dns_resolver(Arc::new(PublicOnly))
+    };
+    builder.build().expect("HTTP client builds")
+}
+
+/// A resolver that refuses names with any loopback, private or link-local
+/// address. Checking a name apart from the connection is not enough: a
+/// name can resolve public for the check and private for the connection
+/// (DNS rebinding).
+struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if addresses.is_empty() {
+                return Err(format!("{host} has no address").into());
+            }
+            if addresses
+                .iter()
+                .any(|address| paygate_engine::webhooks::is_private(address.ip()))
+            {
+                return Err(format!("refused: {host} resolves to a private address").into());
+            }
+            Ok(Box::new(addresses.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
 }
 
 /// Runs the dispatcher until `stop` turns true.
@@ -271,12 +302,41 @@ mod tests {
                 drop(socket);
             }
         });
-        let error = super::client()
+        let error = super::client(true)
             .post(format!("https://{address}/"))
             .send()
             .await
             .expect_err("the listener hangs up");
         let chain = format!("{error:?}");
         assert!(!chain.contains("scheme is not http"), "{chain}");
+    }
+
+    /// Live mode: a name resolving to a private address is refused at
+    /// connection time, whatever a check before it saw; the listener is
+    /// never reached. The sandbox client reaches it.
+    #[tokio::test]
+    async fn the_live_client_never_connects_to_a_private_address() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(socket);
+            }
+        });
+        let url = format!("http://localhost:{port}/hook");
+        let error = super::client(false)
+            .post(&url)
+            .send()
+            .await
+            .expect_err("localhost is private");
+        let chain = format!("{error:?}");
+        assert!(chain.contains("resolves to a private address"), "{chain}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+        let _ = super::client(true).post(&url).send().await;
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }
