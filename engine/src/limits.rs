@@ -103,6 +103,11 @@ pub const MERCHANT_IN_FLIGHT_MAX: usize = 4096;
 /// not have reached sled yet. Must be at least `MERCHANT_IN_FLIGHT_MAX`.
 pub const RECENT_ENTRIES_MAX: usize = 4096;
 
+/// Recent disbursements (or orders and refunds) a merchant actor keeps
+/// before it forgets them at a moment nothing is in flight; an emptied map
+/// with room for more than this is freed.
+pub const RECENT_ROOM_KEPT: usize = 256;
+
 /// Proposals accepted in one batch message.
 pub const POST_BATCH_MAX: usize = 8192;
 

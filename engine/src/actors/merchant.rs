@@ -752,22 +752,26 @@ impl MerchantState {
         Ok(original.reversal(memo))
     }
 
-    /// Keeps the recent disbursements, orders and refunds bounded: once
-    /// there are `RECENT_ENTRIES_MAX` of a kind, waits until everything
-    /// queued is durable and applied (storage then answers for them) and
-    /// forgets them. Under a steady load nothing is ever idle, so waiting
-    /// for a quiet moment would let them grow without end.
+    /// Keeps the recent disbursements, orders and refunds bounded. Once
+    /// there are `RECENT_ROOM_KEPT` of a kind and nothing this actor queued
+    /// is in flight, storage answers for all of them, so they are forgotten.
+    /// Under a steady load that moment may not come, so at
+    /// `RECENT_ENTRIES_MAX` the actor waits for it. (Forgetting only at
+    /// `RECENT_ENTRIES_MAX` let each of many merchants keep thousands.)
+    /// Below `RECENT_ROOM_KEPT` they stay: the next move of a disbursement
+    /// just created is then answered from memory, not from storage.
     async fn forget_what_storage_has(&mut self) -> Result<(), ActorProcessingErr> {
-        let full = self.disbursements.len() >= limits::RECENT_ENTRIES_MAX || self.orders.is_full();
-        if !full {
+        let in_flight = self.in_flight.load(Ordering::Acquire) > 0;
+        let recent = self.disbursements.len().max(self.orders.len());
+        if recent < limits::RECENT_ROOM_KEPT || (in_flight && recent < limits::RECENT_ENTRIES_MAX) {
             return Ok(());
         }
-        if self.in_flight.load(Ordering::Acquire) > 0 {
+        if in_flight {
             self.args.journal.sync_point().await?;
         }
-        self.disbursements.clear();
-        self.disbursement_keys.clear();
-        self.orders = Default::default();
+        forget_all(&mut self.disbursements);
+        forget_all(&mut self.disbursement_keys);
+        self.orders.clear();
         Ok(())
     }
 
@@ -836,5 +840,16 @@ impl MerchantState {
             .barrier(Box::new(move |_, _| Some(Box::new(move || drop(reply.send(value))))))
             .await?;
         Ok(())
+    }
+}
+
+/// Empties a map of recent records. One that grew past `RECENT_ROOM_KEPT`
+/// is let go, so an idle merchant does not keep the room of its busiest
+/// moment; a smaller one keeps its room for the next records.
+pub(super) fn forget_all<K, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > limits::RECENT_ROOM_KEPT {
+        *map = HashMap::new();
+    } else {
+        map.clear();
     }
 }

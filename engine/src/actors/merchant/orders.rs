@@ -8,7 +8,6 @@ use crate::domain::{
 };
 use crate::error::EngineError;
 use crate::ledger::{reversal_idempotency_key, Account, EntryKind, EntryProposal, LedgerError, Posting};
-use crate::limits;
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
 use std::collections::HashMap;
@@ -93,9 +92,18 @@ pub(super) struct RecentOrders {
 }
 
 impl RecentOrders {
-    /// Time to forget them (see `MerchantState::forget_what_storage_has`).
-    pub(super) fn is_full(&self) -> bool {
-        self.orders.len() + self.refunds.len() >= limits::RECENT_ENTRIES_MAX
+    /// How many there are (see `MerchantState::forget_what_storage_has`).
+    pub(super) fn len(&self) -> usize {
+        self.orders.len() + self.refunds.len()
+    }
+
+    /// Forgets them all (see `forget_all`).
+    pub(super) fn clear(&mut self) {
+        super::forget_all(&mut self.orders);
+        super::forget_all(&mut self.by_merchant_order_id);
+        super::forget_all(&mut self.by_idempotency_key);
+        super::forget_all(&mut self.refunds);
+        super::forget_all(&mut self.refunds_by_key);
     }
 }
 
