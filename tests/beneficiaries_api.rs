@@ -4,8 +4,10 @@
 
 mod support;
 
+use hmac::{Hmac, Mac};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use sha2::Sha256;
 use std::time::Duration;
 use support::*;
 
@@ -170,8 +172,12 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
     let created = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
     let id = created.body["data"]["id"].as_str().unwrap().to_string();
 
-    // A disbursement naming it takes channel and account from it.
-    let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "b-1" });
+    // A disbursement naming it takes channel and account from it, whatever
+    // account fields the request also carries.
+    let body = json!({
+        "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "b-1",
+        "bank_short_code": "BRI", "account_number": "5555555555", "account_name": "Mallory",
+    });
     let paid = server
         .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
         .await;
@@ -179,6 +185,19 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
     assert_eq!(paid.body["data"]["channel"], json!("BANK"));
     assert_eq!(paid.body["data"]["account_number"], json!("1234567890"));
     assert_eq!(paid.body["data"]["account_name"], json!("Siti Rahayu"));
+    let banks = server
+        .call(Method::GET, "/v1/banks", Some(&merchant.api_key), None)
+        .await;
+    let bank_id_of = |code: &str| {
+        banks.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["short_code"] == json!(code))
+            .map(|b| b["id"].clone())
+            .unwrap()
+    };
+    assert_eq!(paid.body["data"]["bank_id"], bank_id_of("MANDIRI"));
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000 - 100_000 - 250_000);
     let mismatch =
         json!({ "beneficiary_id": id, "channel": "EWALLET", "amount_minor": 100_000, "idempotency_key": "b-2" });
@@ -249,4 +268,72 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
         .await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000 - 100_000 - 250_000);
+}
+
+/// `require_signature` covers every V1 write (DESIGN.md 7), a DELETE too:
+/// its `X-Signature` is over the (empty) raw body.
+#[tokio::test]
+async fn a_required_signature_guards_deleting_a_beneficiary() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let created = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
+    let id = created.body["data"]["id"].as_str().unwrap().to_string();
+    let patched = server
+        .admin(
+            Method::PATCH,
+            &format!("/admin/v1/merchants/{}", merchant.id),
+            Some(json!({ "require_signature": true })),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
+
+    let delete = |signature: Option<String>| {
+        let mut request = server
+            .client
+            .delete(format!("{}/v1/beneficiaries/{id}", server.base))
+            .header("X-API-Key", &merchant.api_key);
+        if let Some(signature) = signature {
+            request = request.header("X-Signature", signature);
+        }
+        async move { into_reply(request.send().await.expect("request sent")).await }
+    };
+    let mut mac = Hmac::<Sha256>::new_from_slice(merchant.webhook_secret.as_bytes()).unwrap();
+    mac.update(b"");
+    let signed = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+
+    for wrong in [None, Some("sha256=00".to_string())] {
+        let reply = delete(wrong).await;
+        assert_v1_error(&reply, 401, "INVALID_SIGNATURE");
+        assert_eq!(list(&server, &merchant).await.len(), 1);
+    }
+    let reply = delete(Some(signed)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body, json!({ "success": true, "data": { "deleted": true } }));
+    assert!(list(&server, &merchant).await.is_empty());
+}
+
+/// serde would read a struct from a JSON array by position: a body must be
+/// an object, and an array changes nothing.
+#[tokio::test]
+async fn an_array_body_is_400_invalid_body_and_changes_nothing() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    server.credit(&merchant.id, 5_000_000).await;
+    let array = json!(["k1", "BANK", "BCA", "1234567890", "Budi", null, null, 1000, null, null]);
+    for path in ["/v1/disbursements", "/v1/beneficiaries"] {
+        let reply = server
+            .call(Method::POST, path, Some(&merchant.api_key), Some(array.clone()))
+            .await;
+        assert_v1_error(&reply, 400, "INVALID_BODY");
+        assert_eq!(
+            reply.body["error"]["message"],
+            json!("request body must be a JSON object")
+        );
+    }
+    assert_eq!(server.balance(&merchant.api_key).await, 5_000_000);
+    assert!(list(&server, &merchant).await.is_empty());
+    let listed = server
+        .call(Method::GET, "/v1/disbursements", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(listed.body["meta"]["total"], json!(0));
 }

@@ -141,10 +141,12 @@ impl Engine {
             } => {
                 from_beneficiary.bank_short_code = Some(bank_short_code.clone());
                 from_beneficiary.account_number = Some(account_number.clone());
-                let name = Some(account_name.clone())
+                // The saved or verified name; the request's only when the
+                // beneficiary has neither (a name is optional on creation).
+                from_beneficiary.account_name = Some(account_name.clone())
                     .filter(|n| !n.is_empty())
-                    .or(beneficiary.verified_name.clone());
-                from_beneficiary.account_name = new.account_name.clone().or(name);
+                    .or(beneficiary.verified_name.clone())
+                    .or(new.account_name.clone());
             }
             Destination::Ewallet { provider, phone } => {
                 from_beneficiary.ewallet_provider = Some(provider.clone());

@@ -1,7 +1,7 @@
 //! `POST/GET /v1/beneficiaries` and `DELETE /v1/beneficiaries/{id}` (SPEC.md 4.5).
 
 use crate::error::V1Error;
-use crate::extract::{SignedJson, V1Merchant};
+use crate::extract::{Signed, SignedJson, V1Merchant};
 use crate::wire::{beneficiary_view, Created, Data};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -65,6 +65,7 @@ pub async fn delete_beneficiary(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(id): Path<String>,
+    _signed: Signed,
 ) -> Result<Data<Value>, V1Error> {
     let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
     state.engine.delete_beneficiary(merchant.id, id).await?;

@@ -36,6 +36,11 @@ fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Resu
         None => Ok(default),
         Some(raw) => match raw.parse::<usize>() {
             Ok(value) if value >= 1 => Ok(value),
+            // A limit of too many digits for a usize is still a positive
+            // integer above the largest page: served as the largest.
+            Err(_) if name == "limit" && raw.bytes().all(|b| b.is_ascii_digit()) && raw.bytes().any(|b| b != b'0') => {
+                Ok(usize::MAX)
+            }
             _ => Err(invalid(format!("{name}: must be an integer of at least 1"))),
         },
     }
