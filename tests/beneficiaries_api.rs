@@ -91,6 +91,30 @@ async fn an_account_the_vendor_cannot_confirm_fails_verification() {
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     let failed = wait_verified(&server, &merchant, reply.body["data"]["id"].as_str().unwrap(), "FAILED").await;
     assert_eq!(failed["verified_name"], Value::Null);
+
+    // Saved without a name and never verified: a disbursement to it must
+    // bring the name, and then uses it.
+    server.credit(&merchant.id, 5_000_000).await;
+    let nameless = json!({ "channel": "BANK", "bank_short_code": "BCA", "account_number": "0000000000" });
+    let reply = create(&server, &merchant, nameless).await;
+    let id = reply.body["data"]["id"].as_str().unwrap().to_string();
+    wait_verified(&server, &merchant, &id, "FAILED").await;
+    let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "nameless-1" });
+    let reply = server
+        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
+        .await;
+    assert_v1_error(&reply, 400, "MISSING_BANK_INFO");
+    assert_eq!(
+        reply.body["error"]["message"],
+        json!("account_name is required: the beneficiary has no account name")
+    );
+    assert_eq!(server.balance(&merchant.api_key).await, 5_000_000);
+    let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "nameless-2", "account_name": "Budi" });
+    let reply = server
+        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    assert_eq!(reply.body["data"]["account_name"], json!("Budi"));
 }
 
 #[tokio::test]
@@ -148,6 +172,17 @@ async fn invalid_beneficiaries_are_refused_with_their_codes_and_nothing_is_saved
         assert_v1_error(&reply, status, code);
     }
     assert!(list(&server, &merchant).await.is_empty());
+    // A beneficiary's holder name is optional (SPEC.md 4.5): not asked for.
+    let reply = create(
+        &server,
+        &merchant,
+        json!({ "channel": "BANK", "bank_short_code": "BCA" }),
+    )
+    .await;
+    assert_eq!(
+        reply.body["error"]["message"],
+        json!("bank_short_code and account_number are required for BANK")
+    );
 }
 
 #[tokio::test]

@@ -160,11 +160,7 @@ impl From<EngineError> for V1Error {
                 "EWALLET_DISABLED",
                 "e-wallet is not available for disbursement",
             ),
-            EngineError::MissingBankInfo => V1Error::new(
-                S::BAD_REQUEST,
-                "MISSING_BANK_INFO",
-                "bank_short_code, account_number and account_name are required for BANK",
-            ),
+            EngineError::MissingBankInfo(message) => V1Error::new(S::BAD_REQUEST, "MISSING_BANK_INFO", message),
             EngineError::MissingEwalletInfo => V1Error::new(
                 S::BAD_REQUEST,
                 "MISSING_EWALLET_INFO",

@@ -37,7 +37,9 @@ impl Engine {
         let destination = match new.channel.as_deref() {
             Some("BANK") => {
                 let (Some(code), Some(number)) = (present(&new.bank_short_code), present(&new.account_number)) else {
-                    return Err(EngineError::MissingBankInfo);
+                    return Err(EngineError::MissingBankInfo(
+                        "bank_short_code and account_number are required for BANK",
+                    ));
                 };
                 // The holder's name is optional here; empty stands for "not given".
                 self.bank_account(code, number, present(&new.account_name).unwrap_or_default())?

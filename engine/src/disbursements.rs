@@ -147,6 +147,11 @@ impl Engine {
                     .filter(|n| !n.is_empty())
                     .or(beneficiary.verified_name.clone())
                     .or(new.account_name.clone());
+                if present(&from_beneficiary.account_name).is_none() {
+                    return Err(EngineError::MissingBankInfo(
+                        "account_name is required: the beneficiary has no account name",
+                    ));
+                }
             }
             Destination::Ewallet { provider, phone } => {
                 from_beneficiary.ewallet_provider = Some(provider.clone());
@@ -171,7 +176,9 @@ impl Engine {
             present(&new.account_number),
             present(&new.account_name),
         ) else {
-            return Err(EngineError::MissingBankInfo);
+            return Err(EngineError::MissingBankInfo(
+                "bank_short_code, account_number and account_name are required for BANK",
+            ));
         };
         self.bank_account(code, number, name)
     }

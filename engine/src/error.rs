@@ -36,9 +36,10 @@ pub enum EngineError {
     /// The e-wallet exists but is disabled.
     #[error("e-wallet is disabled")]
     EwalletDisabled,
-    /// A bank disbursement without account number or name.
-    #[error("account_number and account_name are required for BANK")]
-    MissingBankInfo,
+    /// A bank disbursement or beneficiary without the account fields it
+    /// needs; says which.
+    #[error("{0}")]
+    MissingBankInfo(&'static str),
     /// An e-wallet disbursement without provider or phone.
     #[error("ewallet_provider and ewallet_phone are required for EWALLET")]
     MissingEwalletInfo,

@@ -130,7 +130,7 @@ impl From<EngineError> for LegacyError {
             }
             EngineError::MerchantNotFound => LegacyError::new(S::UNAUTHORIZED, INVALID_CLIENT_ID),
             EngineError::InvalidInput { .. }
-            | EngineError::MissingBankInfo
+            | EngineError::MissingBankInfo(_)
             | EngineError::MissingEwalletInfo
             | EngineError::Ledger(LedgerError::Overflow) => LegacyError::invalid_parameters(),
             EngineError::Timeout | EngineError::ShuttingDown => {
