@@ -758,6 +758,19 @@ async fn legacy_envelopes_for_unknown_routes_and_large_bodies() {
     let huge = format!("{{\"clientId\":\"{}\"}}", "x".repeat(70 * 1024));
     let reply = post(&server, "/api/order/create", &huge, None).await;
     assert_legacy_error(&reply, 413, "Request body too large");
+
+    // Byte for byte: the keys in the order of success bodies (code, message, data).
+    let raw = server
+        .client
+        .post(format!("{}/api/order/unknown", server.base))
+        .body("{}")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(raw, r#"{"code":404,"message":"Not Found","data":null}"#);
 }
 
 /// A webhook receiver on loopback: keeps every body it is sent.

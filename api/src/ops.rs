@@ -109,9 +109,18 @@ pub async fn method_not_allowed(uri: axum::http::Uri) -> Response {
 
 /// The Legacy error body: HTTP status equals `code`, `data` null.
 pub fn legacy_error(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        Json(json!({ "code": status.as_u16(), "message": message, "data": null })),
-    )
-        .into_response()
+    // A struct, not `json!`: its keys serialize in this order, the order of
+    // Legacy success bodies (`json!` would sort them: code, data, message).
+    #[derive(serde::Serialize)]
+    struct LegacyErrorBody<'a> {
+        code: u16,
+        message: &'a str,
+        data: (),
+    }
+    let body = LegacyErrorBody {
+        code: status.as_u16(),
+        message,
+        data: (),
+    };
+    (status, Json(body)).into_response()
 }
