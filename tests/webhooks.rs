@@ -597,3 +597,73 @@ async fn expired_and_failed_orders_are_events() {
         assert_signed(&got[0], &merchant.webhook_secret);
     }
 }
+
+/// Events of one resource go out one at a time, in the order they happened:
+/// a disbursement completed at once by the sandbox still notifies
+/// `on_process` before `success` (they used to race, and often did not).
+#[tokio::test]
+async fn events_of_one_disbursement_arrive_in_order() {
+    let receiver = Receiver::default();
+    let base = start_receiver(receiver.clone());
+    let server = TestServer::start_with(&[
+        "--webhook-retry-scale",
+        "0.001",
+        "--sandbox-disbursement-delay-ms",
+        "600000",
+    ]);
+    let merchant = server
+        .create_merchant_with("WALLET", json!({ "default_notify_url": format!("{base}/ordered") }))
+        .await;
+    server.credit(&merchant.id, 100_000_000).await;
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let created = server
+            .call(
+                Method::POST,
+                "/v1/disbursements",
+                Some(&merchant.api_key),
+                Some(json!({
+                    "idempotency_key": format!("order-{i}"), "channel": "BANK", "bank_short_code": "BCA",
+                    "account_number": "1234567890", "account_name": "Budi", "amount_minor": 1_000_000,
+                })),
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        let id = created.body["data"]["id"].as_str().unwrap().to_string();
+        // Wait for the hand-over, then complete at once: both events are due together.
+        for _ in 0..200 {
+            let got = server
+                .call(
+                    Method::GET,
+                    &format!("/v1/disbursements/{id}"),
+                    Some(&merchant.api_key),
+                    None,
+                )
+                .await;
+            if got.body["data"]["status"] == json!("ON_PROCESS") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let completed = server
+            .call(
+                Method::POST,
+                &format!("/v1/sandbox/disbursements/{id}/complete"),
+                Some(&merchant.api_key),
+                Some(json!({ "status": "SUCCESS" })),
+            )
+            .await;
+        assert_eq!(completed.status, StatusCode::OK, "{}", completed.body);
+        ids.push(id);
+    }
+    let got = wait_for(&receiver, "/ordered", 20).await;
+    for id in &ids {
+        let events: Vec<String> = got
+            .iter()
+            .map(json_body)
+            .filter(|body| body["id"] == json!(id))
+            .map(|body| body["event"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(events, vec!["disbursement.on_process", "disbursement.success"], "{id}");
+    }
+}

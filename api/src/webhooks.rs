@@ -30,11 +30,22 @@ const IN_FLIGHT_MAX: usize = 256;
 /// Due events looked at per poll.
 const DUE_BATCH: usize = 512;
 
-/// Which events and merchants have deliveries in flight.
+/// Which events, resources and merchants have deliveries in flight.
 #[derive(Default)]
 struct InFlight {
     events: HashSet<Uuid>,
+    resources: HashSet<Uuid>,
     per_merchant: HashMap<Uuid, usize>,
+}
+
+/// The order, refund or disbursement an event is about: its events go out
+/// one at a time, in the order they happened.
+fn resource_id(event: &WebhookEvent) -> Uuid {
+    match &event.resource {
+        EventResource::Order(order) => order.id,
+        EventResource::Refund(refund, _) => refund.id,
+        EventResource::Disbursement(disbursement) => disbursement.id,
+    }
 }
 
 /// The HTTP client of deliveries: no redirects (a webhook is delivered to
@@ -95,24 +106,35 @@ pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) 
                 continue;
             }
         };
+        let mut events = Vec::with_capacity(due.len());
         for (due_ms, event_id) in due {
-            let event = match state.engine.webhook_event(event_id) {
-                Ok(Some(event)) if event.next_attempt_at_ms == Some(due_ms) && !event.delivered => event,
-                Ok(_) => continue,
-                Err(error) => {
-                    tracing::error!(%error, "reading a webhook event failed");
-                    continue;
-                }
-            };
+            match state.engine.webhook_event(event_id) {
+                Ok(Some(event)) if event.next_attempt_at_ms == Some(due_ms) && !event.delivered => events.push(event),
+                Ok(_) => {}
+                Err(error) => tracing::error!(%error, "reading a webhook event failed"),
+            }
+        }
+        // Events of one resource in the order they happened: a later one
+        // waits while an earlier one is in flight or was held back.
+        events.sort_by_key(|event| (event.occurred_at_ms, event.id));
+        let mut held_back = HashSet::new();
+        for event in events {
+            let event_id = event.id;
+            let resource = resource_id(&event);
             {
                 let mut flight = in_flight.lock().expect("in-flight lock");
                 let merchant_count = flight.per_merchant.get(&event.merchant_id).copied().unwrap_or(0);
-                if flight.events.len() >= IN_FLIGHT_MAX
+                if held_back.contains(&resource)
+                    || flight.resources.contains(&resource)
+                    || flight.events.len() >= IN_FLIGHT_MAX
                     || merchant_count >= IN_FLIGHT_PER_MERCHANT
-                    || !flight.events.insert(event_id)
+                    || flight.events.contains(&event_id)
                 {
+                    held_back.insert(resource);
                     continue;
                 }
+                flight.events.insert(event_id);
+                flight.resources.insert(resource);
                 *flight.per_merchant.entry(event.merchant_id).or_default() += 1;
             }
             let (state, client, in_flight) = (state.clone(), client.clone(), in_flight.clone());
@@ -123,6 +145,7 @@ pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) 
                 }
                 let mut flight = in_flight.lock().expect("in-flight lock");
                 flight.events.remove(&event_id);
+                flight.resources.remove(&resource);
                 if let Some(count) = flight.per_merchant.get_mut(&merchant_id) {
                     *count -= 1;
                     if *count == 0 {

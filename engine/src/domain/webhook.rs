@@ -51,7 +51,10 @@ impl WebhookEvent {
         };
         let next_attempt_at_ms = url.as_ref().map(|_| occurred_at_ms);
         WebhookEvent {
-            id: Uuid::new_v4(),
+            // Time-ordered, and ordered by creation within the process: two
+            // events of one resource in the same millisecond still sort in
+            // the order they happened (the dispatcher sends them so).
+            id: Uuid::now_v7(),
             merchant_id,
             event: format!("{kind}.{}", status.to_ascii_lowercase()),
             occurred_at_ms,
