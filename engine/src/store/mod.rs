@@ -600,6 +600,11 @@ impl Store {
     /// Live resource keys and values in `[start, end)`, ascending: sled's,
     /// with the overlay's newer values and removals laid over them.
     fn resource_range(&self, start: &[u8], end: &[u8]) -> Result<Vec<KeyValue>, StoreError> {
+        // An empty or inverted range (a list's created_from after its
+        // created_to) holds nothing; BTreeMap::range would panic on it.
+        if start >= end {
+            return Ok(Vec::new());
+        }
         let mut newer: std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>> = std::collections::BTreeMap::new();
         {
             let overlay = self.overlay.lock().expect("overlay lock");
