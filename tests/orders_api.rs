@@ -255,6 +255,21 @@ async fn qris_order_has_every_field_a_valid_qris_and_a_readable_png() {
 }
 
 #[tokio::test]
+async fn an_empty_customer_name_is_null() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    for (id, name) in [("EMPTY-1", ""), ("EMPTY-2", "   ")] {
+        let order = create_order(
+            &server,
+            &merchant.api_key,
+            json!({ "merchant_order_id": id, "amount_minor": 100_000, "payment_method": "QRIS", "customer_name": name }),
+        )
+        .await;
+        assert_eq!(order["customer_name"], Value::Null, "{name:?}");
+    }
+}
+
+#[tokio::test]
 async fn bank_transfer_order_has_a_virtual_account_and_no_qris() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;

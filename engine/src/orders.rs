@@ -260,7 +260,8 @@ impl Engine {
             paid_at_ms: None,
             vendor_rrn: None,
             is_settled: false,
-            customer_name: new.customer_name.clone(),
+            // Nullable fields are null when empty (SPEC.md 2).
+            customer_name: new.customer_name.clone().filter(|name| !name.trim().is_empty()),
             customer_email: new.customer_email.clone(),
             customer_phone,
             notify_url: new.notify_url.clone(),
