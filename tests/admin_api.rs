@@ -738,6 +738,25 @@ async fn ledger_verify_counts_credits_and_balances_wallet_against_funding() {
     }
 }
 
+/// Two wallets credited near i64::MAX: each book is fine, but the
+/// platform-wide totals pass the i64 range. They are reported exactly (as
+/// decimal strings), not wrapped around.
+#[tokio::test]
+async fn platform_totals_past_the_i64_range_are_reported_exactly() {
+    let server = TestServer::start();
+    let wallet_before = server.verify().await["accounts"]["wallet"].as_i64().unwrap() as i128;
+    let big = i64::MAX - 1_000;
+    for _ in 0..2 {
+        let merchant = server.create_wallet_merchant().await;
+        server.credit(&merchant.id, big).await;
+    }
+    let report = server.verify().await;
+    assert_eq!(report["balanced"], json!(true), "{report}");
+    let wallet = wallet_before + 2 * big as i128;
+    assert_eq!(report["accounts"]["wallet"], json!(wallet.to_string()), "{report}");
+    assert_eq!(report["accounts"]["funding"], json!((-wallet).to_string()), "{report}");
+}
+
 #[tokio::test]
 async fn organization_is_created_and_merchants_can_belong_to_it() {
     let server = TestServer::start();

@@ -109,8 +109,9 @@ pub struct LedgerReport {
     pub merchants: u64,
     /// Every broken invariant, in words.
     pub problems: Vec<String>,
-    /// Platform-wide balance of every account.
-    pub accounts: BTreeMap<&'static str, i64>,
+    /// Platform-wide balance of every account: a sum over merchants, which
+    /// can pass what one i64 holds.
+    pub accounts: BTreeMap<&'static str, i128>,
 }
 
 /// The engine handle; cheap to clone.
@@ -820,7 +821,7 @@ impl Engine {
                 .push(format!("all balances sum to {grand_total}, not 0"));
         }
         for account in Account::ALL {
-            report.accounts.insert(account.name(), totals[account.index()] as i64);
+            report.accounts.insert(account.name(), totals[account.index()]);
         }
         report.balanced = report.problems.is_empty();
         Ok(report)
