@@ -661,7 +661,7 @@ async fn wallet_credit_of_zero_or_less_is_400_invalid_body() {
 }
 
 #[tokio::test]
-async fn wallet_credit_to_a_manual_merchant_is_422_not_wallet_merchant() {
+async fn wallet_credit_to_a_manual_merchant_is_403_not_wallet_merchant() {
     let server = TestServer::start();
     let merchant = server.create_merchant_with("MANUAL", json!({})).await;
     let reply = credit_reply(
@@ -670,7 +670,8 @@ async fn wallet_credit_to_a_manual_merchant_is_422_not_wallet_merchant() {
         json!({ "amount_minor": 1000, "reason": "top up" }),
     )
     .await;
-    assert_v1_error(&reply, 422, "NOT_WALLET_MERCHANT");
+    // The code's status everywhere (SPEC.md 7.1).
+    assert_v1_error(&reply, 403, "NOT_WALLET_MERCHANT");
 }
 
 #[tokio::test]

@@ -111,7 +111,7 @@ async fn figures_match_a_hand_computed_example_and_orders_settle_once() {
     let report = engine.verify_ledger().await.unwrap();
     assert!(report.balanced, "{:?}", report.problems);
     assert_eq!(report.accounts["pending_settlement"], 0, "{:?}", report.accounts);
-    assert_eq!(report.accounts["payout_clearing"], settlement.net_payout.get());
+    assert_eq!(report.accounts["payout_clearing"], settlement.net_payout.get() as i128);
     engine.shutdown().await;
 }
 

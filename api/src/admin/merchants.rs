@@ -175,11 +175,6 @@ pub async fn credit_wallet(
         Ok(receipt) => Ok(Data(
             json!({ "merchant_id": id, "balance_minor": receipt.wallet_balance.get() }),
         )),
-        Err(paygate_engine::EngineError::NotWalletMerchant) => Err(V1Error::new(
-            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            "NOT_WALLET_MERCHANT",
-            "merchant is not a WALLET merchant",
-        )),
         Err(
             error
             @ paygate_engine::EngineError::Ledger(paygate_engine::ledger::LedgerError::DuplicateIdempotencyKey(_)),
