@@ -102,6 +102,20 @@ struct JournalInner {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Runs a journal thread's body; a panic in it aborts the process. Without
+/// these threads nothing becomes durable or visible, yet requests would go on
+/// being taken and answered with errors while their records sat in the
+/// journal: a crash and a replay at the next start is the honest outcome.
+fn fail_stop(name: &str, body: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_err() {
+        tracing::error!(
+            thread = name,
+            "journal thread panicked; aborting (the journal will replay)"
+        );
+        std::process::abort();
+    }
+}
+
 fn segment_path(dir: &Path, first_seq: u64) -> PathBuf {
     dir.join(format!("{SEGMENT_PREFIX}{first_seq:020}{SEGMENT_SUFFIX}"))
 }
@@ -281,15 +295,17 @@ impl Journal {
         };
         let writer_thread = std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || writer.run(receiver))?;
+            .spawn(move || fail_stop("journal writer", move || writer.run(receiver)))?;
         let applier_thread = std::thread::Builder::new()
             .name("journal-applier".into())
             .spawn(move || {
-                let mut continuations = Vec::new();
-                while let Ok(batch) = applier_receiver.recv() {
-                    continuations.extend(batch.into_iter().filter_map(|(seq, payload, done)| done(seq, &payload)));
-                    continuations.drain(..).for_each(|then| then());
-                }
+                fail_stop("journal applier", move || {
+                    let mut continuations = Vec::new();
+                    while let Ok(batch) = applier_receiver.recv() {
+                        continuations.extend(batch.into_iter().filter_map(|(seq, payload, done)| done(seq, &payload)));
+                        continuations.drain(..).for_each(|then| then());
+                    }
+                })
             })?;
         Ok(Journal {
             inner: Arc::new(JournalInner {
