@@ -14,8 +14,11 @@ pub const JOURNAL_BATCH_BYTES_MAX: usize = 8 * 1024 * 1024;
 pub const JOURNAL_BATCH_RECORDS_MAX: usize = 32 * 1024;
 
 /// A single journal record may not exceed this: a length prefix above it is
-/// treated as a torn or corrupt tail rather than trusted for an allocation.
-pub const JOURNAL_RECORD_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// treated as a torn or corrupt tail rather than trusted for an allocation,
+/// and the journal refuses to write a bigger record. A settlement record
+/// carries every order it settles (about 600 bytes each, more with
+/// metadata), so this is far above a day of a busy merchant.
+pub const JOURNAL_RECORD_BYTES_MAX: usize = 256 * 1024 * 1024;
 
 /// Records queued for the journal writer before appenders wait: bounds
 /// memory under overload and pushes back on callers.

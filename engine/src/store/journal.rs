@@ -58,6 +58,10 @@ pub enum JournalError {
     /// The journal has been shut down.
     #[error("journal closed")]
     Closed,
+    /// A record bigger than replay would accept: refused before it is
+    /// written, so nothing is acknowledged that a restart would drop.
+    #[error("journal record of {0} bytes exceeds the limit")]
+    TooLarge(usize),
 }
 
 enum Command {
@@ -100,6 +104,15 @@ struct JournalInner {
     durable_seq: Arc<AtomicU64>,
     stats: Arc<JournalStats>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Replay takes a frame longer than `JOURNAL_RECORD_BYTES_MAX` for a torn
+/// tail, so the writer must never write one.
+fn check_record_size(payload: &[u8]) -> Result<(), JournalError> {
+    if payload.len() > limits::JOURNAL_RECORD_BYTES_MAX {
+        return Err(JournalError::TooLarge(payload.len()));
+    }
+    Ok(())
 }
 
 /// Runs a journal thread's body; a panic in it aborts the process. Without
@@ -320,6 +333,7 @@ impl Journal {
 
     /// Queues `payload`; `done` runs once it is durable. Waits for queue space.
     pub async fn append(&self, payload: Vec<u8>, done: Completion) -> Result<(), JournalError> {
+        check_record_size(&payload)?;
         self.inner
             .queue
             .send(Command::Append { payload, done })
@@ -329,6 +343,7 @@ impl Journal {
 
     /// `append` for code outside the async runtime (startup, tests).
     pub fn append_blocking(&self, payload: Vec<u8>, done: Completion) -> Result<(), JournalError> {
+        check_record_size(&payload)?;
         self.inner
             .queue
             .blocking_send(Command::Append { payload, done })
@@ -521,6 +536,35 @@ mod tests {
         assert_eq!(seen[0], (1, b"record-0".to_vec()));
         assert_eq!(seen[104], (105, b"record-4".to_vec()));
         assert_eq!(outcome.next_seq, 106);
+    }
+
+    /// A record above the old 16 MiB replay limit (a big settlement) is
+    /// written and comes back; one above the limit is refused before it is
+    /// written, so no acknowledged record is ever cut at replay.
+    #[test]
+    fn big_records_replay_and_oversized_ones_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::start(dir.path(), 1).unwrap();
+        let big = vec![7u8; 20 * 1024 * 1024];
+        let (tell, told) = mpsc::channel();
+        journal
+            .append_blocking(
+                big.clone(),
+                Box::new(move |seq, _| {
+                    tell.send(seq).unwrap();
+                    None
+                }),
+            )
+            .unwrap();
+        assert_eq!(told.recv().unwrap(), 1);
+        let oversized = vec![0u8; limits::JOURNAL_RECORD_BYTES_MAX + 1];
+        let refused = journal.append_blocking(oversized, Box::new(|_, _| None));
+        assert!(matches!(refused, Err(JournalError::TooLarge(n)) if n == limits::JOURNAL_RECORD_BYTES_MAX + 1));
+        journal.shutdown_blocking();
+        let (seen, outcome) = replay_all(dir.path());
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].1, big);
+        assert_eq!(outcome.torn_bytes_cut, 0);
     }
 
     #[test]
