@@ -443,6 +443,17 @@ async fn patching_some_fees_and_limits_keeps_the_other_fields() {
     let stored = get_merchant(&server, &merchant.id).await;
     assert_eq!(stored["fees"], fees);
     assert_eq!(stored["limits"], limits);
+
+    // No flat fee above the largest order (a fee near i64::MAX overflowed
+    // the settlement arithmetic).
+    let reply = patch_merchant(
+        &server,
+        &merchant.id,
+        json!({ "fees": { "disbursement_fee_bank_minor": 1_000_000_000_000i64 } }),
+    )
+    .await;
+    assert_invalid_body_naming(&reply, "fees.disbursement_fee_bank_minor");
+    assert_eq!(get_merchant(&server, &merchant.id).await["fees"], fees);
 }
 
 #[tokio::test]

@@ -69,8 +69,10 @@ impl Engine {
                 reply,
             })
             .await??;
-        self.start_disbursement_actor(created.id, DisbursementMsg::Start(Box::new(created.clone())))
-            .await;
+        // The caller has its answer now; the hand-over goes on without it.
+        let (engine, id) = (self.clone(), created.id);
+        let start = DisbursementMsg::Start(Box::new(created.clone()));
+        tokio::spawn(async move { engine.start_disbursement_actor(id, start).await });
         Ok(created)
     }
 

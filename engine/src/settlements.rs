@@ -38,6 +38,7 @@ impl Engine {
         merchant_id: Option<Uuid>,
         period_end_ms: Option<i64>,
     ) -> Result<Vec<Settlement>, EngineError> {
+        let merchant_id_asked = merchant_id;
         let merchants: Vec<Uuid> = match merchant_id {
             Some(id) => {
                 let merchant = self.merchant(id).ok_or(EngineError::MerchantNotFound)?;
@@ -86,10 +87,19 @@ impl Engine {
                     .and_then(|bank| self.bank(&bank.bank_short_code))
                     .map(|bank| bank.id),
             };
-            if let OrderOutcome::Settled(Some(settlement)) = self
+            let settled = match self
                 .order_command(merchant_id, OrderCommand::Settle(Box::new(draft)))
-                .await?
+                .await
             {
+                Ok(settled) => settled,
+                // One merchant's failure must not keep the others unsettled.
+                Err(error) if merchant_id_asked.is_none() => {
+                    tracing::error!(%error, %merchant_id, "settling a merchant failed; the run goes on");
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
+            if let OrderOutcome::Settled(Some(settlement)) = settled {
                 if settlement.status == SettlementStatus::Pending {
                     self.process_settlement(settlement.id);
                 }

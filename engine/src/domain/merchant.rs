@@ -284,6 +284,10 @@ impl FeesPatch {
             if value < 0 {
                 return Err((name.into(), "must not be negative".into()));
             }
+            // No fee above the largest order: sums of fees stay far from overflow.
+            if value > crate::orders::ORDER_AMOUNT_MAX_MINOR {
+                return Err((name.into(), "must be at most 999999999999".into()));
+            }
         }
         Ok(next)
     }
