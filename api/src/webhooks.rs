@@ -290,25 +290,41 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
             )));
             body
         }
-        resource => {
-            let fields = match resource {
-                EventResource::Order(order) => {
-                    serde_json::to_value(order_view(order, &state.config.public_url)).unwrap_or_default()
-                }
-                EventResource::Refund(refund, _) => refund_view(refund),
-                EventResource::Disbursement(disbursement) => disbursement_view(disbursement),
-            };
-            let mut flat = Map::new();
-            flat.insert("event".into(), json!(event.event));
-            flat.insert("event_id".into(), json!(event.id));
-            flat.insert("event_at".into(), json!(timestamp(event.occurred_at_ms)));
-            if let Value::Object(fields) = fields {
-                flat.extend(fields);
+        EventResource::Order(order) => {
+            // Written out rather than through a `Value`: the order's metadata
+            // keeps its exact bytes, which a `Value` cannot hold in every
+            // case (a number like 1e400 emptied the whole body).
+            let view = serde_json::to_vec(&order_view(order, &state.config.public_url)).expect("views serialize");
+            let mut body = serde_json::to_vec(&event_header(event)).expect("JSON bodies serialize");
+            if view.len() > 2 {
+                body.pop(); // the header's closing brace
+                body.push(b',');
+                body.extend_from_slice(&view[1..]);
             }
-            Value::Object(flat)
+            return body;
         }
+        EventResource::Refund(refund, _) => flat_body(event, refund_view(refund)),
+        EventResource::Disbursement(disbursement) => flat_body(event, disbursement_view(disbursement)),
     };
     serde_json::to_vec(&body).expect("JSON bodies serialize")
+}
+
+/// The flat V1 body: the event header, then the resource's fields.
+fn flat_body(event: &WebhookEvent, fields: Value) -> Value {
+    let mut flat = event_header(event);
+    if let Value::Object(fields) = fields {
+        flat.extend(fields);
+    }
+    Value::Object(flat)
+}
+
+/// `event`, `event_id` and `event_at`: the fields every V1 body starts with.
+fn event_header(event: &WebhookEvent) -> Map<String, Value> {
+    let mut header = Map::new();
+    header.insert("event".into(), json!(event.event));
+    header.insert("event_id".into(), json!(event.id));
+    header.insert("event_at".into(), json!(timestamp(event.occurred_at_ms)));
+    header
 }
 
 #[cfg(test)]
