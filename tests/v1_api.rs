@@ -370,6 +370,17 @@ async fn metrics_exposes_journal_syncs_and_http_request_counts() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
     server.balance(&merchant.api_key).await;
+    // Invented methods are counted as OTHER, not as series of their own.
+    for invented in ["ZZMETHOD1", "ZZMETHOD2"] {
+        let method = reqwest::Method::from_bytes(invented.as_bytes()).unwrap();
+        let reply = server
+            .client
+            .request(method, format!("{}/healthz", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
     let response = server
         .client
         .get(format!("{}/metrics", server.base))
@@ -389,6 +400,12 @@ async fn metrics_exposes_journal_syncs_and_http_request_counts() {
             && l.contains("route=\"/v1/balance\"")
             && l.contains("status=\"200\"")),
         "no paygate_http_requests_total sample for GET /v1/balance in\n{text}"
+    );
+    assert!(!text.contains("ZZMETHOD"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("paygate_http_requests_total{") && l.contains("method=\"OTHER\"")),
+        "{text}"
     );
 }
 

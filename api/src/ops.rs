@@ -4,7 +4,7 @@
 use crate::error::V1Error;
 use crate::AppState;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -45,7 +45,14 @@ impl Default for HttpMetrics {
 /// Middleware counting every request by matched route and status.
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().to_string();
+    // Standard methods by name, any other as OTHER: a client inventing
+    // methods must not grow the metric series without end.
+    let method = match *request.method() {
+        Method::GET | Method::POST | Method::PUT | Method::PATCH | Method::DELETE | Method::HEAD | Method::OPTIONS => {
+            request.method().as_str().to_string()
+        }
+        _ => "OTHER".to_string(),
+    };
     let route = request
         .extensions()
         .get::<MatchedPath>()
