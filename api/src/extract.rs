@@ -65,13 +65,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for SignedBody<T> {
     type Rejection = V1Error;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, V1Error> {
-        let merchant = request.extensions().get::<Arc<MerchantRecord>>().cloned();
-        let signature = request
-            .headers()
-            .get("x-signature")
-            .map(|v| v.to_str().unwrap_or_default().to_string());
-        let bytes = read_body(request, state).await?;
-        check_signature(merchant.as_deref(), signature.as_deref(), &bytes)?;
+        let bytes = read_signed_body(request, state).await?;
         let value = parse_json(&bytes)?;
         Ok(SignedBody(value, bytes))
     }
@@ -86,36 +80,36 @@ impl<S: Send + Sync> FromRequest<S> for Signed {
     type Rejection = V1Error;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, V1Error> {
-        let merchant = request.extensions().get::<Arc<MerchantRecord>>().cloned();
-        let signature = request
-            .headers()
-            .get("x-signature")
-            .map(|v| v.to_str().unwrap_or_default().to_string());
-        let bytes = read_body(request, state).await?;
-        check_signature(merchant.as_deref(), signature.as_deref(), &bytes)?;
+        read_signed_body(request, state).await?;
         Ok(Signed)
     }
 }
 
-/// A presented signature must match; a missing one is refused only when
-/// the merchant's `require_signature` is on.
-fn check_signature(merchant: Option<&MerchantRecord>, signature: Option<&str>, body: &[u8]) -> Result<(), V1Error> {
+/// The raw body, once its `X-Signature` is checked against the merchant
+/// `V1Merchant` put in the request: a presented signature must match; a
+/// missing one is refused only when the merchant's `require_signature` is on.
+async fn read_signed_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, V1Error> {
+    let merchant = request.extensions().get::<Arc<MerchantRecord>>().cloned();
+    let signature = request
+        .headers()
+        .get("x-signature")
+        .map(|v| v.to_str().unwrap_or_default().to_string());
+    let body = read_body(request, state).await?;
     let Some(merchant) = merchant else {
-        return Ok(());
+        return Ok(body);
     };
-    match signature {
+    match signature.as_deref() {
         Some(signature)
             if !paygate_engine::signing::hmac_sha256_header_matches(
                 &merchant.credentials.webhook_secret,
-                body,
+                &body,
                 signature,
             ) =>
         {
             Err(invalid_signature())
         }
-        Some(_) => Ok(()),
         None if merchant.require_signature => Err(invalid_signature()),
-        None => Ok(()),
+        Some(_) | None => Ok(body),
     }
 }
 

@@ -181,7 +181,7 @@ pub async fn deliver(
     let now = state.engine.clock().now();
     let (timestamp, attempted_at_ms) = (now.timestamp(), now.timestamp_millis());
     let started = Instant::now();
-    let result = match refuse_private(state, &url).await {
+    let result = match refuse_private(state, &url) {
         Some(reason) => Err(reason),
         None => {
             let secret = &merchant.credentials.webhook_secret;
@@ -203,7 +203,7 @@ pub async fn deliver(
                     if error.is_timeout() {
                         "timed out after 10 s".to_string()
                     } else {
-                        format!("request failed: {error}")
+                        format!("request failed: {}", with_causes(&error))
                     }
                 })
         }
@@ -228,23 +228,30 @@ pub async fn deliver(
         .await
 }
 
-/// Live mode: a URL resolving to a loopback, private or link-local address
-/// is refused (SSRF); sandbox allows them.
-async fn refuse_private(state: &AppState, url: &str) -> Option<String> {
+/// Live mode: a URL naming a loopback, private or link-local IP address
+/// outright is refused (SSRF); sandbox allows them. Names never reach a
+/// resolver here: the live client's own (`PublicOnly`) refuses them when
+/// it connects, so each delivery resolves once.
+fn refuse_private(state: &AppState, url: &str) -> Option<String> {
     if state.engine.allows_private_notify_urls() {
         return None;
     }
     let parsed = reqwest::Url::parse(url).ok()?;
-    let host = parsed.host_str()?.trim_matches(['[', ']']).to_string();
-    let port = parsed.port_or_known_default().unwrap_or(443);
-    let addresses = match tokio::net::lookup_host((host.as_str(), port)).await {
-        Ok(addresses) => addresses.collect::<Vec<_>>(),
-        Err(error) => return Some(format!("could not resolve {host}: {error}")),
-    };
-    addresses
-        .iter()
-        .any(|address| paygate_engine::webhooks::is_private(address.ip()))
-        .then(|| format!("refused: {host} resolves to a private address"))
+    let ip: std::net::IpAddr = parsed.host_str()?.trim_matches(['[', ']']).parse().ok()?;
+    paygate_engine::webhooks::is_private(ip).then(|| format!("refused: {ip} is a private address"))
+}
+
+/// An error with its causes, so an attempt's record says why (a resolver's
+/// refusal sits in the source chain, not in reqwest's own message).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// Standard Webhooks: `v1,<base64 HMAC-SHA256(decoded whsec_ key, "id.timestamp.body")>`.

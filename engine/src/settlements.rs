@@ -38,7 +38,7 @@ impl Engine {
         merchant_id: Option<Uuid>,
         period_end_ms: Option<i64>,
     ) -> Result<Vec<Settlement>, EngineError> {
-        let merchant_id_asked = merchant_id;
+        let every_merchant = merchant_id.is_none();
         let merchants: Vec<Uuid> = match merchant_id {
             Some(id) => {
                 let merchant = self.merchant(id).ok_or(EngineError::MerchantNotFound)?;
@@ -93,7 +93,7 @@ impl Engine {
             {
                 Ok(settled) => settled,
                 // One merchant's failure must not keep the others unsettled.
-                Err(error) if merchant_id_asked.is_none() => {
+                Err(error) if every_merchant => {
                     tracing::error!(%error, %merchant_id, "settling a merchant failed; the run goes on");
                     continue;
                 }

@@ -286,7 +286,8 @@ impl FeesPatch {
             }
             // No fee above the largest order: sums of fees stay far from overflow.
             if value > crate::orders::ORDER_AMOUNT_MAX_MINOR {
-                return Err((name.into(), "must be at most 999999999999".into()));
+                let max = crate::orders::ORDER_AMOUNT_MAX_MINOR;
+                return Err((name.into(), format!("must be at most {max}")));
             }
         }
         Ok(next)
