@@ -57,12 +57,9 @@ impl RefCodes {
         );
         let mut issued = self.issued.lock().expect("ref code lock");
         let newest = latest.max(second);
-        while issued
-            .first_key_value()
-            .is_some_and(|(oldest, _)| *oldest < newest - REMEMBERED_SECONDS)
-        {
-            issued.pop_first();
-        }
+        // The second being served stays, however old: a caller far behind
+        // must still not repeat its own codes.
+        issued.retain(|kept, _| *kept >= newest - REMEMBERED_SECONDS || *kept == second);
         let issued = issued.entry(second).or_default();
         let mut rng = rand::thread_rng();
         loop {
@@ -85,16 +82,33 @@ mod tests {
 
     #[test]
     fn codes_have_the_wib_shape_and_do_not_repeat() {
-        let codes = RefCodes::default();
         let now = DateTime::parse_from_rfc3339("2026-11-21T17:30:05Z")
             .unwrap()
             .with_timezone(&Utc);
+        // A process started before `now` (with `default()`, the test broke
+        // once the wall clock passed the fixed time).
+        let codes = RefCodes::starting_at(now - chrono::Duration::seconds(1));
         let mut seen = HashSet::new();
         for _ in 0..5000 {
             let code = codes.next("DSB", now, |_| false);
             assert!(code.starts_with("DSB-261122003005-"), "{code}");
             assert_eq!(code.len(), "DSB-261122003005-XXXX".len());
             assert!(seen.insert(code));
+        }
+    }
+
+    /// A caller a minute behind the latest second seen still gets no
+    /// repeats within its second (its codes used to be forgotten at once,
+    /// as older than the remembered seconds).
+    #[test]
+    fn a_caller_far_behind_does_not_repeat_its_codes() {
+        let now = DateTime::parse_from_rfc3339("2026-11-21T17:30:05Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let codes = RefCodes::starting_at(now + chrono::Duration::seconds(60));
+        let mut seen = HashSet::new();
+        for _ in 0..5000 {
+            assert!(seen.insert(codes.next("DSB", now, |_| false)));
         }
     }
 
