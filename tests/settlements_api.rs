@@ -166,7 +166,8 @@ async fn the_admin_run_creates_settlements_merchants_can_read() {
         400,
         "INVALID_BODY",
     );
-    assert_v1_error(&run(&server, json!({ "merchant_id": "x" })).await, 400, "INVALID_ID");
+    // A body field, not a path id: DESIGN.md 5's INVALID_BODY.
+    assert_v1_error(&run(&server, json!({ "merchant_id": "x" })).await, 400, "INVALID_BODY");
     assert_v1_error(
         &run(&server, json!({ "period_end": "yesterday" })).await,
         400,
@@ -232,6 +233,65 @@ async fn a_net_below_the_transfer_fee_is_carried_once_into_the_next_settlement()
         .call(Method::GET, "/v1/settlements", Some(&merchant.api_key), None)
         .await;
     assert_eq!(list.body["meta"]["total"], json!(2));
+    let verify = server.verify().await;
+    assert_eq!(verify["balanced"], json!(true), "{verify}");
+}
+
+#[tokio::test]
+async fn a_refund_failing_after_its_settlement_deducted_it_is_given_back_by_the_next() {
+    let server = TestServer::start_with(&["--sandbox-disbursement-delay-ms", "600000"]);
+    let merchant = server
+        .create_merchant_with("MANUAL", json!({ "settlement_bank": { "bank_short_code": "BRI", "account_number": "1112224445", "account_name": "T" } }))
+        .await;
+    let ref_code = paid_order(&server, &merchant, "F-1", 20_000_000).await;
+    let refund = server
+        .call(
+            Method::POST,
+            &format!("/v1/orders/{ref_code}/refund"),
+            Some(&merchant.api_key),
+            Some(json!({ "amount_minor": 7_000_000, "idempotency_key": "f-r1" })),
+        )
+        .await;
+    assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
+    let first = run(&server, json!({ "merchant_id": merchant.id })).await;
+    assert_eq!(first.body["data"][0]["refund_total_minor"], json!(7_000_000));
+    assert_eq!(
+        first.body["data"][0]["net_payout_minor"],
+        json!(20_000_000 - 140_000 - 7_000_000 - 250_000)
+    );
+
+    // The vendor fails the refund after the settlement deducted it.
+    let refund_id = refund.body["data"]["id"].as_str().unwrap();
+    let failed = server
+        .call(
+            Method::POST,
+            &format!("/v1/sandbox/refunds/{refund_id}/complete"),
+            Some(&merchant.api_key),
+            Some(json!({ "status": "FAILED" })),
+        )
+        .await;
+    assert_eq!(failed.status, StatusCode::OK, "{}", failed.body);
+    assert_eq!(server.verify().await["balanced"], json!(true));
+
+    // The next settlement gives it back: a negative refund total.
+    paid_order(&server, &merchant, "F-2", 1_000_000).await;
+    let second = run(&server, json!({ "merchant_id": merchant.id })).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.body);
+    let given_back = &second.body["data"][0];
+    assert_eq!(given_back["order_count"], json!(1));
+    assert_eq!(given_back["refund_total_minor"], json!(-7_000_000));
+    assert_eq!(
+        given_back["net_payout_minor"],
+        json!(1_000_000 - 7_000 + 7_000_000 - 250_000)
+    );
+    // Given back once: a later settlement has no refund in it.
+    paid_order(&server, &merchant, "F-3", 1_000_000).await;
+    let third = run(&server, json!({ "merchant_id": merchant.id })).await;
+    assert_eq!(third.body["data"][0]["refund_total_minor"], json!(0));
+    assert_eq!(
+        third.body["data"][0]["net_payout_minor"],
+        json!(1_000_000 - 7_000 - 250_000)
+    );
     let verify = server.verify().await;
     assert_eq!(verify["balanced"], json!(true), "{verify}");
 }

@@ -562,10 +562,13 @@ impl Store {
         let created = (refund.created_at_ms.max(0) as u64).to_be_bytes();
         let key_hash = self.key_hash(&refund.idempotency_key).to_be_bytes();
         let open = (refund.status == RefundStatus::Pending).then(Vec::new);
-        // MANUAL refunds (no wallet debit) wait for a settlement to deduct them.
-        let unsettled =
-            (refund.debit_seq.is_none() && refund.settlement_id.is_none() && refund.status != RefundStatus::Failed)
-                .then(Vec::new);
+        // MANUAL refunds (no wallet debit) wait for a settlement to deduct
+        // them; one that failed after a settlement deducted it (it has a
+        // reversal then) waits for the next to give it back.
+        let unsettled = (refund.debit_seq.is_none()
+            && refund.settlement_id.is_none()
+            && (refund.status != RefundStatus::Failed || refund.reversal_seq.is_some()))
+        .then(Vec::new);
         let writes = [
             (
                 prefixed(b'v', &[refund.merchant_id.as_bytes(), &created, id]),

@@ -10,7 +10,7 @@ use crate::error::EngineError;
 use crate::ledger::{reversal_idempotency_key, Account, EntryKind, EntryProposal, LedgerError, Posting};
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use uuid::Uuid;
 
 /// What a merchant actor is asked to do with an order.
@@ -335,6 +335,25 @@ impl MerchantState {
                 };
                 let (posted, _) = self.record_entry(proposal)?;
                 refund.reversal_seq = Some(posted.seq);
+                entry = Some((*posted).clone());
+            } else if let Some(settlement_id) = refund.settlement_id {
+                // MANUAL, and a settlement already deducted it: the amount
+                // goes back to pending settlement, and the refund waits for
+                // the next settlement to give it back (a negative part of
+                // its refund total), as an unsettled refund waits to be deducted.
+                let proposal = EntryProposal {
+                    kind: EntryKind::Refund,
+                    idempotency_key: Some(format!("refund-returned:{id}")),
+                    memo: format!("refund {id} failed after settlement {settlement_id}"),
+                    postings: vec![
+                        Posting::credit(Account::PendingSettlement, refund.amount),
+                        Posting::debit(Account::RefundClearing, refund.amount),
+                    ],
+                    reverses: None,
+                };
+                let (posted, _) = self.record_entry(proposal)?;
+                refund.reversal_seq = Some(posted.seq);
+                refund.settlement_id = None;
                 entry = Some((*posted).clone());
             }
             let refunded = MinorUnits::new((order.refunded_amount.get() - refund.amount.get()).max(0));

@@ -38,10 +38,12 @@ impl MerchantState {
         let store = self.args.store.clone();
         let merchant_id = self.args.merchant_id;
         let orders: Vec<Order> = store.unsettled_orders(&merchant_id, draft.period_end_ms)?;
+        // A FAILED refund here was deducted by an earlier settlement and is
+        // given back by this one (see `settle_refund`); any other is deducted.
         let refunds: Vec<Refund> = store
             .unsettled_refunds(&merchant_id, draft.period_end_ms)?
             .into_iter()
-            .filter(|r| r.status != RefundStatus::Failed)
+            .filter(|r| r.status != RefundStatus::Failed || r.reversal_seq.is_some())
             .collect();
         let (previous, _) = store.merchant_settlements(&merchant_id, 0, usize::MAX)?;
         let carried: i64 = previous.iter().map(|s| s.carry_out.get()).sum::<i64>()
@@ -55,7 +57,12 @@ impl MerchantState {
         let platform_fee = sum(&|o| o.fees.map_or(0, |f| f.platform_fee.get()));
         let aggregator_fee = sum(&|o| o.fees.map_or(0, |f| f.aggregator_fee.get()));
         let net_of_orders = sum(&|o| o.fees.map_or(o.amount.get(), |f| f.net.get()));
-        let refund_total: i64 = refunds.iter().map(|r| r.amount.get()).sum();
+        let (returned, deducted): (Vec<&Refund>, Vec<&Refund>) =
+            refunds.iter().partition(|r| r.status == RefundStatus::Failed);
+        let refunds_deducted: i64 = deducted.iter().map(|r| r.amount.get()).sum();
+        let refunds_returned: i64 = returned.iter().map(|r| r.amount.get()).sum();
+        // Negative when more is given back than deducted.
+        let refund_total = refunds_deducted - refunds_returned;
         let before_fee = net_of_orders - refund_total + carried;
         let transfer_fee = self.profile.fees.disbursement_fee_bank_minor.max(0);
         let now_ms = self.args.clock.now().timestamp_millis();
@@ -96,7 +103,8 @@ impl MerchantState {
         let mut postings = Vec::new();
         let mut debit = 0i64;
         for (account, amount) in [
-            (Account::RefundClearing, refund_total),
+            // What is given back is in pending settlement already: paid out below.
+            (Account::RefundClearing, refunds_deducted),
             (Account::DisbursementFeeRevenue, fee),
             (Account::PayoutClearing, if paid_out { net } else { 0 }),
         ] {
