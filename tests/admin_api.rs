@@ -299,6 +299,68 @@ async fn merchant_with_unknown_settlement_type_is_400_invalid_body() {
 }
 
 #[tokio::test]
+async fn merchant_with_a_settlement_type_that_is_not_a_string_is_400_naming_it() {
+    for value in [json!(5), Value::Null, json!(["WALLET"])] {
+        assert_creation_rejected(json!({ "name": "Toko", "settlement_type": value }), "settlement_type").await;
+    }
+}
+
+#[tokio::test]
+async fn json_followed_by_anything_but_whitespace_is_400_and_changes_nothing() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let post = |path: String, body: &'static str| {
+        server
+            .client
+            .post(format!("{}{path}", server.base))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+    };
+    let credit = format!("/admin/v1/merchants/{}/wallet/credit", merchant.id);
+    for body in [
+        r#"{"amount_minor":1,"reason":"x"}garbage"#,
+        r#"{"amount_minor":1,"reason":"x"}{"a":1}"#,
+    ] {
+        let reply = into_reply(post(credit.clone(), body).await.unwrap()).await;
+        assert_v1_error(&reply, 400, "INVALID_BODY");
+    }
+    assert_eq!(server.balance(&merchant.api_key).await, 0);
+    let created = into_reply(
+        post(
+            "/admin/v1/merchants".into(),
+            r#"{"name":"x","settlement_type":"WALLET"} trailing"#,
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_v1_error(&created, 400, "INVALID_BODY");
+    assert_eq!(
+        server.verify().await["merchants"],
+        json!(2),
+        "the demo merchant and this test's"
+    );
+    // Trailing whitespace is still JSON.
+    let spaced = into_reply(post(credit, "{\"amount_minor\":1,\"reason\":\"x\"} \n").await.unwrap()).await;
+    assert_eq!(spaced.status, StatusCode::OK, "{}", spaced.body);
+}
+
+#[tokio::test]
+async fn a_settlement_run_for_a_merchant_id_that_is_not_a_uuid_is_400_invalid_body() {
+    let server = TestServer::start();
+    let reply = server
+        .admin(
+            Method::POST,
+            "/admin/v1/settlements/run",
+            Some(json!({ "merchant_id": "bad" })),
+        )
+        .await;
+    assert_invalid_body_naming(&reply, "merchant_id");
+}
+
+#[tokio::test]
 async fn merchant_with_a_string_fee_is_400_invalid_body_naming_the_fee() {
     assert_creation_rejected(
         json!({ "name": "Toko", "settlement_type": "WALLET", "fees": { "qris_mdr_bps": "70" } }),

@@ -142,8 +142,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, V1Error> {
     if first.is_none_or(|b| *b != b'{') {
         return Err(V1Error::invalid_body("request body must be a JSON object"));
     }
-    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
         let mut message = inner.to_string();
@@ -151,14 +151,25 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, V1Error> {
         if let Some(cut) = message.rfind(" at line ") {
             message.truncate(cut);
         }
-        if inner.is_syntax() || inner.is_eof() {
+        // serde_json reports an enum given a number or null as a syntax
+        // error; when the body is valid JSON it is the field that is wrong.
+        let valid_json = || serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
+        if (inner.is_syntax() || inner.is_eof()) && !(path != "." && !path.is_empty() && valid_json()) {
             V1Error::invalid_body(format!("malformed JSON: {message}"))
+        } else if inner.is_syntax() {
+            V1Error::invalid_body(format!("{path}: invalid type or value"))
         } else if path == "." || path.is_empty() {
             V1Error::invalid_body(message)
         } else {
             V1Error::invalid_body(format!("{path}: {message}"))
         }
-    })
+    })?;
+    // Anything but whitespace after the object is not JSON: `{..} garbage`
+    // and `{..}{..}` are refused, not read up to the first object's end.
+    deserializer
+        .end()
+        .map_err(|_| V1Error::invalid_body("malformed JSON: trailing characters after the object"))?;
+    Ok(value)
 }
 
 /// The merchant behind a valid, active V1 API key, within its rate limit.

@@ -1,7 +1,6 @@
 //! `POST /admin/v1/settlements/run` (DESIGN.md 7): settles now what the
 //! daily run would, for one merchant or all MANUAL merchants.
 
-use super::parse_id;
 use crate::error::V1Error;
 use crate::extract::{Admin, OptionalJson};
 use crate::wire::{settlement_view, Data};
@@ -9,6 +8,7 @@ use crate::AppState;
 use axum::extract::State;
 use serde::Deserialize;
 use serde_json::Value;
+use uuid::Uuid;
 
 /// Body of the run (both fields optional).
 #[derive(Deserialize, Default)]
@@ -25,7 +25,11 @@ pub async fn run_settlements(
     _admin: Admin,
     OptionalJson(body): OptionalJson<RunSettlements>,
 ) -> Result<Data<Vec<Value>>, V1Error> {
-    let merchant_id = body.merchant_id.as_deref().map(parse_id).transpose()?;
+    let merchant_id = body
+        .merchant_id
+        .as_deref()
+        .map(|raw| Uuid::parse_str(raw).map_err(|_| V1Error::invalid_body("merchant_id: must be a UUID")))
+        .transpose()?;
     let period_end = match &body.period_end {
         None => None,
         Some(raw) => Some(
