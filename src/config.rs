@@ -105,6 +105,27 @@ impl Settings {
             bail!("--webhook-retry-scale must be a positive number");
         }
         let admin_token = args.admin_token.or(file.admin_token).filter(|t| !t.is_empty());
+        // A client sends the token in an HTTP header: only visible ASCII can match.
+        if admin_token
+            .as_deref()
+            .is_some_and(|t| !t.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            bail!("--admin-token must be visible ASCII characters, without spaces");
+        }
+        let public_url = args
+            .public_url
+            .or(file.public_url)
+            .map(|u| u.trim_end_matches('/').to_string());
+        if let Some(url) = &public_url {
+            check_public_url(url)?;
+        }
+        let sandbox_disbursement_delay_ms = args
+            .sandbox_disbursement_delay_ms
+            .or(file.sandbox_disbursement_delay_ms)
+            .unwrap_or(2000);
+        if sandbox_disbursement_delay_ms > SANDBOX_DELAY_MAX_MS {
+            bail!("--sandbox-disbursement-delay-ms must be at most {SANDBOX_DELAY_MAX_MS} (24 hours)");
+        }
         Ok(Settings {
             listen: args.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".into()),
             data_dir: args
@@ -113,17 +134,28 @@ impl Settings {
                 .unwrap_or_else(|| PathBuf::from("./data")),
             mode,
             admin_token,
-            public_url: args
-                .public_url
-                .or(file.public_url)
-                .map(|u| u.trim_end_matches('/').to_string()),
+            public_url,
             webhook_retry_scale,
-            sandbox_disbursement_delay_ms: args
-                .sandbox_disbursement_delay_ms
-                .or(file.sandbox_disbursement_delay_ms)
-                .unwrap_or(2000),
+            sandbox_disbursement_delay_ms,
         })
     }
+}
+
+/// The longest sandbox completion delay: a day, as the longest wait a
+/// sandbox user could mean (and far from the clock's overflow).
+const SANDBOX_DELAY_MAX_MS: u64 = 86_400_000;
+
+/// `qr_url` and other links are built on it (DESIGN.md 5): it must be an
+/// absolute http(s) URL with a host, and no query or fragment to break them.
+fn check_public_url(url: &str) -> anyhow::Result<()> {
+    let parsed = url::Url::parse(url).map_err(|error| anyhow::anyhow!("--public-url {url:?}: {error}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        bail!("--public-url must be an absolute http:// or https:// URL, not {url:?}");
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        bail!("--public-url must not have a query or fragment: {url:?}");
+    }
+    Ok(())
 }
 
 /// 32 random bytes as hex.
