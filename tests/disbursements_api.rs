@@ -355,6 +355,7 @@ async fn bank_disbursement_is_201_pending_with_exactly_the_spec_fields_and_debit
     let id = data["id"].as_str().unwrap();
     let stored = wait_for(&server, &merchant, id, "ON_PROCESS").await;
     assert_eq!(sorted_keys(&stored), strings(&FIELDS));
+    assert_eq!(keys_in_order(&stored), ordered(&FIELDS), "SPEC.md 2.3 order");
     assert!(
         stored["vendor_disbursement_id"].as_str().is_some_and(|v| !v.is_empty()),
         "{stored}"

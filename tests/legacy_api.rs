@@ -489,6 +489,7 @@ async fn bank_disbursement_debits_the_wallet_v1_sees() {
         assert_ok(&balance),
         &json!({ "clientId": merchant.client_id, "balance": "947500.00" })
     );
+    assert_eq!(keys_in_order(assert_ok(&balance)), ordered(&["clientId", "balance"]));
     let v1 = server
         .call(
             Method::GET,
@@ -839,4 +840,6 @@ async fn legacy_disbursement_webhooks_carry_a_valid_signature() {
         assert_eq!(body["signature"], json!(expected));
     }
     assert_eq!(bodies[1]["status"], json!("SUCCESS"));
+    // SPEC.md 2.9's order, as in the create and query answers.
+    assert_eq!(keys_in_order(&bodies[1]["bank"]), ordered(&["name", "code"]));
 }

@@ -148,7 +148,7 @@ pub fn disbursement_view(disbursement: &Disbursement) -> Value {
 pub fn created_disbursement_view(disbursement: &Disbursement) -> Value {
     let mut view = disbursement_view(disbursement);
     if let (Destination::Ewallet { .. }, Value::Object(fields)) = (&disbursement.destination, &mut view) {
-        fields.remove("vendor_disbursement_id");
+        fields.shift_remove("vendor_disbursement_id");
     }
     view
 }

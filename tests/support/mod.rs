@@ -244,6 +244,17 @@ pub fn is_uuid(value: &Value) -> bool {
 }
 
 /// The keys of a JSON object, sorted.
+/// An object's keys in the order the server wrote them (serde_json keeps
+/// that order here: the workspace enables its `preserve_order`).
+pub fn keys_in_order(value: &Value) -> Vec<String> {
+    value
+        .as_object()
+        .unwrap_or_else(|| panic!("expected an object, got {value}"))
+        .keys()
+        .cloned()
+        .collect()
+}
+
 pub fn sorted_keys(value: &Value) -> Vec<String> {
     let object = value
         .as_object()
@@ -254,6 +265,11 @@ pub fn sorted_keys(value: &Value) -> Vec<String> {
 }
 
 /// Owned, sorted copies of `names`, to compare with `sorted_keys`.
+/// Names as owned strings, in the order given.
+pub fn ordered(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
 pub fn strings(names: &[&str]) -> Vec<String> {
     let mut names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     names.sort();
