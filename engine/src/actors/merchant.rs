@@ -20,8 +20,9 @@ use crate::refcode::RefCodes;
 use crate::store::journal::{Completion, Continuation, Journal};
 use crate::store::record::{self, JournalRecord};
 use crate::store::{Store, StoreError};
+use foldhash::{HashMap, HashMapExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -126,13 +127,13 @@ pub enum BeneficiaryChange {
 /// Hashes of every key of one kind a merchant ever used, while they fit in
 /// memory (`complete`); past the cap it gives up and every lookup reads storage.
 pub(crate) struct KnownKeys {
-    hashes: std::collections::HashSet<u128>,
+    hashes: foldhash::HashSet<u128>,
     complete: bool,
     cap: usize,
 }
 
 impl KnownKeys {
-    fn loaded(loaded: Option<std::collections::HashSet<u128>>, cap: usize) -> KnownKeys {
+    fn loaded(loaded: Option<foldhash::HashSet<u128>>, cap: usize) -> KnownKeys {
         KnownKeys {
             complete: loaded.is_some(),
             hashes: loaded.unwrap_or_default(),

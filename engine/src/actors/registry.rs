@@ -2,8 +2,8 @@
 //! follows live work: merchant, order and disbursement actors.
 
 use crate::error::EngineError;
+use foldhash::{HashMap, HashMapExt};
 use ractor::{ActorId, ActorRef, Message};
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::RwLock;
 use uuid::Uuid;
@@ -11,15 +11,18 @@ use uuid::Uuid;
 /// Live actors of one kind by resource id.
 pub struct ActorRegistry<M: Message> {
     live: RwLock<HashMap<Uuid, ActorRef<M>>>,
-    // Spawns are serialized so two callers never build two actors for one id.
-    spawn_lock: tokio::sync::Mutex<()>,
+    // Spawns of one id are serialized so two callers never build two actors
+    // for it; ids are spread over shards so unrelated spawns do not queue.
+    spawn_locks: Box<[tokio::sync::Mutex<()>]>,
 }
+
+const SPAWN_LOCK_SHARDS: usize = 64;
 
 impl<M: Message> Default for ActorRegistry<M> {
     fn default() -> Self {
         ActorRegistry {
             live: RwLock::new(HashMap::new()),
-            spawn_lock: tokio::sync::Mutex::new(()),
+            spawn_locks: (0..SPAWN_LOCK_SHARDS).map(|_| tokio::sync::Mutex::new(())).collect(),
         }
     }
 }
@@ -66,7 +69,8 @@ impl<M: Message> ActorRegistry<M> {
         if let Some(actor) = self.get(&id) {
             return Ok(actor);
         }
-        let _guard = self.spawn_lock.lock().await;
+        let shard = (id.as_u128() % SPAWN_LOCK_SHARDS as u128) as usize;
+        let _guard = self.spawn_locks[shard].lock().await;
         if let Some(actor) = self.get(&id) {
             return Ok(actor);
         }

@@ -15,7 +15,8 @@
 //! blocks (at most one per status change) and are skipped by the index.
 
 use crate::domain::Disbursement;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use foldhash::{HashMap, HashSet, HashSetExt};
+use std::collections::BTreeSet;
 use uuid::Uuid;
 
 /// Where a block is cut. sled 0.34 writes a tree node bigger than a quarter

@@ -1062,7 +1062,7 @@ impl Store {
 
     /// A merchant's disbursement idempotency key hashes, or `None` when
     /// there are more than `limit`.
-    pub fn disbursement_key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Option<std::collections::HashSet<u128>> {
+    pub fn disbursement_key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Option<foldhash::HashSet<u128>> {
         let index = self.disbursements.read().expect("disbursement index lock");
         index.key_hashes(merchant_id, limit)
     }
@@ -1224,12 +1224,12 @@ impl Store {
         prefix: u8,
         merchant_id: &Uuid,
         limit: usize,
-    ) -> Result<Option<std::collections::HashSet<u128>>, StoreError> {
+    ) -> Result<Option<foldhash::HashSet<u128>>, StoreError> {
         let start = prefixed(prefix, &[merchant_id.as_bytes()]);
         let mut end = start.clone();
         end.push(0xFF);
         end.extend_from_slice(&[0xFF; 32]);
-        let mut hashes = std::collections::HashSet::new();
+        let mut hashes = foldhash::HashSet::default();
         for (key, _) in self.resource_range(&start, &end)? {
             if hashes.len() >= limit {
                 return Ok(None);

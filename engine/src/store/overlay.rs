@@ -6,7 +6,8 @@
 
 use crate::domain::Disbursement;
 use crate::ledger::{Entry, MerchantBook};
-use std::collections::{BTreeMap, HashMap};
+use foldhash::{HashMap, HashMapExt};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use uuid::Uuid;
 
