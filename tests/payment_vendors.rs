@@ -47,6 +47,16 @@ async fn vendor_endpoint(
     match behaviour.as_str() {
         "broken" => (AxumStatus::INTERNAL_SERVER_ERROR, "down".into()),
         "garbage" => (AxumStatus::OK, "not json".into()),
+        // Valid answers, but far too big to take.
+        "huge" => (
+            AxumStatus::OK,
+            json!({ "reference": "huge", "padding": "A".repeat(1 << 20) }).to_string(),
+        ),
+        "longva" => (
+            AxumStatus::OK,
+            json!({ "reference": "longva", "virtual_account": { "bank_short_code": "BNI", "account_number": "9".repeat(10_000) } })
+                .to_string(),
+        ),
         "slow" => {
             tokio::time::sleep(Duration::from_secs(6)).await;
             (AxumStatus::OK, json!({ "reference": "late" }).to_string())
@@ -463,4 +473,41 @@ async fn vendor_configuration_is_validated() {
         .await
         .unwrap();
     assert_eq!(no_token.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn oversized_vendor_answers_are_refused_and_the_next_vendor_tried() {
+    let (vendor_url, calls) = start_vendor().await;
+    let server = TestServer::start();
+    let (organization, merchant) = organization_with_merchant(&server).await;
+    add_vendor(&server, "v-huge", format!("{vendor_url}/huge"), true).await;
+    add_vendor(&server, "v-longva", format!("{vendor_url}/longva"), true).await;
+    add_vendor(&server, "v-ok", format!("{vendor_url}/ok"), true).await;
+    route(&server, &organization, "QRIS", &["v-huge", "v-ok"]).await;
+    let created = server
+        .call(
+            Method::POST,
+            "/v1/orders",
+            Some(&merchant.api_key),
+            Some(order_body("H-1", "QRIS")),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let tried: Vec<String> = calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
+    assert_eq!(tried, ["huge", "ok"]);
+
+    route(&server, &organization, "BANK_TRANSFER", &["v-longva"]).await;
+    let refused = server
+        .call(
+            Method::POST,
+            "/v1/orders",
+            Some(&merchant.api_key),
+            Some(order_body("H-2", "BANK_TRANSFER")),
+        )
+        .await;
+    assert_v1_error(&refused, 503, "VENDOR_ERROR");
+    let list = server
+        .call(Method::GET, "/v1/orders", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(list.body["meta"]["total"], json!(1), "the refused order is not stored");
 }

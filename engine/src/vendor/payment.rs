@@ -175,10 +175,21 @@ impl HttpPaymentVendor {
         if !status.is_success() {
             return Err(format!("{}: HTTP {}", self.name, status.as_u16()));
         }
-        let body = response.bytes().await.map_err(|e| format!("{}: {e}", self.name))?;
+        // An answer is a few fields: one far bigger is not read to its end.
+        let mut response = response;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| format!("{}: {e}", self.name))? {
+            if body.len() + chunk.len() > VENDOR_ANSWER_BYTES_MAX {
+                return Err(format!("{}: answer over {VENDOR_ANSWER_BYTES_MAX} bytes", self.name));
+            }
+            body.extend_from_slice(&chunk);
+        }
         serde_json::from_slice(&body).map_err(|e| format!("{}: unreadable answer: {e}", self.name))
     }
 }
+
+/// The most of a vendor's answer that is read.
+const VENDOR_ANSWER_BYTES_MAX: usize = 64 * 1024;
 
 #[derive(Deserialize)]
 struct PaymentAnswer {
@@ -220,6 +231,13 @@ impl PaymentVendor for HttpPaymentVendor {
             if answer.reference.is_empty() || answer.reference.len() > 128 {
                 return Err(format!("{}: unusable payment reference", self.name));
             }
+            // Stored and shown to payers: a vendor's answer is checked like input.
+            if let Some(va) = &answer.virtual_account {
+                let usable = |value: &str, max: usize| !value.is_empty() && value.len() <= max;
+                if !usable(&va.bank_short_code, 32) || !usable(&va.account_number, 64) {
+                    return Err(format!("{}: unusable virtual account", self.name));
+                }
+            }
             let virtual_account = answer.virtual_account.map(|va| VirtualAccount {
                 bank_short_code: va.bank_short_code,
                 account_number: va.account_number,
@@ -243,6 +261,9 @@ impl PaymentVendor for HttpPaymentVendor {
                 "amount_minor": request.amount.get(),
             });
             let answer: RefundAnswer = self.post("/refunds", body).await?;
+            if answer.reference.is_empty() || answer.reference.len() > 128 {
+                return Err(format!("{}: unusable refund reference", self.name));
+            }
             let status = RefundStatus::parse(&answer.status)
                 .ok_or_else(|| format!("{}: unknown refund status {}", self.name, answer.status))?;
             Ok(RefundAcceptance {
