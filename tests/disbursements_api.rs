@@ -501,6 +501,29 @@ async fn ewallet_disbursement_without_phone_or_provider_is_400_missing_ewallet_i
 }
 
 #[tokio::test]
+async fn ewallet_phones_are_11_to_14_digits_after_normalization() {
+    let server = TestServer::start_with(SLOW);
+    let merchant = funded_merchant(&server, 5_000_000).await;
+    // DESIGN.md 5: ^628[1-35-9][0-9]{7,10}$.
+    for (key, phone, stored) in [
+        ("p-11", "62812345678", "62812345678"),
+        ("p-11-local", "0812345678", "62812345678"),
+        ("p-14", "62812345678901", "62812345678901"),
+    ] {
+        let data = create_ok(&server, &merchant, ewallet_body(key, "OVO", phone, 100_000)).await;
+        assert_eq!(data["ewallet_phone"], json!(stored), "{phone}");
+    }
+    for (key, phone) in [
+        ("p-10", "6281234567"),
+        ("p-15", "628123456789012"),
+        ("p-15-local", "08123456789012"),
+    ] {
+        let body = ewallet_body(key, "OVO", phone, 100_000);
+        assert_invalid_body(&server, &merchant, body, "ewallet_phone").await;
+    }
+}
+
+#[tokio::test]
 async fn unknown_ewallet_code_is_400_ewallet_not_found() {
     let server = TestServer::start_with(SLOW);
     let merchant = funded_merchant(&server, 5_000_000).await;

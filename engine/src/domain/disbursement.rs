@@ -245,8 +245,8 @@ pub fn normalize_phone(raw: &str) -> String {
 /// `^628[1-35-9][0-9]{7,10}$` on a normalized phone (DESIGN.md 5).
 pub fn is_valid_ewallet_phone(phone: &str) -> bool {
     let bytes = phone.as_bytes();
-    bytes.len() >= 12
-        && bytes.len() <= 15
+    // "628", one prefix digit, then 7 to 10 digits: 11 to 14 in all.
+    (11..=14).contains(&bytes.len())
         && phone.starts_with("628")
         && matches!(bytes[3], b'1'..=b'3' | b'5'..=b'9')
         && bytes[4..].iter().all(u8::is_ascii_digit)
@@ -271,6 +271,16 @@ mod tests {
         assert!(!is_valid_ewallet_phone("6284123456789"), "4 is not a mobile prefix");
         assert!(!is_valid_ewallet_phone("62812345"), "too short");
         assert!(!is_valid_ewallet_phone("62812345678901234"), "too long");
+        assert!(
+            is_valid_ewallet_phone("62812345678"),
+            "the shortest: 7 digits after 628x"
+        );
+        assert!(
+            is_valid_ewallet_phone("62812345678901"),
+            "the longest: 10 digits after 628x"
+        );
+        assert!(!is_valid_ewallet_phone("6281234567"), "6 digits after 628x");
+        assert!(!is_valid_ewallet_phone("628123456789012"), "11 digits after 628x");
         assert!(!is_valid_ewallet_phone("628123456789x"));
     }
 
