@@ -570,6 +570,10 @@ async fn x_signature_is_checked_and_can_be_mandatory() {
     let body2 = r#"{"merchant_order_id":"SIG-2","amount_minor":10000,"payment_method":"QRIS"}"#;
     let (unsigned, _) = post_raw(&server, "/v1/orders", &merchant.api_key, body2, &[]).await;
     assert_v1_error(&unsigned, 401, "INVALID_SIGNATURE");
+    assert_eq!(
+        unsigned.body["error"]["message"],
+        json!("X-Signature is required for this merchant")
+    );
     let (signed, _) = post_raw(
         &server,
         "/v1/orders",

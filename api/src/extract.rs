@@ -108,7 +108,11 @@ async fn read_signed_body<S: Send + Sync>(request: Request, state: &S) -> Result
         {
             Err(invalid_signature())
         }
-        None if merchant.require_signature => Err(invalid_signature()),
+        None if merchant.require_signature => Err(V1Error::new(
+            StatusCode::UNAUTHORIZED,
+            "INVALID_SIGNATURE",
+            "X-Signature is required for this merchant",
+        )),
         Some(_) | None => Ok(body),
     }
 }
