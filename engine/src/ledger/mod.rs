@@ -149,7 +149,9 @@ pub enum EntryKind {
     Disbursement,
     /// A paid order: vendor clearing to the merchant's net and the fees.
     OrderPayment,
-    /// A refund's wallet debit, to refund clearing.
+    /// A refund's wallet debit, to refund clearing; or, for a MANUAL
+    /// merchant, a settled refund that failed: back from refund clearing to
+    /// pending settlement.
     Refund,
     /// A settlement: pending settlement to the payout, refunds and the fee.
     Settlement,

@@ -155,7 +155,7 @@ impl HttpPaymentVendor {
 
     async fn post<T: serde::de::DeserializeOwned>(&self, path: &str, body: serde_json::Value) -> Result<T, String> {
         let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
-        let response = self
+        let mut response = self
             .client
             .post(format!("{}{path}", self.url))
             .timeout(self.timeout)
@@ -176,7 +176,6 @@ impl HttpPaymentVendor {
             return Err(format!("{}: HTTP {}", self.name, status.as_u16()));
         }
         // An answer is a few fields: one far bigger is not read to its end.
-        let mut response = response;
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| format!("{}: {e}", self.name))? {
             if body.len() + chunk.len() > VENDOR_ANSWER_BYTES_MAX {
