@@ -335,6 +335,12 @@ async fn signed_callbacks_pay_once_and_refunds_come_back_through_them() {
     })
     .await;
     assert!(asked, "the vendor was asked to refund");
+    let reference = format!("rf-{refund_id}");
+    assert_eq!(
+        refund_reference(&server, &merchant, &ref_code).await,
+        json!(reference),
+        "the vendor's reference is kept while it works"
+    );
     let failed = json!({ "type": "refund", "refund_id": refund_id, "status": "FAILED" });
     let reply = callback(&server, "v-ok", failed.clone(), Some(SECRET)).await;
     assert_eq!(reply.body["data"]["status"], json!("FAILED"), "{}", reply.body);
@@ -361,7 +367,7 @@ async fn signed_callbacks_pay_once_and_refunds_come_back_through_them() {
         )
         .await;
     assert_eq!(refunds.body["data"][0]["status"], json!("FAILED"));
-    assert_eq!(refunds.body["data"][0]["vendor_refund_id"], Value::Null);
+    assert_eq!(refunds.body["data"][0]["vendor_refund_id"], json!(reference));
     assert_eq!(server.verify().await["balanced"], json!(true));
 
     // Another vendor cannot confirm this vendor's orders.
@@ -383,6 +389,85 @@ async fn signed_callbacks_pay_once_and_refunds_come_back_through_them() {
     )
     .await;
     assert_v1_error(&hijack, 404, "ORDER_NOT_FOUND");
+}
+
+/// The first refund's `vendor_refund_id` once the vendor's answer is
+/// recorded (null if it never is within a few seconds).
+async fn refund_reference(server: &TestServer, merchant: &TestMerchant, ref_code: &str) -> Value {
+    let path = format!("/v1/orders/{ref_code}/refunds");
+    for _ in 0..250 {
+        let refunds = server.call(Method::GET, &path, Some(&merchant.api_key), None).await;
+        let reference = &refunds.body["data"][0]["vendor_refund_id"];
+        if !reference.is_null() {
+            return reference.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Value::Null
+}
+
+#[tokio::test]
+async fn a_refund_the_vendor_took_is_not_asked_again_after_a_restart() {
+    let (vendor_url, calls) = start_vendor().await;
+    let mut server = TestServer::start();
+    let (organization, merchant) = organization_with_merchant(&server).await;
+    add_vendor(&server, "v-ok", format!("{vendor_url}/ok"), true).await;
+    route(&server, &organization, "QRIS", &["v-ok"]).await;
+    let created = server
+        .call(
+            Method::POST,
+            "/v1/orders",
+            Some(&merchant.api_key),
+            Some(order_body("RS-1", "QRIS")),
+        )
+        .await;
+    let ref_code = created.body["data"]["ref_code"].as_str().unwrap().to_string();
+    let paid = json!({ "type": "payment", "ref_code": ref_code, "status": "PAID" });
+    assert_eq!(
+        callback(&server, "v-ok", paid, Some(SECRET)).await.status,
+        StatusCode::OK
+    );
+    let refund = server
+        .call(
+            Method::POST,
+            &format!("/v1/orders/{ref_code}/refund"),
+            Some(&merchant.api_key),
+            Some(json!({ "amount_minor": 2_000, "idempotency_key": "rs-1" })),
+        )
+        .await;
+    assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
+    let refund_id = refund.body["data"]["id"].as_str().unwrap().to_string();
+    let reference = format!("rf-{refund_id}");
+    assert_eq!(refund_reference(&server, &merchant, &ref_code).await, json!(reference));
+    let balance = server.balance(&merchant.api_key).await;
+
+    server.kill();
+    server.restart();
+    // Give the restart's resumption of open refunds time to act.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let asked = calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, operation, body, _)| operation == "refunds" && body["refund_id"] == json!(refund_id))
+        .count();
+    assert_eq!(asked, 1, "the vendor took it once; the restart waits for its callback");
+    let refunds = server
+        .call(
+            Method::GET,
+            &format!("/v1/orders/{ref_code}/refunds"),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(refunds.body["data"][0]["status"], json!("PENDING"));
+    assert_eq!(server.balance(&merchant.api_key).await, balance);
+
+    let success = json!({ "type": "refund", "refund_id": refund_id, "status": "SUCCESS" });
+    let reply = callback(&server, "v-ok", success, Some(SECRET)).await;
+    assert_eq!(reply.body["data"]["status"], json!("SUCCESS"), "{}", reply.body);
+    assert_eq!(server.balance(&merchant.api_key).await, balance);
+    assert_eq!(server.verify().await["balanced"], json!(true));
 }
 
 #[tokio::test]

@@ -192,7 +192,10 @@ impl OrderState {
         let Some(refund) = engine.stored_refund(refund_id)? else {
             return Ok(());
         };
-        if refund.status != RefundStatus::Pending {
+        // Settled, or taken by a vendor that will call back (after a
+        // restart): asking again could refund twice, or fail a refund the
+        // vendor is paying.
+        if refund.status != RefundStatus::Pending || refund.vendor_refund_id.is_some() {
             return Ok(());
         }
         let Some(order) = engine.stored_order(refund.order_id)? else {
@@ -212,8 +215,20 @@ impl OrderState {
                     let reference = acceptance.reference;
                     myself.send_after(delay, move || settle(outcome, Some(reference), None));
                 }
-                // Waits for the vendor's callback.
-                (RefundStatus::Pending, None) => {}
+                // Waits for the vendor's callback, its reference kept first.
+                (RefundStatus::Pending, None) => {
+                    let command = OrderCommand::RefundAccepted {
+                        id: refund_id,
+                        vendor_refund_id: acceptance.reference,
+                    };
+                    match engine.order_command(self.args.merchant_id, command).await {
+                        // A callback may have settled it already.
+                        Ok(_) | Err(EngineError::InvalidStatus(_)) => {}
+                        Err(error) => {
+                            tracing::error!(%error, %refund_id, "recording a vendor's refund reference failed")
+                        }
+                    }
+                }
                 (outcome, _) => {
                     self.timers_armed += 1;
                     let _ = myself.cast(settle(outcome, Some(acceptance.reference), None));

@@ -54,6 +54,14 @@ pub enum OrderCommand {
         /// Why, for FAILED.
         reason: Option<String>,
     },
+    /// The vendor took a PENDING refund and will call back: its reference
+    /// is kept, so a restart waits for the callback instead of asking again.
+    RefundAccepted {
+        /// Which refund.
+        id: Uuid,
+        /// The vendor's reference.
+        vendor_refund_id: String,
+    },
     /// The vendor's outcome of a PENDING refund; a failure gives the money back.
     SettleRefund {
         /// Which refund.
@@ -227,7 +235,31 @@ impl MerchantState {
                 vendor_refund_id,
                 reason,
             } => self.settle_refund(id, outcome, vendor_refund_id, reason, now_ms),
+            OrderCommand::RefundAccepted { id, vendor_refund_id } => self.accept_refund(id, vendor_refund_id, now_ms),
         }
+    }
+
+    fn accept_refund(
+        &mut self,
+        id: Uuid,
+        vendor_refund_id: String,
+        now_ms: i64,
+    ) -> Result<(OrderOutcome, Option<JournalRecord>), EngineError> {
+        let mut refund = self.refund(id)?;
+        if refund.status != RefundStatus::Pending {
+            return Err(EngineError::InvalidStatus(refund.status.as_str().into()));
+        }
+        let order = self.order(refund.order_id)?;
+        refund.vendor_refund_id = Some(vendor_refund_id);
+        refund.updated_at_ms = now_ms;
+        self.remember_refund(refund.clone());
+        // No status change: no event, no money.
+        let record = JournalRecord::RefundSaved {
+            order: Box::new(order.clone()),
+            refund: Box::new(refund.clone()),
+            entry: None,
+        };
+        Ok((OrderOutcome::Refund(Box::new((order, refund))), Some(record)))
     }
 
     /// Why an order may not be created: a replay of its `Idempotency-Key`
