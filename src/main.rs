@@ -29,6 +29,8 @@ fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_env("PAYGATE_LOG").unwrap_or_else(|_| "info,sled=warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, not in log files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let Command::Serve(args) = cli.command.unwrap_or_default();
     let settings = Settings::resolve(args)?;

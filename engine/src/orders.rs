@@ -628,6 +628,7 @@ impl Engine {
                     .order_by_ref(&ref_code)?
                     .filter(|o| o.vendor == vendor)
                     .ok_or(EngineError::OrderNotFound)?;
+                let paid = status == "PAID";
                 let result = match status.as_str() {
                     "PAID" => self.pay_order(&order, vendor_rrn).await,
                     "FAILED" => self.fail_order(&order, "the vendor reported the payment failed").await,
@@ -636,7 +637,19 @@ impl Engine {
                 match result {
                     Ok(order) => Ok(order.status.as_str().to_string()),
                     // A repeat: the order already moved on.
-                    Err(EngineError::InvalidStatus(status)) => Ok(status),
+                    Err(EngineError::InvalidStatus(status)) => {
+                        // A payment for an order that expired or failed: the
+                        // vendor holds the payer's money, which no order takes.
+                        if paid && status != OrderStatus::Paid.as_str() && !order.status.was_paid() {
+                            tracing::warn!(
+                                vendor,
+                                ref_code = %order.ref_code,
+                                status = %status,
+                                "vendor reported a payment for an order that can no longer be paid; the payer must be refunded by the vendor"
+                            );
+                        }
+                        Ok(status)
+                    }
                     Err(error) => Err(error),
                 }
             }
