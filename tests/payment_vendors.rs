@@ -40,11 +40,20 @@ async fn vendor_endpoint(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|s| s == signature(&body));
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    calls
-        .lock()
-        .unwrap()
-        .push((behaviour.clone(), operation.clone(), parsed.clone(), signed));
+    let asked_before = {
+        let mut calls = calls.lock().unwrap();
+        let before = calls
+            .iter()
+            .filter(|(b, o, body, _)| *b == behaviour && *o == operation && body["refund_id"] == parsed["refund_id"])
+            .count();
+        calls.push((behaviour.clone(), operation.clone(), parsed.clone(), signed));
+        before
+    };
     match behaviour.as_str() {
+        // Refunds: a first answer of 500 (taken or not, the caller cannot tell), then accepted.
+        "flaky" if operation == "refunds" && asked_before == 0 => (AxumStatus::BAD_GATEWAY, "try later".into()),
+        // Refunds refused outright.
+        "refuse" if operation == "refunds" => (AxumStatus::UNPROCESSABLE_ENTITY, "no".into()),
         "broken" => (AxumStatus::INTERNAL_SERVER_ERROR, "down".into()),
         "garbage" => (AxumStatus::OK, "not json".into()),
         // Valid answers, but far too big to take.
@@ -595,4 +604,112 @@ async fn oversized_vendor_answers_are_refused_and_the_next_vendor_tried() {
         .call(Method::GET, "/v1/orders", Some(&merchant.api_key), None)
         .await;
     assert_eq!(list.body["meta"]["total"], json!(1), "the refused order is not stored");
+}
+
+/// Pays a new order at vendor `vendor` (routed alone) and refunds `amount` of it.
+async fn paid_order_refunded(
+    server: &TestServer,
+    organization: &str,
+    merchant: &TestMerchant,
+    vendor: &str,
+    id: &str,
+    amount: i64,
+) -> (String, Reply) {
+    route(server, organization, "QRIS", &[vendor]).await;
+    let created = server
+        .call(
+            Method::POST,
+            "/v1/orders",
+            Some(&merchant.api_key),
+            Some(order_body(id, "QRIS")),
+        )
+        .await;
+    let ref_code = created.body["data"]["ref_code"].as_str().unwrap().to_string();
+    let paid = json!({ "type": "payment", "ref_code": ref_code, "status": "PAID" });
+    assert_eq!(
+        callback(server, vendor, paid, Some(SECRET)).await.status,
+        StatusCode::OK
+    );
+    let refund = server
+        .call(
+            Method::POST,
+            &format!("/v1/orders/{ref_code}/refund"),
+            Some(&merchant.api_key),
+            Some(json!({ "amount_minor": amount, "idempotency_key": format!("{id}-refund") })),
+        )
+        .await;
+    assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
+    (ref_code, refund)
+}
+
+#[tokio::test]
+async fn a_refund_vendor_failure_of_unknown_outcome_is_asked_again_and_a_refusal_fails_it() {
+    let (vendor_url, calls) = start_vendor().await;
+    let server = TestServer::start();
+    let (organization, merchant) = organization_with_merchant(&server).await;
+    add_vendor(&server, "v-flaky", format!("{vendor_url}/flaky"), true).await;
+    add_vendor(&server, "v-refuse", format!("{vendor_url}/refuse"), true).await;
+
+    // A 5xx: the same refund id again a second later; it stays PENDING, debited.
+    let (ref_code, refund) = paid_order_refunded(&server, &organization, &merchant, "v-flaky", "FL-1", 3_000).await;
+    let refund_id = refund.body["data"]["id"].as_str().unwrap().to_string();
+    let balance = server.balance(&merchant.api_key).await;
+    let asked_twice = eventually(Duration::from_secs(5), || {
+        calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, operation, body, _)| operation == "refunds" && body["refund_id"] == json!(refund_id))
+            .count()
+            == 2
+    })
+    .await;
+    assert!(asked_twice, "asked again after the 5xx");
+    assert_eq!(
+        refund_reference(&server, &merchant, &ref_code).await,
+        json!(format!("rf-{refund_id}"))
+    );
+    let refunds = server
+        .call(
+            Method::GET,
+            &format!("/v1/orders/{ref_code}/refunds"),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(refunds.body["data"][0]["status"], json!("PENDING"));
+    assert_eq!(server.balance(&merchant.api_key).await, balance, "still debited");
+
+    // A 4xx: the vendor refused; the refund fails and the money comes back.
+    let (ref_code, _) = paid_order_refunded(&server, &organization, &merchant, "v-refuse", "RF-1", 3_000).await;
+    let path = format!("/v1/orders/{ref_code}/refunds");
+    let failed = eventually_async(Duration::from_secs(5), || async {
+        let refunds = server.call(Method::GET, &path, Some(&merchant.api_key), None).await;
+        refunds.body["data"][0]["status"] == json!("FAILED")
+    })
+    .await;
+    assert!(failed, "a refusal fails the refund at once");
+    let refused_calls = calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.0 == "refuse" && c.1 == "refunds")
+        .count();
+    assert_eq!(refused_calls, 1, "a refusal is not asked again");
+    assert_eq!(server.verify().await["balanced"], json!(true));
+}
+
+async fn eventually_async<F, Fut>(timeout: Duration, check: F) -> bool
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    check().await
 }

@@ -16,6 +16,7 @@ use crate::qris;
 use crate::store::record::JournalRecord;
 use crate::vendor::payment::{
     HttpPaymentVendor, PaymentRequest, PaymentVendor, RefundAcceptance, RefundRequest, SandboxPaymentVendor,
+    VendorError,
 };
 use ractor::{Actor, ActorRef};
 use serde::Deserialize;
@@ -141,7 +142,7 @@ impl Engine {
                 }
                 Err(reason) => {
                     tracing::warn!(vendor = vendor.name(), %reason, "payment vendor failed; trying the next");
-                    failures.push(reason);
+                    failures.push(reason.message);
                 }
             }
         }
@@ -581,10 +582,10 @@ impl Engine {
         &self,
         order: &Order,
         refund: &Refund,
-    ) -> Result<RefundAcceptance, String> {
+    ) -> Result<RefundAcceptance, VendorError> {
         let vendor = self
             .payment_vendor_named(&order.vendor)
-            .ok_or_else(|| format!("vendor {} is no longer configured", order.vendor))?;
+            .ok_or_else(|| VendorError::refused(format!("vendor {} is no longer configured", order.vendor)))?;
         let request = RefundRequest {
             refund_id: refund.id,
             ref_code: order.ref_code.clone(),

@@ -37,6 +37,8 @@ pub enum OrderMsg {
     },
     /// Hand a PENDING refund to the vendor.
     SubmitRefund(Uuid),
+    /// Ask the vendor again, after a failure whose outcome was unknown.
+    RetryRefund(Uuid),
     /// A refund's outcome.
     SettleRefund {
         /// Which refund.
@@ -74,7 +76,18 @@ pub struct OrderState {
     args: OrderArgs,
     timers_armed: usize,
     last_activity: Instant,
+    /// Failed submissions so far of each refund being retried.
+    refund_attempts: std::collections::HashMap<Uuid, u32>,
 }
+
+/// When to ask a refund's vendor again after a failure whose outcome is
+/// unknown (a timeout, a 5xx): after the last, the refund fails.
+const REFUND_RETRY_DELAYS: [Duration; 4] = [
+    Duration::from_secs(1),
+    Duration::from_secs(10),
+    Duration::from_secs(60),
+    Duration::from_secs(600),
+];
 
 impl Actor for OrderActor {
     type Msg = OrderMsg;
@@ -87,6 +100,7 @@ impl Actor for OrderActor {
             args,
             timers_armed: 0,
             last_activity: Instant::now(),
+            refund_attempts: Default::default(),
         })
     }
 
@@ -125,6 +139,10 @@ impl Actor for OrderActor {
                 }
             }
             OrderMsg::SubmitRefund(refund_id) => state.submit_refund(&myself, refund_id).await?,
+            OrderMsg::RetryRefund(refund_id) => {
+                state.timers_armed = state.timers_armed.saturating_sub(1);
+                state.submit_refund(&myself, refund_id).await?
+            }
             OrderMsg::SettleRefund {
                 refund_id,
                 outcome,
@@ -208,7 +226,11 @@ impl OrderState {
             reason,
             reply: None,
         };
-        match engine.submit_refund_to_vendor(&order, &refund).await {
+        let submitted = engine.submit_refund_to_vendor(&order, &refund).await;
+        if submitted.is_ok() {
+            self.refund_attempts.remove(&refund_id);
+        }
+        match submitted {
             Ok(acceptance) => match (acceptance.status, acceptance.settles_after) {
                 (RefundStatus::Pending, Some((delay, outcome))) => {
                     self.timers_armed += 1;
@@ -234,9 +256,25 @@ impl OrderState {
                     let _ = myself.cast(settle(outcome, Some(acceptance.reference), None));
                 }
             },
-            Err(reason) => {
+            Err(error) => {
+                let attempts = self.refund_attempts.entry(refund_id).or_insert(0);
+                *attempts += 1;
+                let retry_after = REFUND_RETRY_DELAYS
+                    .get(*attempts as usize - 1)
+                    .filter(|_| error.retryable);
                 self.timers_armed += 1;
-                let _ = myself.cast(settle(RefundStatus::Failed, None, Some(reason)));
+                match retry_after {
+                    // The vendor may have it, or never saw it: the same refund id again.
+                    Some(delay) => {
+                        tracing::warn!(%refund_id, %error, ?delay, "refund vendor failed; asking again");
+                        myself.send_after(*delay, move || OrderMsg::RetryRefund(refund_id));
+                    }
+                    None => {
+                        tracing::warn!(%refund_id, %error, "refund vendor failed; the refund fails");
+                        self.refund_attempts.remove(&refund_id);
+                        let _ = myself.cast(settle(RefundStatus::Failed, None, Some(error.message)));
+                    }
+                }
             }
         }
         Ok(())

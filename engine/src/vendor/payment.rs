@@ -14,7 +14,9 @@
 //!   and `{type: "refund", refund_id, status: SUCCESS|FAILED}`.
 //!
 //! Anything else (timeout, refused connection, non-2xx, unreadable body) is a
-//! failure, and order creation moves on to the next vendor.
+//! failure, and order creation moves on to the next vendor. A 4xx is a
+//! refusal; any other failure leaves the outcome unknown, so a refund is
+//! sent again with the same `refund_id` (the vendor's key to deduplicate).
 
 use crate::domain::catalog::{PaymentVendorConfig, VendorKind};
 use crate::domain::order::{PaymentMethod, RefundStatus, VirtualAccount};
@@ -27,7 +29,43 @@ use std::time::Duration;
 use uuid::Uuid;
 
 /// A boxed future, so the trait stays object safe.
-pub type VendorFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+pub type VendorFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, VendorError>> + Send + 'a>>;
+
+/// Why a vendor call failed, and whether asking again could help.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VendorError {
+    /// What went wrong, for logs and failure reasons.
+    pub message: String,
+    /// The vendor did not refuse: it timed out, could not be reached,
+    /// answered 5xx, or answered something unusable. It may not have seen
+    /// the request, or may have done it: the same request (same ids) may be
+    /// sent again. False when the vendor refused it (4xx).
+    pub retryable: bool,
+}
+
+impl VendorError {
+    /// A refusal: asking again would get the same answer.
+    pub fn refused(message: impl Into<String>) -> VendorError {
+        VendorError {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    /// A failure whose outcome at the vendor is unknown.
+    pub fn uncertain(message: impl Into<String>) -> VendorError {
+        VendorError {
+            message: message.into(),
+            retryable: true,
+        }
+    }
+}
+
+impl std::fmt::Display for VendorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
 
 /// What an order asks of a vendor.
 #[derive(Clone, Debug)]
@@ -153,8 +191,12 @@ impl HttpPaymentVendor {
         }
     }
 
-    async fn post<T: serde::de::DeserializeOwned>(&self, path: &str, body: serde_json::Value) -> Result<T, String> {
-        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+    async fn post<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> Result<T, VendorError> {
+        let bytes = serde_json::to_vec(&body).map_err(|e| VendorError::refused(e.to_string()))?;
         let mut response = self
             .client
             .post(format!("{}{path}", self.url))
@@ -166,24 +208,39 @@ impl HttpPaymentVendor {
             .await
             .map_err(|e| {
                 if e.is_timeout() {
-                    format!("{}: timed out", self.name)
+                    VendorError::uncertain(format!("{}: timed out", self.name))
                 } else {
-                    format!("{}: {e}", self.name)
+                    VendorError::uncertain(format!("{}: {e}", self.name))
                 }
             })?;
         let status = response.status();
+        if status.is_client_error() {
+            return Err(VendorError::refused(format!("{}: HTTP {}", self.name, status.as_u16())));
+        }
         if !status.is_success() {
-            return Err(format!("{}: HTTP {}", self.name, status.as_u16()));
+            return Err(VendorError::uncertain(format!(
+                "{}: HTTP {}",
+                self.name,
+                status.as_u16()
+            )));
         }
         // An answer is a few fields: one far bigger is not read to its end.
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| format!("{}: {e}", self.name))? {
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| VendorError::uncertain(format!("{}: {e}", self.name)))?
+        {
             if body.len() + chunk.len() > VENDOR_ANSWER_BYTES_MAX {
-                return Err(format!("{}: answer over {VENDOR_ANSWER_BYTES_MAX} bytes", self.name));
+                return Err(VendorError::uncertain(format!(
+                    "{}: answer over {VENDOR_ANSWER_BYTES_MAX} bytes",
+                    self.name
+                )));
             }
             body.extend_from_slice(&chunk);
         }
-        serde_json::from_slice(&body).map_err(|e| format!("{}: unreadable answer: {e}", self.name))
+        serde_json::from_slice(&body)
+            .map_err(|e| VendorError::uncertain(format!("{}: unreadable answer: {e}", self.name)))
     }
 }
 
@@ -228,13 +285,19 @@ impl PaymentVendor for HttpPaymentVendor {
             });
             let answer: PaymentAnswer = self.post("/payments", body).await?;
             if answer.reference.is_empty() || answer.reference.len() > 128 {
-                return Err(format!("{}: unusable payment reference", self.name));
+                return Err(VendorError::uncertain(format!(
+                    "{}: unusable payment reference",
+                    self.name
+                )));
             }
             // Stored and shown to payers: a vendor's answer is checked like input.
             if let Some(va) = &answer.virtual_account {
                 let usable = |value: &str, max: usize| !value.is_empty() && value.len() <= max;
                 if !usable(&va.bank_short_code, 32) || !usable(&va.account_number, 64) {
-                    return Err(format!("{}: unusable virtual account", self.name));
+                    return Err(VendorError::uncertain(format!(
+                        "{}: unusable virtual account",
+                        self.name
+                    )));
                 }
             }
             let virtual_account = answer.virtual_account.map(|va| VirtualAccount {
@@ -242,7 +305,10 @@ impl PaymentVendor for HttpPaymentVendor {
                 account_number: va.account_number,
             });
             if request.method == PaymentMethod::BankTransfer && virtual_account.is_none() {
-                return Err(format!("{}: no virtual account for a bank transfer", self.name));
+                return Err(VendorError::uncertain(format!(
+                    "{}: no virtual account for a bank transfer",
+                    self.name
+                )));
             }
             Ok(PaymentAcceptance {
                 reference: answer.reference,
@@ -261,10 +327,14 @@ impl PaymentVendor for HttpPaymentVendor {
             });
             let answer: RefundAnswer = self.post("/refunds", body).await?;
             if answer.reference.is_empty() || answer.reference.len() > 128 {
-                return Err(format!("{}: unusable refund reference", self.name));
+                return Err(VendorError::uncertain(format!(
+                    "{}: unusable refund reference",
+                    self.name
+                )));
             }
-            let status = RefundStatus::parse(&answer.status)
-                .ok_or_else(|| format!("{}: unknown refund status {}", self.name, answer.status))?;
+            let status = RefundStatus::parse(&answer.status).ok_or_else(|| {
+                VendorError::uncertain(format!("{}: unknown refund status {}", self.name, answer.status))
+            })?;
             Ok(RefundAcceptance {
                 reference: answer.reference,
                 status,
