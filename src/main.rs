@@ -56,7 +56,9 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         Some(token) => token.clone(),
         None => load_or_create_admin_token(&settings.data_dir)?,
     };
-    if engine.is_first_start() && settings.mode == Mode::Sandbox {
+    // Not "the data dir was new": a start killed before the demo merchant
+    // was made would leave a data dir without one for good.
+    if settings.mode == Mode::Sandbox && engine.merchant_ids().is_empty() {
         create_demo_merchant(&engine, &settings).await?;
     }
     let listener = tokio::net::TcpListener::bind(&settings.listen)

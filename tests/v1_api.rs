@@ -430,6 +430,23 @@ async fn sandbox_demo_merchant_credentials_are_private_and_work() {
 }
 
 #[tokio::test]
+async fn a_sandbox_start_on_a_data_dir_without_merchants_creates_the_demo_merchant() {
+    // A data dir that exists but has no merchant, as a first start killed
+    // before the demo merchant was made leaves it.
+    let mut server = TestServer::start_with(&["--mode", "live"]);
+    assert!(!server.data_dir.join("demo-credentials.json").exists());
+    server.stop();
+    server.restart_with(&[]);
+    let credentials = demo_credentials(&server);
+    let api_key = credentials["api_key"].as_str().expect("api_key");
+    assert!(server.balance(api_key).await > 0, "funded");
+    // Once there is a merchant, a restart makes no second one.
+    server.stop();
+    server.restart_with(&[]);
+    assert_eq!(server.verify().await["merchants"], json!(1));
+}
+
+#[tokio::test]
 async fn live_mode_creates_no_demo_credentials() {
     let server = TestServer::start_with(&["--mode", "live"]);
     assert!(!server.data_dir.join("demo-credentials.json").exists());

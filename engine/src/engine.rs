@@ -230,11 +230,6 @@ impl Engine {
         Ok(engine)
     }
 
-    /// True when this open found no data at all.
-    pub fn is_first_start(&self) -> bool {
-        self.inner.first_start
-    }
-
     /// The engine's clock.
     pub fn clock(&self) -> &SharedClock {
         &self.inner.clock
