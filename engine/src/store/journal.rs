@@ -200,12 +200,15 @@ pub fn replay(
         File::open(path)?.read_to_end(&mut bytes)?;
         let mut offset = 0usize;
         let mut damage: Option<String> = None;
+        // A whole frame with the wrong sequence number is not torn: records are missing.
+        let mut out_of_sequence = false;
         while offset < bytes.len() {
             match decode_frame(&bytes[offset..]) {
                 Ok((seq, payload, frame_len)) => {
                     let want = expected_seq.unwrap_or(*first_seq);
                     if seq != want {
                         damage = Some(format!("sequence {seq} where {want} was expected"));
+                        out_of_sequence = true;
                         break;
                     }
                     expected_seq = Some(seq + 1);
@@ -222,12 +225,29 @@ pub fn replay(
             }
         }
         if let Some(reason) = damage {
-            if !is_last {
-                return Err(JournalError::Corrupt {
-                    path: path.clone(),
-                    offset: offset as u64,
-                    reason,
-                });
+            let corrupt = |reason: String| JournalError::Corrupt {
+                path: path.clone(),
+                offset: offset as u64,
+                reason,
+            };
+            if !is_last || out_of_sequence {
+                return Err(corrupt(reason));
+            }
+            // Only the one write not yet synced when the process died can be
+            // torn. Records a checkpoint covers were synced long before, and a
+            // whole record past what that write can hold was synced after it
+            // (and `fdatasync` had made this one durable too): either way the
+            // damage is not a torn tail, and cutting would drop acknowledged records.
+            let want = expected_seq.unwrap_or(*first_seq);
+            if want < from_seq {
+                return Err(corrupt(format!(
+                    "{reason}, in record {want}, below the checkpoint at {from_seq}"
+                )));
+            }
+            if let Some((at, seq)) = later_write_frame(&bytes, offset, want) {
+                return Err(corrupt(format!(
+                    "{reason}; a whole record {seq} follows at byte {at}, written after the damaged one was synced"
+                )));
             }
             tracing::warn!(path = %path.display(), offset, reason, "cutting torn journal tail");
             let file = OpenOptions::new().write(true).open(path)?;
@@ -244,6 +264,44 @@ pub fn replay(
         outcome.next_seq = outcome.next_seq.max(next);
     }
     Ok(outcome)
+}
+
+/// True when a record of `payload_len` bytes must wait for the next write:
+/// it would take a batch already holding `buffered` bytes past the cap. A
+/// record alone may exceed it.
+fn opens_next_batch(buffered: usize, payload_len: usize) -> bool {
+    buffered > 0 && buffered + FRAME_HEADER_BYTES + SEQ_BYTES + payload_len > limits::JOURNAL_BATCH_BYTES_MAX
+}
+
+/// A whole frame after the damage at `damage_at` (whose record would have
+/// been `want`) that cannot be part of the same write: further than one
+/// write's bytes (`JOURNAL_BATCH_BYTES_MAX`, or the damaged record's own
+/// length when its header is whole and it was bigger) or records
+/// (`JOURNAL_BATCH_RECORDS_MAX`) away. Returns its offset and sequence.
+fn later_write_frame(bytes: &[u8], damage_at: usize, want: u64) -> Option<(usize, u64)> {
+    let damaged_len = bytes
+        .get(damage_at..damage_at + 4)
+        .map(|b| FRAME_HEADER_BYTES + u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+        .filter(|len| *len <= FRAME_HEADER_BYTES + SEQ_BYTES + limits::JOURNAL_RECORD_BYTES_MAX)
+        .unwrap_or(0);
+    let bytes_bound = damage_at + limits::JOURNAL_BATCH_BYTES_MAX.max(damaged_len);
+    let records_bound = want.saturating_add(limits::JOURNAL_BATCH_RECORDS_MAX as u64);
+    let last_start = bytes.len().checked_sub(FRAME_HEADER_BYTES + SEQ_BYTES)?;
+    (damage_at + 1..=last_start).find_map(|at| {
+        // The sequence number first: it rules out nearly every offset cheaply.
+        let seq = u64::from_le_bytes(
+            bytes[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + SEQ_BYTES]
+                .try_into()
+                .ok()?,
+        );
+        if seq <= want || seq - want > u32::MAX as u64 || (at < bytes_bound && seq < records_bound) {
+            return None;
+        }
+        match decode_frame(&bytes[at..]) {
+            Ok((decoded, _, _)) if decoded == seq => Some((at, seq)),
+            _ => None,
+        }
+    })
 }
 
 /// Decodes the frame at the start of `bytes`: `(seq, payload, frame length)`.
@@ -431,7 +489,9 @@ struct Writer {
 impl Writer {
     fn run(mut self, mut receiver: tokio_mpsc::Receiver<Command>) {
         let mut buffer: Vec<u8> = Vec::with_capacity(1 << 20);
-        while let Some(first) = receiver.blocking_recv() {
+        // A record that would have taken its batch past the byte cap opens the next.
+        let mut held_over: Option<Command> = None;
+        while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
             let mut completions: Vec<Applied> = Vec::new();
             let mut closing = false;
             let mut next = Some(first);
@@ -439,6 +499,12 @@ impl Writer {
             while let Some(command) = next.take() {
                 match command {
                     Command::Close => closing = true,
+                    // A batch stays within the cap unless it is one record,
+                    // which bounds what a crash can tear (see `replay`).
+                    Command::Append { payload, done } if opens_next_batch(buffer.len(), payload.len()) => {
+                        held_over = Some(Command::Append { payload, done });
+                        break;
+                    }
                     Command::Append { payload, done } => {
                         let seq = self.next_seq;
                         self.next_seq += 1;
@@ -602,6 +668,104 @@ mod tests {
         let (seen, outcome) = replay_all(dir.path());
         assert_eq!(seen.len(), 3);
         assert_eq!(outcome.next_seq, 4);
+    }
+
+    /// A segment of `count` records of `payload_len` bytes written directly,
+    /// as frames; returns its path and each frame's offset.
+    fn segment_of(dir: &Path, count: u64, payload_len: usize) -> (PathBuf, Vec<usize>) {
+        let mut bytes = Vec::new();
+        let mut offsets = Vec::new();
+        for seq in 1..=count {
+            offsets.push(bytes.len());
+            encode_frame(seq, &vec![(seq % 251) as u8; payload_len], &mut bytes);
+        }
+        let path = segment_path(dir, 1);
+        fs::write(&path, &bytes).unwrap();
+        (path, offsets)
+    }
+
+    fn flip_byte(path: &Path, at: usize) {
+        let mut bytes = fs::read(path).unwrap();
+        bytes[at] ^= 0xFF;
+        fs::write(path, &bytes).unwrap();
+    }
+
+    fn corrupt_at(result: Result<ReplayOutcome, JournalError>, frame_offset: usize) -> String {
+        match result {
+            Err(JournalError::Corrupt { offset, reason, .. }) => {
+                assert_eq!(offset, frame_offset as u64, "{reason}");
+                reason
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_write_stays_within_the_batch_cap_unless_it_is_one_record() {
+        let cap = limits::JOURNAL_BATCH_BYTES_MAX;
+        let frame = FRAME_HEADER_BYTES + SEQ_BYTES;
+        assert!(!opens_next_batch(0, 3 * cap), "a record alone goes, however big");
+        assert!(!opens_next_batch(100, cap - 100 - frame), "exactly at the cap");
+        assert!(opens_next_batch(100, cap - 100 - frame + 1));
+        assert!(opens_next_batch(cap / 2, cap));
+    }
+
+    #[test]
+    fn damage_followed_by_more_records_than_one_write_holds_is_corruption_not_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = limits::JOURNAL_BATCH_RECORDS_MAX as u64 + 100;
+        let (path, offsets) = segment_of(dir.path(), records, 8);
+        flip_byte(&path, offsets[50] + FRAME_HEADER_BYTES + SEQ_BYTES);
+        let before = fs::metadata(&path).unwrap().len();
+        let reason = corrupt_at(replay(dir.path(), 0, |_, _| Ok(())), offsets[50]);
+        assert!(reason.contains("checksum mismatch"), "{reason}");
+        assert_eq!(fs::metadata(&path).unwrap().len(), before, "nothing is cut");
+    }
+
+    #[test]
+    fn damage_followed_by_records_further_than_one_write_reaches_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        // 2 KiB records: 8 MiB of them is far fewer than the record bound.
+        let count = (limits::JOURNAL_BATCH_BYTES_MAX / 2048) as u64 + 200;
+        let (path, offsets) = segment_of(dir.path(), count, 2048);
+        flip_byte(&path, offsets[10] + 100);
+        corrupt_at(replay(dir.path(), 0, |_, _| Ok(())), offsets[10]);
+    }
+
+    #[test]
+    fn damage_in_records_a_checkpoint_covers_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, offsets) = segment_of(dir.path(), 10, 8);
+        flip_byte(&path, offsets[5] + FRAME_HEADER_BYTES + SEQ_BYTES);
+        // Record 6 is damaged; the checkpoint covers up to 7.
+        corrupt_at(replay(dir.path(), 8, |_, _| Ok(())), offsets[5]);
+    }
+
+    #[test]
+    fn a_whole_record_out_of_sequence_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        for seq in [1, 2, 3, 7, 8] {
+            encode_frame(seq, b"payload", &mut bytes);
+        }
+        fs::write(segment_path(dir.path(), 1), &bytes).unwrap();
+        let reason = match replay(dir.path(), 0, |_, _| Ok(())) {
+            Err(JournalError::Corrupt { reason, .. }) => reason,
+            other => panic!("expected Corrupt, got {other:?}"),
+        };
+        assert!(reason.contains("sequence 7 where 4 was expected"), "{reason}");
+    }
+
+    #[test]
+    fn damage_inside_the_last_write_is_a_torn_tail_even_with_whole_records_after_it() {
+        // Pages of one unsynced write may reach the disk out of order.
+        let dir = tempfile::tempdir().unwrap();
+        let (path, offsets) = segment_of(dir.path(), 40, 64);
+        flip_byte(&path, offsets[30] + FRAME_HEADER_BYTES + SEQ_BYTES);
+        let (seen, outcome) = replay_all(dir.path());
+        assert_eq!(seen.len(), 30);
+        assert_eq!(outcome.next_seq, 31);
+        assert_eq!(fs::metadata(&path).unwrap().len(), offsets[30] as u64);
     }
 
     #[test]
