@@ -52,6 +52,12 @@ async fn vendor_endpoint(
     match behaviour.as_str() {
         // Refunds: a first answer of 500 (taken or not, the caller cannot tell), then accepted.
         "flaky" if operation == "refunds" && asked_before == 0 => (AxumStatus::BAD_GATEWAY, "try later".into()),
+        // Payments answered after a while, so repeats of one order overlap.
+        "unhurried" if operation == "payments" => {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let ref_code = parsed["ref_code"].as_str().unwrap_or_default();
+            (AxumStatus::OK, json!({ "reference": format!("u-{ref_code}") }).to_string())
+        }
         // Refunds refused outright.
         "refuse" if operation == "refunds" => (AxumStatus::UNPROCESSABLE_ENTITY, "no".into()),
         "broken" => (AxumStatus::INTERNAL_SERVER_ERROR, "down".into()),
@@ -712,4 +718,42 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     check().await
+}
+
+#[tokio::test]
+async fn concurrent_repeats_of_one_order_ask_the_vendor_once() {
+    let (vendor_url, calls) = start_vendor().await;
+    let server = TestServer::start();
+    let (organization, merchant) = organization_with_merchant(&server).await;
+    add_vendor(&server, "v-unhurried", format!("{vendor_url}/unhurried"), true).await;
+    route(&server, &organization, "QRIS", &["v-unhurried"]).await;
+    let body = order_body("SAME-1", "QRIS");
+    let send = |with_key: bool| {
+        let mut request = server
+            .client
+            .post(format!("{}/v1/orders", server.base))
+            .header("X-API-Key", &merchant.api_key)
+            .json(&body);
+        if with_key {
+            request = request.header("Idempotency-Key", "same-key-1");
+        }
+        async move { into_reply(request.send().await.unwrap()).await }
+    };
+    let replies = futures::future::join_all((0..5).map(|_| send(true))).await;
+    let mut ref_codes: Vec<String> = replies
+        .iter()
+        .map(|reply| {
+            assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+            reply.body["data"]["ref_code"].as_str().unwrap().to_string()
+        })
+        .collect();
+    ref_codes.dedup();
+    assert_eq!(ref_codes.len(), 1, "one order: {ref_codes:?}");
+    // The same order id without the key: duplicates, still without asking the vendor.
+    let repeats = futures::future::join_all((0..3).map(|_| send(false))).await;
+    for reply in &repeats {
+        assert_v1_error(reply, 409, "DUPLICATE_ORDER");
+    }
+    let asked = calls.lock().unwrap().iter().filter(|c| c.1 == "payments").count();
+    assert_eq!(asked, 1, "the vendor took one payment for one order");
 }

@@ -146,6 +146,9 @@ pub(crate) struct EngineInner {
     webhook_locks: [tokio::sync::Mutex<()>; 64],
     // Settlement runs one at a time (daily sequence numbers, no double runs).
     settlement_lock: tokio::sync::Mutex<()>,
+    // One creation at a time per merchant and order id: a repeat waits and
+    // is answered from the first, instead of asking the vendor again.
+    order_creations: crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)>,
     timers: std::sync::OnceLock<crate::timers::Timers>,
 }
 
@@ -203,6 +206,7 @@ impl Engine {
                 http_client: reqwest::Client::new(),
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
                 settlement_lock: tokio::sync::Mutex::new(()),
+                order_creations: Default::default(),
                 timers: std::sync::OnceLock::new(),
             }),
         };
@@ -228,6 +232,11 @@ impl Engine {
         engine.resume_settlements()?;
         engine.start_daily_settlements();
         Ok(engine)
+    }
+
+    /// The order creations in progress, by merchant, source and order id.
+    pub(crate) fn order_creations(&self) -> &crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)> {
+        &self.inner.order_creations
     }
 
     /// The engine's clock.

@@ -9,6 +9,7 @@
 //! - `actors`: `MerchantActor` and the registry that spawns actors on demand.
 //! - `signing`: RSA key parsing for Legacy signatures.
 //! - `refcode`: unique `ORD-`/`DSB-` reference codes.
+//! - `keyed_locks`: async locks by key, for work that must not run twice at once.
 //! - `timers`: one task holding every vendor deadline.
 //! - `vendor`: payout vendors (sandbox).
 //! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements` and
@@ -26,6 +27,7 @@ pub mod disbursements;
 pub mod domain;
 pub mod engine;
 pub mod error;
+pub mod keyed_locks;
 pub mod ledger;
 pub mod limits;
 pub mod money;

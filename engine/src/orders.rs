@@ -113,6 +113,10 @@ impl Engine {
     pub async fn create_order(&self, merchant_id: Uuid, new: NewOrder) -> Result<(Order, Creation), EngineError> {
         let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let mut order = self.validate_order(merchant_id, &new)?;
+        // Concurrent repeats of one order wait here, then find the first in
+        // the check below: the vendor is asked once, not once per repeat.
+        let creation = (merchant_id, order.source, order.merchant_order_id.clone());
+        let _one_at_a_time = self.order_creations().lock(&creation).await;
         // Early answers without a vendor round trip, from the actor's memory;
         // the actor decides for good at creation.
         if let OrderOutcome::Replayed(first) = self
