@@ -278,23 +278,30 @@ fn opens_next_batch(buffered: usize, payload_len: usize) -> bool {
 /// write's bytes (`JOURNAL_BATCH_BYTES_MAX`, or the damaged record's own
 /// length when its header is whole and it was bigger) or records
 /// (`JOURNAL_BATCH_RECORDS_MAX`) away. Returns its offset and sequence.
+///
+/// A record's payload may hold anything a merchant sent, frames included,
+/// so the search starts after the damaged record's own length when its
+/// header is whole (a crash tears a record's end, not its header: a record
+/// cut short by the end of the file is never searched), and a frame counts
+/// only if every record between could fit before it (16 bytes at least each).
 fn later_write_frame(bytes: &[u8], damage_at: usize, want: u64) -> Option<(usize, u64)> {
+    const SMALLEST_FRAME: usize = FRAME_HEADER_BYTES + SEQ_BYTES;
     let damaged_len = bytes
         .get(damage_at..damage_at + 4)
         .map(|b| FRAME_HEADER_BYTES + u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
-        .filter(|len| *len <= FRAME_HEADER_BYTES + SEQ_BYTES + limits::JOURNAL_RECORD_BYTES_MAX)
-        .unwrap_or(0);
-    let bytes_bound = damage_at + limits::JOURNAL_BATCH_BYTES_MAX.max(damaged_len);
+        .filter(|len| (SMALLEST_FRAME..=SMALLEST_FRAME + limits::JOURNAL_RECORD_BYTES_MAX).contains(len));
+    let search_from = damage_at + damaged_len.unwrap_or(1);
+    let bytes_bound = damage_at + limits::JOURNAL_BATCH_BYTES_MAX.max(damaged_len.unwrap_or(0));
     let records_bound = want.saturating_add(limits::JOURNAL_BATCH_RECORDS_MAX as u64);
-    let last_start = bytes.len().checked_sub(FRAME_HEADER_BYTES + SEQ_BYTES)?;
-    (damage_at + 1..=last_start).find_map(|at| {
+    let last_start = bytes.len().checked_sub(SMALLEST_FRAME)?;
+    (search_from..=last_start).find_map(|at| {
         // The sequence number first: it rules out nearly every offset cheaply.
-        let seq = u64::from_le_bytes(
-            bytes[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + SEQ_BYTES]
-                .try_into()
-                .ok()?,
-        );
-        if seq <= want || seq - want > u32::MAX as u64 || (at < bytes_bound && seq < records_bound) {
+        let seq = u64::from_le_bytes(bytes[at + FRAME_HEADER_BYTES..at + SMALLEST_FRAME].try_into().ok()?);
+        let records_before = seq.checked_sub(want).filter(|gap| *gap > 0)?;
+        if records_before > ((at - damage_at) / SMALLEST_FRAME) as u64 {
+            return None;
+        }
+        if at < bytes_bound && seq < records_bound {
             return None;
         }
         match decode_frame(&bytes[at..]) {
@@ -754,6 +761,54 @@ mod tests {
             other => panic!("expected Corrupt, got {other:?}"),
         };
         assert!(reason.contains("sequence 7 where 4 was expected"), "{reason}");
+    }
+
+    /// A record whose payload holds what look like whole frames, as a
+    /// merchant's text may: `count` fake frames with sequences from `first_fake_seq`.
+    fn payload_of_fake_frames(first_fake_seq: u64, count: u64) -> Vec<u8> {
+        let mut payload = Vec::new();
+        for seq in first_fake_seq..first_fake_seq + count {
+            encode_frame(seq, b"fake", &mut payload);
+        }
+        payload
+    }
+
+    #[test]
+    fn frames_inside_a_record_cut_short_by_a_crash_are_not_taken_for_later_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        for seq in 1..=3 {
+            encode_frame(seq, b"whole", &mut bytes);
+        }
+        let whole = bytes.len();
+        // Far-off sequences, and sequences that would be plausible by distance.
+        let mut payload = payload_of_fake_frames(0x7f7f_7f7f, 10);
+        payload.extend(payload_of_fake_frames(
+            4 + limits::JOURNAL_BATCH_RECORDS_MAX as u64,
+            40_000,
+        ));
+        encode_frame(4, &payload, &mut bytes);
+        // The crash cut the record short, just before its end.
+        bytes.truncate(bytes.len() - 3);
+        fs::write(segment_path(dir.path(), 1), &bytes).unwrap();
+        let (seen, outcome) = replay_all(dir.path());
+        assert_eq!(seen.len(), 3);
+        assert_eq!(outcome.next_seq, 4);
+        assert_eq!(fs::metadata(segment_path(dir.path(), 1)).unwrap().len(), whole as u64);
+    }
+
+    #[test]
+    fn a_frame_whose_sequence_no_records_between_could_reach_is_not_a_later_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, offsets) = segment_of(dir.path(), 10, 8);
+        // A damaged header (no usable length), then a fake frame far ahead in sequence.
+        let mut bytes = fs::read(&path).unwrap();
+        bytes.truncate(offsets[5]);
+        bytes.extend_from_slice(&[0xFF; 8]);
+        bytes.extend(payload_of_fake_frames(6 + limits::JOURNAL_BATCH_RECORDS_MAX as u64, 1));
+        fs::write(&path, &bytes).unwrap();
+        let (seen, _) = replay_all(dir.path());
+        assert_eq!(seen.len(), 5, "cut as a torn tail");
     }
 
     #[test]
