@@ -781,12 +781,10 @@ mod tests {
             encode_frame(seq, b"whole", &mut bytes);
         }
         let whole = bytes.len();
-        // Far-off sequences, and sequences that would be plausible by distance.
+        // A far-off sequence, and one as far on as whole records between could reach.
         let mut payload = payload_of_fake_frames(0x7f7f_7f7f, 10);
-        payload.extend(payload_of_fake_frames(
-            4 + limits::JOURNAL_BATCH_RECORDS_MAX as u64,
-            40_000,
-        ));
+        payload.extend(vec![b' '; 600 * 1024]);
+        payload.extend(payload_of_fake_frames(4 + limits::JOURNAL_BATCH_RECORDS_MAX as u64, 10));
         encode_frame(4, &payload, &mut bytes);
         // The crash cut the record short, just before its end.
         bytes.truncate(bytes.len() - 3);
