@@ -155,14 +155,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, V1Error> {
         if let Some(cut) = message.rfind(" at line ") {
             message.truncate(cut);
         }
+        let names_field = path != "." && !path.is_empty();
         // serde_json reports an enum given a number or null as a syntax
         // error; when the body is valid JSON it is the field that is wrong.
-        let valid_json = || serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
-        if (inner.is_syntax() || inner.is_eof()) && !(path != "." && !path.is_empty() && valid_json()) {
-            V1Error::invalid_body(format!("malformed JSON: {message}"))
-        } else if inner.is_syntax() {
+        if inner.is_syntax() && names_field && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
             V1Error::invalid_body(format!("{path}: invalid type or value"))
-        } else if path == "." || path.is_empty() {
+        } else if inner.is_syntax() || inner.is_eof() {
+            V1Error::invalid_body(format!("malformed JSON: {message}"))
+        } else if !names_field {
             V1Error::invalid_body(message)
         } else {
             V1Error::invalid_body(format!("{path}: {message}"))

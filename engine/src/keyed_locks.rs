@@ -44,13 +44,9 @@ impl<K: Hash + Eq + Clone> KeyedLocks<K> {
     }
 
     /// How many keys are remembered (held, awaited, or not yet swept).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.locks.lock().expect("keyed locks").len()
-    }
-
-    /// True when no key is remembered.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -228,6 +228,7 @@ impl OrderState {
         };
         let submitted = engine.submit_refund_to_vendor(&order, &refund).await;
         if submitted.is_ok() {
+            // A retry that got through starts the count afresh.
             self.refund_attempts.remove(&refund_id);
         }
         match submitted {

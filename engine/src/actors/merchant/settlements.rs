@@ -57,10 +57,14 @@ impl MerchantState {
         let platform_fee = sum(&|o| o.fees.map_or(0, |f| f.platform_fee.get()));
         let aggregator_fee = sum(&|o| o.fees.map_or(0, |f| f.aggregator_fee.get()));
         let net_of_orders = sum(&|o| o.fees.map_or(o.amount.get(), |f| f.net.get()));
-        let (returned, deducted): (Vec<&Refund>, Vec<&Refund>) =
-            refunds.iter().partition(|r| r.status == RefundStatus::Failed);
-        let refunds_deducted: i64 = deducted.iter().map(|r| r.amount.get()).sum();
-        let refunds_returned: i64 = returned.iter().map(|r| r.amount.get()).sum();
+        let refunds_where = |failed: bool| {
+            refunds
+                .iter()
+                .filter(|r| (r.status == RefundStatus::Failed) == failed)
+                .map(|r| r.amount.get())
+                .sum::<i64>()
+        };
+        let (refunds_deducted, refunds_returned) = (refunds_where(false), refunds_where(true));
         // Negative when more is given back than deducted.
         let refund_total = refunds_deducted - refunds_returned;
         let before_fee = net_of_orders - refund_total + carried;
