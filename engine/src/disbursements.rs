@@ -3,6 +3,7 @@
 //! operator and sandbox moves.
 
 use crate::actors::disbursement::{DisbursementActor, DisbursementArgs, DisbursementMsg};
+use crate::actors::merchant::DisbursementMove;
 use crate::actors::MerchantMsg;
 use crate::destinations::present;
 use crate::domain::{Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source};
@@ -70,9 +71,7 @@ impl Engine {
             })
             .await??;
         // The caller has its answer now; the hand-over goes on without it.
-        let (engine, id) = (self.clone(), created.id);
-        let start = DisbursementMsg::Start(Box::new(created.clone()));
-        tokio::spawn(async move { engine.start_disbursement_actor(id, start).await });
+        self.handoffs().push(created.clone());
         Ok(created)
     }
 
@@ -265,14 +264,28 @@ impl Engine {
         vendor_disbursement_id: Option<String>,
         reason: Option<String>,
     ) -> Result<Disbursement, EngineError> {
-        self.call_merchant(merchant_id, |reply| MerchantMsg::MoveDisbursement {
+        let step = DisbursementMove {
             id,
             to,
-            vendor_disbursement_id: vendor_disbursement_id.clone(),
-            reason: reason.clone(),
+            vendor_disbursement_id,
+            reason,
+        };
+        let mut results = self.move_disbursements(merchant_id, vec![step]).await?;
+        results.pop().unwrap_or(Err(EngineError::DisbursementNotFound))
+    }
+
+    /// Moves disbursements of one merchant together: one message to its
+    /// actor, one result per move, all durable when it returns.
+    pub(crate) async fn move_disbursements(
+        &self,
+        merchant_id: Uuid,
+        moves: Vec<DisbursementMove>,
+    ) -> Result<Vec<Result<Disbursement, EngineError>>, EngineError> {
+        self.call_merchant(merchant_id, |reply| MerchantMsg::MoveDisbursements {
+            moves: moves.clone(),
             reply,
         })
-        .await?
+        .await
     }
 
     /// Operator approval of a disbursement IN_REVIEW: it goes to the vendor.
@@ -371,13 +384,19 @@ impl Engine {
         self.disbursement_actors().remove(&id, actor.get_id());
     }
 
-    /// Restarts the actors of every disbursement not yet final (after a restart).
+    /// Takes up every disbursement not yet final (after a restart): PENDING
+    /// ones are handed over again, ON_PROCESS ones ask the vendor anew.
     pub(crate) async fn resume_disbursements(&self) -> Result<usize, EngineError> {
         let open = self.store().open_disbursements()?;
         let count = open.len();
         for disbursement in open {
-            self.start_disbursement_actor(disbursement.id, DisbursementMsg::Start(Box::new(disbursement)))
-                .await;
+            match disbursement.status {
+                DisbursementStatus::Pending => self.handoffs().push(disbursement),
+                _ => {
+                    self.start_disbursement_actor(disbursement.id, DisbursementMsg::Start(Box::new(disbursement)))
+                        .await
+                }
+            }
         }
         Ok(count)
     }

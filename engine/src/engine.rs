@@ -150,6 +150,7 @@ pub(crate) struct EngineInner {
     // is answered from the first, instead of asking the vendor again.
     order_creations: crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)>,
     timers: std::sync::OnceLock<crate::timers::Timers>,
+    handoffs: std::sync::OnceLock<crate::handoffs::HandOffs>,
 }
 
 impl Engine {
@@ -208,12 +209,17 @@ impl Engine {
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
                 timers: std::sync::OnceLock::new(),
+                handoffs: std::sync::OnceLock::new(),
             }),
         };
         let (timers, timer_task) =
             crate::timers::Timers::start(Arc::downgrade(&engine.inner), engine.inner.stopping.subscribe());
         let _ = engine.inner.timers.set(timers);
         engine.track_background(timer_task);
+        let (handoffs, handoff_task) =
+            crate::handoffs::HandOffs::start(Arc::downgrade(&engine.inner), engine.inner.stopping.subscribe());
+        let _ = engine.inner.handoffs.set(handoffs);
+        engine.track_background(handoff_task);
         engine.seed_catalog().await?;
         engine.start_checkpointer(config.checkpoint_interval);
         let resumed = engine.resume_disbursements().await?;
@@ -478,6 +484,11 @@ impl Engine {
     /// The timer task of vendor outcomes.
     pub(crate) fn timers(&self) -> &crate::timers::Timers {
         self.inner.timers.get().expect("timers start with the engine")
+    }
+
+    /// The queue of new disbursements for the vendor.
+    pub(crate) fn handoffs(&self) -> &crate::handoffs::HandOffs {
+        self.inner.handoffs.get().expect("hand-offs start with the engine")
     }
 
     /// The lock serializing settlement runs.

@@ -27,6 +27,7 @@ pub mod disbursements;
 pub mod domain;
 pub mod engine;
 pub mod error;
+pub mod handoffs;
 pub mod keyed_locks;
 pub mod ledger;
 pub mod limits;

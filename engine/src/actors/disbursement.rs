@@ -1,8 +1,9 @@
-//! `DisbursementActor`: one per disbursement in flight. It decides when a
-//! disbursement moves (review, hand-over to the vendor, the vendor's
-//! outcome); the merchant actor records each move, so money and status stay
-//! with the merchant's single writer. Each message is one step, after which
-//! the actor stops: a vendor's outcome is waited for in the timer heap
+//! `DisbursementActor`: one per disbursement with a step to take after its
+//! hand-over: the vendor's outcome, or a resume after a restart. (The first
+//! step of new disbursements, review or hand-over, is taken in batches by
+//! `handoffs.rs`.) The merchant actor records each move, so money and status
+//! stay with the merchant's single writer. Each message is one step, after
+//! which the actor stops: a vendor's outcome is waited for in the timer heap
 //! (`timers.rs`), which starts a new actor when it is due.
 
 use crate::domain::{Disbursement, DisbursementStatus};
@@ -90,29 +91,9 @@ fn outcome_reason(outcome: DisbursementStatus) -> String {
 }
 
 /// Takes the next step; returns the vendor's outcome to wait for, if any.
+/// A PENDING disbursement's first step is the hand-off round's (`handoffs.rs`).
 async fn advance(state: &DisbursementArgs, disbursement: Disbursement) -> Result<OutcomeDue, ActorProcessingErr> {
     match disbursement.status {
-        DisbursementStatus::Pending => {
-            let threshold = state
-                .engine
-                .merchant(disbursement.merchant_id)
-                .map(|m| m.limits.review_threshold_minor);
-            if threshold.is_some_and(|t| disbursement.request_amount.get() >= t) {
-                let moved = state
-                    .engine
-                    .move_disbursement(
-                        disbursement.merchant_id,
-                        state.id,
-                        DisbursementStatus::InReview,
-                        None,
-                        None,
-                    )
-                    .await;
-                ignore_lost_race(moved)?;
-                return Ok(None);
-            }
-            submit(state, &disbursement).await
-        }
         // After a restart: ask the vendor again when it will settle.
         DisbursementStatus::OnProcess => Ok(state
             .engine
@@ -120,52 +101,5 @@ async fn advance(state: &DisbursementArgs, disbursement: Disbursement) -> Result
             .and_then(|vendor| vendor.submit(&disbursement).ok())
             .and_then(|submission| submission.settles)),
         _ => Ok(None),
-    }
-}
-
-async fn submit(state: &DisbursementArgs, disbursement: &Disbursement) -> Result<OutcomeDue, ActorProcessingErr> {
-    let Some(vendor) = state.engine.payout_vendor() else {
-        return Ok(None);
-    };
-    match vendor.submit(disbursement) {
-        Ok(submission) => {
-            let moved = state
-                .engine
-                .move_disbursement(
-                    disbursement.merchant_id,
-                    state.id,
-                    DisbursementStatus::OnProcess,
-                    Some(submission.vendor_disbursement_id),
-                    None,
-                )
-                .await;
-            let moved_now = ignore_lost_race(moved)?;
-            // The timer task brings the outcome back; no actor waits meanwhile.
-            Ok(submission.settles.filter(|_| moved_now))
-        }
-        Err(reason) => {
-            let moved = state
-                .engine
-                .move_disbursement(
-                    disbursement.merchant_id,
-                    state.id,
-                    DisbursementStatus::Failed,
-                    None,
-                    Some(reason),
-                )
-                .await;
-            ignore_lost_race(moved)?;
-            Ok(None)
-        }
-    }
-}
-
-/// A move refused because someone else moved it first (an operator, the
-/// sandbox) is not an error for the actor. Returns whether the move happened.
-fn ignore_lost_race<T>(result: Result<T, EngineError>) -> Result<bool, ActorProcessingErr> {
-    match result {
-        Ok(_) => Ok(true),
-        Err(EngineError::InvalidStatus(_)) | Err(EngineError::DisbursementNotFound) => Ok(false),
-        Err(error) => Err(error.into()),
     }
 }

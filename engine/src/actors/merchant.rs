@@ -89,18 +89,14 @@ pub enum MerchantMsg {
         request: DisbursementRequest,
         reply: RpcReplyPort<Result<Disbursement, EngineError>>,
     },
-    /// Move a disbursement to `to`; FAILED and REJECTED give the full amount back.
-    MoveDisbursement {
-        /// Which.
-        id: Uuid,
-        /// The next status.
-        to: DisbursementStatus,
-        /// The vendor's reference, when handed over.
-        vendor_disbursement_id: Option<String>,
-        /// Why, for FAILED and REJECTED.
-        reason: Option<String>,
-        /// The disbursement after the move.
-        reply: RpcReplyPort<Result<Disbursement, EngineError>>,
+    /// Move disbursements, each to its next status; FAILED and REJECTED give
+    /// the full amount back. Replies once every move is durable, with each
+    /// disbursement after its move or why it could not move.
+    MoveDisbursements {
+        /// The moves, in order.
+        moves: Vec<DisbursementMove>,
+        /// One result per move.
+        reply: RpcReplyPort<Vec<Result<Disbursement, EngineError>>>,
     },
     /// Create, pay, expire or fail an order; create or settle a refund.
     Order {
@@ -122,6 +118,19 @@ pub enum BeneficiaryChange {
     Verify { id: Uuid, result: Result<String, String> },
     /// Soft delete.
     Delete { id: Uuid },
+}
+
+/// One disbursement's next status, as asked of its merchant's actor.
+#[derive(Clone, Debug)]
+pub struct DisbursementMove {
+    /// Which.
+    pub id: Uuid,
+    /// The next status.
+    pub to: DisbursementStatus,
+    /// The vendor's reference, when handed over.
+    pub vendor_disbursement_id: Option<String>,
+    /// Why, for FAILED and REJECTED.
+    pub reason: Option<String>,
 }
 
 /// Hashes of every key of one kind a merchant ever used, while they fit in
@@ -366,44 +375,9 @@ impl Actor for MerchantActor {
                     Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
                 }
             }
-            MerchantMsg::MoveDisbursement {
-                id,
-                to,
-                vendor_disbursement_id,
-                reason,
-                reply,
-            } => {
+            MerchantMsg::MoveDisbursements { moves, reply } => {
                 state.wait_for_room().await?;
-                match state.move_disbursement(id, to, vendor_disbursement_id, reason) {
-                    Ok((disbursement, reversal)) => {
-                        let boxed = Box::new(disbursement.clone());
-                        let record = match reversal {
-                            Some(entry) => JournalRecord::DisbursementReversed {
-                                disbursement: boxed,
-                                entry: (*entry).clone(),
-                            },
-                            None => JournalRecord::DisbursementUpdated(boxed),
-                        };
-                        let url = disbursement
-                            .notify_url
-                            .clone()
-                            .or_else(|| state.profile.default_notify_url.clone());
-                        // No URL, no event (nor its copy of the disbursement).
-                        let events = url.map(|url| {
-                            crate::domain::WebhookEvent::new(
-                                disbursement.merchant_id,
-                                disbursement.updated_at_ms,
-                                Some(url),
-                                crate::domain::EventResource::Disbursement(Box::new(disbursement.clone())),
-                            )
-                        });
-                        let record = JournalRecord::with_events(record, events.into_iter().collect());
-                        state
-                            .journal_record(record, Box::new(move || drop(reply.send(Ok(disbursement)))))
-                            .await?;
-                    }
-                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
-                }
+                state.move_disbursements(moves, reply).await?;
             }
             MerchantMsg::Order { command, reply } => {
                 state.wait_for_room().await?;
@@ -590,6 +564,67 @@ impl MerchantState {
         self.daily_total = Some((day, day_total + request_amount.get()));
         self.remember_disbursement(key_hash, disbursement.clone());
         Ok((disbursement, entry))
+    }
+
+    /// Moves disbursements; the moves that change no money share one record,
+    /// so a batch handed to the vendor costs one append, not one each. A
+    /// move that gives money back is its own record, with its reversal.
+    async fn move_disbursements(
+        &mut self,
+        moves: Vec<DisbursementMove>,
+        reply: RpcReplyPort<Vec<Result<Disbursement, EngineError>>>,
+    ) -> Result<(), ActorProcessingErr> {
+        let mut results = Vec::with_capacity(moves.len());
+        let mut updated = Vec::new();
+        let mut events = Vec::new();
+        for step in moves {
+            match self.move_disbursement(step.id, step.to, step.vendor_disbursement_id, step.reason) {
+                Ok((disbursement, reversal)) => {
+                    let event = self.status_event(&disbursement);
+                    match reversal {
+                        Some(entry) => {
+                            let record = JournalRecord::DisbursementReversed {
+                                disbursement: Box::new(disbursement.clone()),
+                                entry: (*entry).clone(),
+                            };
+                            let record = JournalRecord::with_events(record, event.into_iter().collect());
+                            self.journal_record(record, Box::new(|| {})).await?;
+                        }
+                        None => {
+                            updated.push(disbursement.clone());
+                            events.extend(event);
+                        }
+                    }
+                    results.push(Ok(disbursement));
+                }
+                Err(refusal) => results.push(Err(refusal)),
+            }
+        }
+        let record = match updated.len() {
+            0 => return self.reply_when_durable(reply, results).await,
+            1 => JournalRecord::DisbursementUpdated(Box::new(updated.pop().expect("one"))),
+            _ => JournalRecord::DisbursementsUpdated(updated),
+        };
+        // Records of one actor become durable in order: this last one's
+        // completion means every move of the batch is durable.
+        let record = JournalRecord::with_events(record, events);
+        self.journal_record(record, Box::new(move || drop(reply.send(results))))
+            .await
+    }
+
+    /// The webhook event of a disbursement's new status, if it has
+    /// somewhere to go (its notify URL or the merchant's default).
+    fn status_event(&self, disbursement: &Disbursement) -> Option<crate::domain::WebhookEvent> {
+        let url = disbursement
+            .notify_url
+            .clone()
+            .or_else(|| self.profile.default_notify_url.clone())?;
+        Some(crate::domain::WebhookEvent::new(
+            disbursement.merchant_id,
+            disbursement.updated_at_ms,
+            Some(url),
+            crate::domain::EventResource::Disbursement(Box::new(disbursement.clone())),
+        ))
     }
 
     /// Validates a status change; for FAILED and REJECTED applies the

@@ -376,6 +376,11 @@ impl Store {
                 self.overlay_disbursement(overlay, disbursement);
             }
             JournalRecord::DisbursementUpdated(disbursement) => self.overlay_disbursement(overlay, disbursement),
+            JournalRecord::DisbursementsUpdated(disbursements) => {
+                for disbursement in disbursements {
+                    self.overlay_disbursement(overlay, disbursement);
+                }
+            }
             JournalRecord::OrderCreated(order) => self.overlay_order(overlay, order, true),
             JournalRecord::OrderUpdated(order) => self.overlay_order(overlay, order, false),
             JournalRecord::OrderPaid { order, entry } => {

@@ -107,6 +107,9 @@ pub enum JournalRecord {
         /// The reversal, for FAILED.
         entry: Option<Entry>,
     },
+    /// Disbursements changed status together without moving money (a batch
+    /// handed to the vendor). Last, so older journals decode unchanged.
+    DisbursementsUpdated(Vec<Disbursement>),
 }
 
 impl JournalRecord {

@@ -1,0 +1,186 @@
+//! Hand-off rounds (engine level): many disbursements created at once are
+//! each taken one step exactly once (ON_PROCESS, IN_REVIEW at the review
+//! threshold, FAILED with the money back when the vendor refuses), and the
+//! moves of one merchant share journal records instead of one record each.
+//! The sandbox vendor never refuses at hand-over (its failing account fails
+//! later), so the vendor here is the sandbox with a refusal put in front.
+
+use paygate_engine::clock::SystemClock;
+use paygate_engine::disbursements::NewDisbursement;
+use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, LimitsPatch, SettlementType};
+use paygate_engine::store::journal;
+use paygate_engine::store::record::JournalRecord;
+use paygate_engine::vendor::{PayoutVendor, SandboxPayoutVendor, Submission};
+use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+const FUNDING: i64 = 100_000_000_000;
+const FEE: i64 = 250_000;
+const REVIEW_THRESHOLD: i64 = 5_000_000;
+const DISBURSEMENTS: usize = 300;
+
+/// The sandbox, refusing the hand-over of its failing account outright.
+struct RefusingVendor(SandboxPayoutVendor);
+
+impl PayoutVendor for RefusingVendor {
+    fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
+        if disbursement.destination.account() == "0000000000" {
+            return Err("account not found".into());
+        }
+        self.0.submit(disbursement)
+    }
+
+    fn inquire(&self, destination: &Destination) -> Result<String, String> {
+        self.0.inquire(destination)
+    }
+}
+
+/// Every 10th is at the review threshold, every 7th (not 10th) goes to the
+/// sandbox's failing account, the rest to a good one.
+fn request(n: usize) -> NewDisbursement {
+    let amount = if n % 10 == 0 {
+        REVIEW_THRESHOLD
+    } else {
+        1_000_000 + n as i64
+    };
+    let account = if n % 7 == 0 && n % 10 != 0 {
+        "0000000000"
+    } else {
+        "1234567890"
+    };
+    NewDisbursement {
+        idempotency_key: Some(format!("handoff-{n}")),
+        channel: Some("BANK".into()),
+        bank_short_code: Some("BCA".into()),
+        account_number: Some(account.into()),
+        account_name: Some("Budi Santoso".into()),
+        amount_minor: Some(amount),
+        ..Default::default()
+    }
+}
+
+fn expected_status(n: usize) -> DisbursementStatus {
+    if n % 10 == 0 {
+        DisbursementStatus::InReview
+    } else if n % 7 == 0 {
+        DisbursementStatus::Failed
+    } else {
+        DisbursementStatus::OnProcess
+    }
+}
+
+/// The disbursement versions each journal record carries, by record.
+fn versions(record: &JournalRecord) -> Vec<&Disbursement> {
+    match record {
+        JournalRecord::DisbursementUpdated(one) => vec![one],
+        JournalRecord::DisbursementReversed { disbursement, .. } => vec![disbursement],
+        JournalRecord::DisbursementsUpdated(many) => many.iter().collect(),
+        JournalRecord::Evented { record, .. } => versions(record),
+        _ => Vec::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(Arc::new(RefusingVendor(SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    })));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let (merchant, _) = engine
+        .create_merchant(NewMerchant {
+            name: "handoff".into(),
+            settlement_type: Some(SettlementType::Wallet),
+            limits: LimitsPatch {
+                review_threshold_minor: Some(REVIEW_THRESHOLD),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let merchant_id = merchant.id;
+    engine
+        .credit_wallet(merchant_id, MinorUnits::new(FUNDING), "fund", None)
+        .await
+        .unwrap();
+
+    let tasks: Vec<_> = (0..DISBURSEMENTS)
+        .map(|n| {
+            let engine = engine.clone();
+            tokio::spawn(async move { (n, engine.create_disbursement(merchant_id, request(n)).await) })
+        })
+        .collect();
+    let mut created: HashMap<Uuid, usize> = HashMap::new();
+    for task in tasks {
+        let (n, result) = task.await.unwrap();
+        let disbursement = result.unwrap();
+        assert_eq!(disbursement.status, DisbursementStatus::Pending);
+        created.insert(disbursement.id, n);
+    }
+    for _ in 0..2000 {
+        if engine.disbursements_awaiting_handoff() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(engine.disbursements_awaiting_handoff(), 0);
+
+    let mut still_debited = 0i64;
+    for (id, n) in &created {
+        let stored = engine.disbursement_for(merchant_id, &id.to_string()).unwrap();
+        assert_eq!(stored.status, expected_status(*n), "disbursement {n}");
+        match stored.status {
+            DisbursementStatus::OnProcess => assert!(stored.vendor_disbursement_id.is_some()),
+            DisbursementStatus::Failed => {
+                assert_eq!(stored.failure_reason.as_deref(), Some("account not found"));
+                assert!(stored.reversal_seq.is_some());
+            }
+            _ => assert_eq!(stored.vendor_disbursement_id, None),
+        }
+        if stored.status != DisbursementStatus::Failed {
+            still_debited += stored.request_amount.get() + FEE;
+        }
+    }
+    assert_eq!(
+        engine.wallet_balance(merchant_id).await.unwrap().get(),
+        FUNDING - still_debited
+    );
+    assert!(engine.verify_ledger().await.unwrap().balanced);
+    engine.shutdown().await;
+
+    // Each disbursement moved once after its creation; the moves that
+    // change no money shared records.
+    let mut moves: HashMap<Uuid, usize> = HashMap::new();
+    let mut shared_records = 0;
+    let mut moved_without_money = 0;
+    journal::replay(&dir.path().join("journal"), 0, |_, payload| {
+        let record = JournalRecord::decode(payload).unwrap();
+        let moved: Vec<_> = versions(&record)
+            .into_iter()
+            .filter(|d| d.status != DisbursementStatus::Pending)
+            .collect();
+        let reversal = matches!(&record, JournalRecord::DisbursementReversed { .. });
+        if !moved.is_empty() && !reversal {
+            shared_records += 1;
+            moved_without_money += moved.len();
+        }
+        for disbursement in moved {
+            *moves.entry(disbursement.id).or_default() += 1;
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(moves.len(), DISBURSEMENTS);
+    assert!(moves.values().all(|&count| count == 1), "a disbursement moved twice");
+    let failed = (0..DISBURSEMENTS).filter(|n| expected_status(*n) == DisbursementStatus::Failed);
+    assert_eq!(moved_without_money, DISBURSEMENTS - failed.count());
+    assert!(
+        shared_records * 4 <= moved_without_money,
+        "{moved_without_money} moves took {shared_records} records"
+    );
+}
