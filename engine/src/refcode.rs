@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, Utc};
 use rand::Rng;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -18,10 +18,17 @@ const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 const REMEMBERED_SECONDS: i64 = 5;
 
 /// Hands out unique reference codes.
+/// One second's WIB stamp (`yymmddHHMMSS`, formatted once) and its codes.
+#[derive(Default)]
+struct Second {
+    stamp: String,
+    codes: foldhash::HashSet<String>,
+}
+
 pub struct RefCodes {
     // Codes handed out (prefix included), by Unix second, for the latest
     // `REMEMBERED_SECONDS` seconds.
-    issued: Mutex<BTreeMap<i64, HashSet<String>>>,
+    issued: Mutex<BTreeMap<i64, Second>>,
     // Unix seconds: when this process started, and the latest second seen.
     started_second: i64,
     latest_second: std::sync::atomic::AtomicI64,
@@ -51,25 +58,32 @@ impl RefCodes {
         let latest = self.latest_second.fetch_max(second, Ordering::AcqRel);
         // Codes of seconds this process fully owns are all in memory.
         let ask_storage = second <= self.started_second || second < latest;
-        let stamp = format!(
-            "{prefix}-{}",
-            crate::clock::wib_format(now.timestamp_millis(), "%y%m%d%H%M%S")
-        );
         let mut issued = self.issued.lock().expect("ref code lock");
         let newest = latest.max(second);
         // The second being served stays, however old: a caller far behind
         // must still not repeat its own codes.
-        issued.retain(|kept, _| *kept >= newest - REMEMBERED_SECONDS || *kept == second);
-        let issued = issued.entry(second).or_default();
+        if issued
+            .first_key_value()
+            .is_some_and(|(oldest, _)| *oldest < newest - REMEMBERED_SECONDS)
+        {
+            issued.retain(|kept, _| *kept >= newest - REMEMBERED_SECONDS || *kept == second);
+        }
+        let issued = issued.entry(second).or_insert_with(|| Second {
+            // Formatting is the dear part of a code: once a second.
+            stamp: crate::clock::wib_format(now.timestamp_millis(), "%y%m%d%H%M%S"),
+            codes: Default::default(),
+        });
         let mut rng = rand::thread_rng();
         loop {
-            let suffix: String = (0..4)
-                .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
-                .collect();
-            let code = format!("{stamp}-{suffix}");
-            let known_taken = issued.contains(&code) || (ask_storage && taken(&code));
+            let mut code = String::with_capacity(prefix.len() + issued.stamp.len() + 6);
+            code.push_str(prefix);
+            code.push('-');
+            code.push_str(&issued.stamp);
+            code.push('-');
+            code.extend((0..4).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char));
+            let known_taken = issued.codes.contains(&code) || (ask_storage && taken(&code));
             if !known_taken {
-                issued.insert(code.clone());
+                issued.codes.insert(code.clone());
                 return code;
             }
         }
@@ -79,6 +93,7 @@ impl RefCodes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn codes_have_the_wib_shape_and_do_not_repeat() {
