@@ -36,6 +36,7 @@ pub mod orders;
 pub mod qris;
 pub mod refcode;
 pub mod settlements;
+pub mod sharded;
 pub mod signing;
 pub mod store;
 pub mod timers;

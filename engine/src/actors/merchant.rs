@@ -136,13 +136,13 @@ pub struct DisbursementMove {
 /// Hashes of every key of one kind a merchant ever used, while they fit in
 /// memory (`complete`); past the cap it gives up and every lookup reads storage.
 pub(crate) struct KnownKeys {
-    hashes: foldhash::HashSet<u128>,
+    hashes: crate::sharded::ShardedSet<u128>,
     complete: bool,
     cap: usize,
 }
 
 impl KnownKeys {
-    fn loaded(loaded: Option<foldhash::HashSet<u128>>, cap: usize) -> KnownKeys {
+    fn loaded(loaded: Option<crate::sharded::ShardedSet<u128>>, cap: usize) -> KnownKeys {
         KnownKeys {
             complete: loaded.is_some(),
             hashes: loaded.unwrap_or_default(),

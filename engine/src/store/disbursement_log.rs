@@ -15,7 +15,8 @@
 //! blocks (at most one per status change) and are skipped by the index.
 
 use crate::domain::Disbursement;
-use foldhash::{HashMap, HashSet, HashSetExt};
+use crate::sharded::{ShardedMap, ShardedSet};
+use foldhash::HashMap;
 use std::collections::BTreeSet;
 use uuid::Uuid;
 
@@ -137,7 +138,7 @@ impl BlockWriter {
 #[derive(Default)]
 struct MerchantIndex {
     /// Idempotency key hash -> id.
-    by_key: HashMap<u128, Uuid>,
+    by_key: ShardedMap<u128, Uuid>,
     /// (created ms, id), for listings.
     created: BTreeSet<(i64, Uuid)>,
 }
@@ -147,10 +148,10 @@ struct MerchantIndex {
 #[derive(Default)]
 pub struct DisbursementIndex {
     /// Every indexed disbursement; where its newest checkpointed version is, once it has one.
-    located: HashMap<Uuid, Option<Location>>,
-    by_ref: HashMap<u128, Uuid>,
+    located: ShardedMap<Uuid, Option<Location>>,
+    by_ref: ShardedMap<u128, Uuid>,
     merchants: HashMap<Uuid, MerchantIndex>,
-    open: HashSet<Uuid>,
+    open: ShardedSet<Uuid>,
 }
 
 impl DisbursementIndex {
@@ -196,9 +197,9 @@ impl DisbursementIndex {
     }
 
     /// A merchant's idempotency key hashes, or `None` when there are more than `limit`.
-    pub fn key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Option<HashSet<u128>> {
+    pub fn key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Option<ShardedSet<u128>> {
         let Some(merchant) = self.merchants.get(merchant_id) else {
-            return Some(HashSet::new());
+            return Some(ShardedSet::default());
         };
         (merchant.by_key.len() <= limit).then(|| merchant.by_key.keys().copied().collect())
     }

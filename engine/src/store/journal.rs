@@ -380,8 +380,14 @@ impl Journal {
                 fail_stop("journal applier", move || {
                     let mut continuations = Vec::new();
                     while let Ok(batch) = applier_receiver.recv() {
+                        let started = std::time::Instant::now();
+                        let records = batch.len();
                         continuations.extend(batch.into_iter().filter_map(|(seq, payload, done)| done(seq, &payload)));
                         continuations.drain(..).for_each(|then| then());
+                        let took = started.elapsed();
+                        if took >= SLOW_STEP {
+                            tracing::warn!(ms = took.as_millis() as u64, records, "journal apply slow");
+                        }
                     }
                 })
             })?;
@@ -482,6 +488,9 @@ impl Journal {
     }
 }
 
+/// A write, sync or apply this slow is logged: it holds up every reply.
+const SLOW_STEP: std::time::Duration = std::time::Duration::from_millis(50);
+
 struct Writer {
     dir: PathBuf,
     segment_bytes_max: u64,
@@ -530,7 +539,18 @@ impl Writer {
                 next = receiver.try_recv().ok();
             }
             if !buffer.is_empty() {
-                if let Err(error) = self.write_and_sync(&buffer) {
+                let started = std::time::Instant::now();
+                let written = self.write_and_sync(&buffer);
+                let took = started.elapsed();
+                if took >= SLOW_STEP {
+                    tracing::warn!(
+                        ms = took.as_millis() as u64,
+                        bytes = buffer.len(),
+                        records,
+                        "journal write and sync slow"
+                    );
+                }
+                if let Err(error) = written {
                     tracing::error!(%error, "journal write or sync failed; aborting to protect acknowledged data");
                     std::process::abort();
                 }

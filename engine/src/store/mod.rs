@@ -1067,7 +1067,11 @@ impl Store {
 
     /// A merchant's disbursement idempotency key hashes, or `None` when
     /// there are more than `limit`.
-    pub fn disbursement_key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Option<foldhash::HashSet<u128>> {
+    pub fn disbursement_key_hashes(
+        &self,
+        merchant_id: &Uuid,
+        limit: usize,
+    ) -> Option<crate::sharded::ShardedSet<u128>> {
         let index = self.disbursements.read().expect("disbursement index lock");
         index.key_hashes(merchant_id, limit)
     }
@@ -1229,12 +1233,12 @@ impl Store {
         prefix: u8,
         merchant_id: &Uuid,
         limit: usize,
-    ) -> Result<Option<foldhash::HashSet<u128>>, StoreError> {
+    ) -> Result<Option<crate::sharded::ShardedSet<u128>>, StoreError> {
         let start = prefixed(prefix, &[merchant_id.as_bytes()]);
         let mut end = start.clone();
         end.push(0xFF);
         end.extend_from_slice(&[0xFF; 32]);
-        let mut hashes = foldhash::HashSet::default();
+        let mut hashes = crate::sharded::ShardedSet::default();
         for (key, _) in self.resource_range(&start, &end)? {
             if hashes.len() >= limit {
                 return Ok(None);
