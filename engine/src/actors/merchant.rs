@@ -588,6 +588,8 @@ impl MerchantState {
                                 entry: (*entry).clone(),
                             };
                             let record = JournalRecord::with_events(record, event.into_iter().collect());
+                            // Entries in flight stay within what memory keeps (RECENT_ENTRIES_MAX).
+                            self.wait_for_room().await?;
                             self.journal_record(record, Box::new(|| {})).await?;
                         }
                         None => {
