@@ -184,3 +184,54 @@ async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() 
         "{moved_without_money} moves took {shared_records} records"
     );
 }
+
+/// A caller that stops waiting (an HTTP client gone) once its request
+/// reached the merchant actor does not strand the disbursement: it is
+/// debited, so it must still be handed over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    }));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let (merchant, _) = engine
+        .create_merchant(NewMerchant {
+            name: "gone".into(),
+            settlement_type: Some(SettlementType::Wallet),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine
+        .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
+        .await
+        .unwrap();
+    // The merchant actor is live (the credit), so one poll sends the request.
+    let mut call = Box::pin(engine.create_disbursement(merchant.id, request(1)));
+    assert!(futures::poll!(&mut call).is_pending());
+    let mut stored = None;
+    for _ in 0..2000 {
+        stored = engine
+            .disbursement_by_idempotency_key(merchant.id, "handoff-1")
+            .unwrap();
+        if stored.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let id = stored.expect("the request reached the merchant actor").id;
+    drop(call);
+    let mut status = DisbursementStatus::Pending;
+    for _ in 0..2000 {
+        status = engine.disbursement_for(merchant.id, &id.to_string()).unwrap().status;
+        if status != DisbursementStatus::Pending {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(status, DisbursementStatus::OnProcess);
+    assert_eq!(engine.disbursements_awaiting_handoff(), 0);
+    engine.shutdown().await;
+}

@@ -70,8 +70,7 @@ impl Engine {
                 reply,
             })
             .await??;
-        // The caller has its answer now; the hand-over goes on without it.
-        self.handoffs().push(created.clone());
+        // The merchant actor queued it for its hand-over once it was durable.
         Ok(created)
     }
 
@@ -390,14 +389,20 @@ impl Engine {
         let open = self.store().open_disbursements()?;
         let count = open.len();
         for disbursement in open {
-            match disbursement.status {
-                DisbursementStatus::Pending => self.handoffs().push(disbursement),
-                _ => {
-                    self.start_disbursement_actor(disbursement.id, DisbursementMsg::Start(Box::new(disbursement)))
-                        .await
-                }
-            }
+            self.take_up(disbursement).await;
         }
         Ok(count)
+    }
+
+    /// Takes up a disbursement not yet final: a PENDING one is handed over
+    /// (again), an ON_PROCESS one asks the vendor anew when it settles.
+    pub(crate) async fn take_up(&self, disbursement: Disbursement) {
+        match disbursement.status {
+            DisbursementStatus::Pending => self.handoffs().push(disbursement),
+            _ => {
+                self.start_disbursement_actor(disbursement.id, DisbursementMsg::Start(Box::new(disbursement)))
+                    .await
+            }
+        }
     }
 }

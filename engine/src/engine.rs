@@ -447,6 +447,7 @@ impl Engine {
                     idle_timeout: inner.actor_idle_timeout,
                     keys_in_memory: inner.idempotency_keys_in_memory,
                     ref_codes: inner.ref_codes.clone(),
+                    handoffs: self.handoffs().clone(),
                 };
                 let (actor, _) = Actor::spawn(None, MerchantActor, args).await.map_err(|error| {
                     tracing::error!(%error, %merchant_id, "merchant actor failed to start");
@@ -484,6 +485,11 @@ impl Engine {
     /// The timer task of vendor outcomes.
     pub(crate) fn timers(&self) -> &crate::timers::Timers {
         self.inner.timers.get().expect("timers start with the engine")
+    }
+
+    /// True once the engine has begun to stop.
+    pub(crate) fn is_stopping(&self) -> bool {
+        *self.inner.stopping.borrow()
     }
 
     /// The queue of new disbursements for the vendor.

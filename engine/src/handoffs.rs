@@ -20,6 +20,9 @@ use uuid::Uuid;
 /// Moves of one merchant recorded together, at most.
 pub const HANDOFF_BATCH_MAX: usize = 1024;
 
+/// How long after a failed round its disbursements are looked at again.
+pub const HANDOFF_RETRY_AFTER: Duration = Duration::from_secs(10);
+
 /// Where new disbursements wait for the next round.
 #[derive(Default)]
 struct Queue {
@@ -79,6 +82,22 @@ impl HandOffs {
 }
 
 impl Engine {
+    /// After a failed round: each disbursement still PENDING is queued again,
+    /// each ON_PROCESS one asks the vendor when it settles (a round that timed
+    /// out may have moved it without its outcome timer).
+    async fn take_up_again(&self, ids: Vec<Uuid>) {
+        for id in ids {
+            if self.is_stopping() {
+                return; // the next start resumes what is open
+            }
+            match self.store().disbursement(&id) {
+                Ok(Some(disbursement)) if !disbursement.status.is_terminal() => self.take_up(disbursement).await,
+                Ok(_) => {}
+                Err(error) => tracing::error!(%error, %id, "disbursement unreadable; resumed at the next start"),
+            }
+        }
+    }
+
     /// New disbursements not yet through their hand-off round (queued, or
     /// in a round waiting for its record).
     pub fn disbursements_awaiting_handoff(&self) -> usize {
@@ -146,11 +165,18 @@ impl Engine {
             return;
         }
         let (moves, settles): (Vec<_>, Vec<_>) = steps.into_iter().unzip();
-        let count = moves.len();
+        let ids: Vec<Uuid> = moves.iter().map(|step| step.id).collect();
         let results = match self.move_disbursements(merchant_id, moves).await {
             Ok(results) => results,
             Err(error) => {
-                tracing::error!(%error, %merchant_id, count, "disbursements not handed over; they are retried at the next start");
+                // A timed-out call may still be carried out later; either way
+                // nobody waits on these now. Looked at again once things settle.
+                tracing::error!(%error, %merchant_id, count = ids.len(), "disbursements not handed over; taken up again shortly");
+                let engine = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(HANDOFF_RETRY_AFTER).await;
+                    engine.take_up_again(ids).await;
+                });
                 return;
             }
         };

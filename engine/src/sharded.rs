@@ -2,7 +2,9 @@
 //! history. A hash table doubles all at once: at half a million
 //! disbursements one growth of the index held the journal's applier, and
 //! with it every reply, for 270 ms. Split in `SHARDS`, each growth moves a
-//! sixty-fourth of the entries, a few milliseconds.
+//! sixty-fourth of the entries, a few milliseconds. A small map stays one
+//! table (64 near-empty ones per merchant would cost more than they save)
+//! and splits once, when it reaches `SPLIT_AT` keys.
 
 use foldhash::{HashMap, HashMapExt};
 use std::hash::Hash;
@@ -30,48 +32,79 @@ impl ShardKey for u128 {
     }
 }
 
-/// A hash map in `SHARDS` parts.
+/// Keys at which a one-table map splits into `SHARDS` (moving this many
+/// entries once costs well under a millisecond).
+pub const SPLIT_AT: usize = 8192;
+
+/// A hash map in one table while small, in `SHARDS` tables once large.
 pub struct ShardedMap<K, V> {
-    shards: Box<[HashMap<K, V>]>,
+    shards: Vec<HashMap<K, V>>,
+    len: usize,
 }
 
 impl<K, V> Default for ShardedMap<K, V> {
     fn default() -> Self {
         ShardedMap {
-            shards: (0..SHARDS).map(|_| HashMap::new()).collect(),
+            shards: vec![HashMap::new()],
+            len: 0,
         }
     }
 }
 
 impl<K: ShardKey + Hash + Eq, V> ShardedMap<K, V> {
+    fn shard_of(&self, key: &K) -> usize {
+        if self.shards.len() == 1 {
+            0
+        } else {
+            key.shard()
+        }
+    }
+
     /// The value of `key`.
     pub fn get(&self, key: &K) -> Option<&V> {
-        self.shards[key.shard()].get(key)
+        self.shards[self.shard_of(key)].get(key)
     }
 
     /// True when `key` has a value.
     pub fn contains_key(&self, key: &K) -> bool {
-        self.shards[key.shard()].contains_key(key)
+        self.shards[self.shard_of(key)].contains_key(key)
     }
 
     /// Sets `key`'s value; returns the one it replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        self.shards[key.shard()].insert(key, value)
+        if self.shards.len() == 1 && self.len >= SPLIT_AT {
+            let single = std::mem::take(&mut self.shards[0]);
+            self.shards = (0..SHARDS).map(|_| HashMap::new()).collect();
+            for (key, value) in single {
+                self.shards[key.shard()].insert(key, value);
+            }
+        }
+        let shard = self.shard_of(&key);
+        let replaced = self.shards[shard].insert(key, value);
+        if replaced.is_none() {
+            self.len += 1;
+        }
+        replaced
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &K) -> Option<V> {
-        self.shards[key.shard()].remove(key)
+        let shard = self.shard_of(key);
+        let removed = self.shards[shard].remove(key);
+        if removed.is_some() {
+            self.len -= 1;
+        }
+        removed
     }
 
     /// How many keys.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|shard| shard.len()).sum()
+        self.len
     }
 
     /// True when there is no key.
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(|shard| shard.is_empty())
+        self.len == 0
     }
 
     /// Every key, in no order.
@@ -143,14 +176,16 @@ mod tests {
     fn a_sharded_map_and_set_keep_what_a_plain_one_would() {
         let mut map: ShardedMap<Uuid, usize> = ShardedMap::default();
         let mut set: ShardedSet<u128> = ShardedSet::default();
-        let ids: Vec<Uuid> = (0..5000).map(|_| Uuid::new_v4()).collect();
+        // Past SPLIT_AT, so the map splits on the way.
+        let ids: Vec<Uuid> = (0..SPLIT_AT + 5000).map(|_| Uuid::new_v4()).collect();
         for (n, id) in ids.iter().enumerate() {
             assert_eq!(map.insert(*id, n), None);
             assert!(set.insert(id.as_u128()));
         }
         assert!(!set.insert(ids[0].as_u128()), "already in");
         assert_eq!(map.insert(ids[0], 7), Some(0));
-        assert_eq!((map.len(), set.len()), (5000, 5000));
+        let all = ids.len();
+        assert_eq!((map.len(), set.len()), (all, all));
         for (n, id) in ids.iter().enumerate().skip(1) {
             assert_eq!(map.get(id), Some(&n));
             assert!(set.contains(&id.as_u128()));
@@ -158,15 +193,20 @@ mod tests {
         for id in &ids[..2500] {
             assert!(map.remove(id).is_some());
             assert!(set.remove(&id.as_u128()));
+            assert!(map.remove(id).is_none(), "removed once");
         }
-        assert_eq!((map.len(), set.len()), (2500, 2500));
-        assert!(!map.contains_key(&ids[0]) && map.contains_key(&ids[4999]));
+        assert_eq!((map.len(), set.len()), (all - 2500, all - 2500));
+        assert!(!map.contains_key(&ids[0]) && map.contains_key(&ids[all - 1]));
         let mut left: Vec<u128> = set.iter().copied().collect();
         left.sort_unstable();
         let mut expected: Vec<u128> = ids[2500..].iter().map(|id| id.as_u128()).collect();
         expected.sort_unstable();
         assert_eq!(left, expected);
-        // Random keys use every shard.
+        // Split, and random keys use every shard.
+        assert_eq!(map.shards.len(), SHARDS);
         assert!(map.shards.iter().all(|shard| !shard.is_empty()));
+        let small: ShardedSet<u128> = (0..100u128).collect();
+        assert_eq!((small.map.shards.len(), small.len()), (1, 100));
+        assert!((0..100u128).all(|key| small.contains(&key)));
     }
 }

@@ -189,6 +189,8 @@ pub struct MerchantArgs {
     pub keys_in_memory: usize,
     /// Platform-wide reference codes.
     pub ref_codes: Arc<RefCodes>,
+    /// Where a created disbursement goes once durable, for its hand-over.
+    pub handoffs: crate::handoffs::HandOffs,
 }
 
 /// A merchant actor's state.
@@ -368,9 +370,14 @@ impl Actor for MerchantActor {
                             disbursement: Box::new(disbursement.clone()),
                             entry: (*entry).clone(),
                         };
-                        state
-                            .journal_record(record, Box::new(move || drop(reply.send(Ok(disbursement)))))
-                            .await?;
+                        // Queued for its hand-over here, once durable, not by the
+                        // caller: a caller that gives up waiting must not strand it.
+                        let (handoffs, created) = (state.args.handoffs.clone(), disbursement.clone());
+                        let then = move || {
+                            handoffs.push(created);
+                            drop(reply.send(Ok(disbursement)));
+                        };
+                        state.journal_record(record, Box::new(then)).await?;
                     }
                     Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
                 }
@@ -578,6 +585,10 @@ impl MerchantState {
         let mut updated = Vec::new();
         let mut events = Vec::new();
         for step in moves {
+            if step.to.is_reversed() {
+                // Its reversal must find room among the entries memory keeps.
+                self.wait_for_room().await?;
+            }
             match self.move_disbursement(step.id, step.to, step.vendor_disbursement_id, step.reason) {
                 Ok((disbursement, reversal)) => {
                     let event = self.status_event(&disbursement);
@@ -588,8 +599,6 @@ impl MerchantState {
                                 entry: (*entry).clone(),
                             };
                             let record = JournalRecord::with_events(record, event.into_iter().collect());
-                            // Entries in flight stay within what memory keeps (RECENT_ENTRIES_MAX).
-                            self.wait_for_room().await?;
                             self.journal_record(record, Box::new(|| {})).await?;
                         }
                         None => {
