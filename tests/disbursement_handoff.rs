@@ -38,6 +38,20 @@ impl PayoutVendor for RefusingVendor {
     }
 }
 
+/// The sandbox, panicking on the hand-over of one account.
+struct PanickingVendor(SandboxPayoutVendor);
+
+impl PayoutVendor for PanickingVendor {
+    fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
+        assert_ne!(disbursement.destination.account(), "0000000000", "vendor bug (test)");
+        self.0.submit(disbursement)
+    }
+
+    fn inquire(&self, destination: &Destination) -> Result<String, String> {
+        self.0.inquire(destination)
+    }
+}
+
 /// Every 10th is at the review threshold, every 7th (not 10th) goes to the
 /// sandbox's failing account, the rest to a good one.
 fn request(n: usize) -> NewDisbursement {
@@ -233,5 +247,57 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
     }
     assert_eq!(status, DisbursementStatus::OnProcess);
     assert_eq!(engine.disbursements_awaiting_handoff(), 0);
+    engine.shutdown().await;
+}
+
+/// A vendor that panics in one round does not stop the hand-overs of later ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_that_panics_does_not_stop_later_hand_overs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(Arc::new(PanickingVendor(SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    })));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let (merchant, _) = engine
+        .create_merchant(NewMerchant {
+            name: "panics".into(),
+            settlement_type: Some(SettlementType::Wallet),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine
+        .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
+        .await
+        .unwrap();
+    // request(7) goes to the failing account, on which this vendor panics.
+    let panicked = engine.create_disbursement(merchant.id, request(7)).await.unwrap();
+    for _ in 0..2000 {
+        if engine.disbursements_awaiting_handoff() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(engine.disbursements_awaiting_handoff(), 0);
+    let later = engine.create_disbursement(merchant.id, request(1)).await.unwrap();
+    let mut status = DisbursementStatus::Pending;
+    for _ in 0..2000 {
+        status = engine
+            .disbursement_for(merchant.id, &later.id.to_string())
+            .unwrap()
+            .status;
+        if status != DisbursementStatus::Pending {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(status, DisbursementStatus::OnProcess);
+    let stuck = engine.disbursement_for(merchant.id, &panicked.id.to_string()).unwrap();
+    assert_eq!(
+        stuck.status,
+        DisbursementStatus::Pending,
+        "debited, waiting for a vendor that works"
+    );
     engine.shutdown().await;
 }

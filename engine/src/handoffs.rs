@@ -58,9 +58,19 @@ impl HandOffs {
                 // next one gathers: the busier it is, the bigger the batch.
                 let batch = std::mem::take(&mut *waiting.pending.lock().expect("hand-off queue lock"));
                 let Some(inner) = engine.upgrade() else { return };
-                let count = batch.len();
-                Engine::from_inner(inner).hand_off(batch).await;
-                waiting.unfinished.fetch_sub(count, Ordering::AcqRel);
+                let engine = Engine::from_inner(inner);
+                let ids: Vec<Uuid> = batch.iter().map(|d| d.id).collect();
+                // A panic in a round (a vendor's, say) must not end the task:
+                // every later disbursement would wait for the next start.
+                let round = std::panic::AssertUnwindSafe(engine.hand_off(batch));
+                if futures_util::FutureExt::catch_unwind(round).await.is_err() {
+                    tracing::error!(
+                        count = ids.len(),
+                        "a hand-off round panicked; its disbursements are taken up again shortly"
+                    );
+                    engine.take_up_again_later(ids.clone());
+                }
+                waiting.unfinished.fetch_sub(ids.len(), Ordering::AcqRel);
             }
         });
         (HandOffs { queue }, task)
@@ -82,6 +92,16 @@ impl HandOffs {
 }
 
 impl Engine {
+    /// Takes `ids` up again after `HANDOFF_RETRY_AFTER`, once whatever went
+    /// wrong had time to settle.
+    fn take_up_again_later(&self, ids: Vec<Uuid>) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(HANDOFF_RETRY_AFTER).await;
+            engine.take_up_again(ids).await;
+        });
+    }
+
     /// After a failed round: each disbursement still PENDING is queued again,
     /// each ON_PROCESS one asks the vendor when it settles (a round that timed
     /// out may have moved it without its outcome timer).
@@ -172,11 +192,7 @@ impl Engine {
                 // A timed-out call may still be carried out later; either way
                 // nobody waits on these now. Looked at again once things settle.
                 tracing::error!(%error, %merchant_id, count = ids.len(), "disbursements not handed over; taken up again shortly");
-                let engine = self.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(HANDOFF_RETRY_AFTER).await;
-                    engine.take_up_again(ids).await;
-                });
+                self.take_up_again_later(ids);
                 return;
             }
         };
