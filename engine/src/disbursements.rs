@@ -299,26 +299,20 @@ impl Engine {
         let Some(vendor) = self.payout_vendor() else {
             return Err(EngineError::NoVendor);
         };
-        match vendor.submit(&current) {
-            Ok(submission) => {
-                let moved = self
-                    .move_disbursement_by_id(
-                        id,
-                        DisbursementStatus::OnProcess,
-                        Some(submission.vendor_disbursement_id),
-                        None,
-                    )
-                    .await?;
-                if let Some((delay, outcome)) = submission.settles {
-                    self.timers().disbursement_outcome_after(id, delay, outcome);
-                }
-                Ok(moved)
-            }
-            Err(reason) => {
-                self.move_disbursement_by_id(id, DisbursementStatus::Failed, None, Some(reason))
-                    .await
-            }
+        let (step, settles) = crate::handoffs::vendor_step(vendor.as_ref(), &current);
+        let moved = self
+            .move_disbursement(
+                current.merchant_id,
+                id,
+                step.to,
+                step.vendor_disbursement_id,
+                step.reason,
+            )
+            .await?;
+        if let Some((delay, outcome)) = settles {
+            self.timers().disbursement_outcome_after(id, delay, outcome);
         }
+        Ok(moved)
     }
 
     /// Operator rejection of a PENDING or IN_REVIEW disbursement: the full

@@ -11,6 +11,7 @@ use crate::actors::merchant::DisbursementMove;
 use crate::domain::{Disbursement, DisbursementStatus};
 use crate::engine::{Engine, EngineInner};
 use crate::error::EngineError;
+use crate::vendor::PayoutVendor;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -123,12 +124,7 @@ impl Engine {
     pub fn disbursements_awaiting_handoff(&self) -> usize {
         self.handoffs().queue.unfinished.load(Ordering::Acquire)
     }
-}
 
-/// One disbursement's next step and, for a hand-over, when the vendor settles.
-type Step = (DisbursementMove, Option<(Duration, DisbursementStatus)>);
-
-impl Engine {
     /// Hands a round of new disbursements over, each merchant's together.
     async fn hand_off(&self, batch: Vec<Disbursement>) {
         let mut by_merchant: foldhash::HashMap<Uuid, Vec<Disbursement>> = Default::default();
@@ -158,27 +154,17 @@ impl Engine {
         let steps: Vec<Step> = disbursements
             .iter()
             .filter_map(|disbursement| {
-                let step = |to, vendor_disbursement_id, reason| DisbursementMove {
-                    id: disbursement.id,
-                    to,
-                    vendor_disbursement_id,
-                    reason,
-                };
                 if threshold.is_some_and(|t| disbursement.request_amount.get() >= t) {
-                    return Some((step(DisbursementStatus::InReview, None, None), None));
+                    let review = DisbursementMove {
+                        id: disbursement.id,
+                        to: DisbursementStatus::InReview,
+                        vendor_disbursement_id: None,
+                        reason: None,
+                    };
+                    return Some((review, None));
                 }
                 // No vendor: it stays PENDING (creation refuses new ones meanwhile).
-                Some(match vendor.as_ref()?.submit(disbursement) {
-                    Ok(submission) => (
-                        step(
-                            DisbursementStatus::OnProcess,
-                            Some(submission.vendor_disbursement_id),
-                            None,
-                        ),
-                        submission.settles,
-                    ),
-                    Err(reason) => (step(DisbursementStatus::Failed, None, Some(reason)), None),
-                })
+                Some(vendor_step(vendor.as_deref()?, disbursement))
             })
             .collect();
         if steps.is_empty() {
@@ -210,4 +196,28 @@ impl Engine {
             }
         }
     }
+}
+
+/// One disbursement's next step and, for a hand-over, when the vendor settles.
+pub(crate) type Step = (DisbursementMove, Option<(Duration, DisbursementStatus)>);
+
+/// The move the vendor's answer to a hand-over makes: ON_PROCESS with its
+/// reference and when it settles, or FAILED (money back) with its reason.
+pub(crate) fn vendor_step(vendor: &dyn PayoutVendor, disbursement: &Disbursement) -> Step {
+    let (to, vendor_disbursement_id, reason, settles) = match vendor.submit(disbursement) {
+        Ok(submission) => (
+            DisbursementStatus::OnProcess,
+            Some(submission.vendor_disbursement_id),
+            None,
+            submission.settles,
+        ),
+        Err(reason) => (DisbursementStatus::Failed, None, Some(reason), None),
+    };
+    let step = DisbursementMove {
+        id: disbursement.id,
+        to,
+        vendor_disbursement_id,
+        reason,
+    };
+    (step, settles)
 }
