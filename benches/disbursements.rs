@@ -126,7 +126,7 @@ fn durable_disbursements(c: &mut Criterion) {
             .block_on(engine.create_disbursement(ids[0], disbursement(u64::MAX)))
             .unwrap();
         runtime.block_on(engine.shutdown());
-        paygate_engine::store::record::JournalRecord::DisbursementUpdated(Box::new(created))
+        paygate_engine::store::record::JournalRecord::DisbursementUpdated(created)
             .encode()
             .len()
     };

@@ -91,7 +91,7 @@ fn versions(record: &JournalRecord) -> Vec<&Disbursement> {
     match record {
         JournalRecord::DisbursementUpdated(one) => vec![one],
         JournalRecord::DisbursementReversed { disbursement, .. } => vec![disbursement],
-        JournalRecord::DisbursementsUpdated(many) => many.iter().collect(),
+        JournalRecord::DisbursementsUpdated(many) => many.iter().map(|one| &**one).collect(),
         JournalRecord::Evented { record, .. } => versions(record),
         _ => Vec::new(),
     }

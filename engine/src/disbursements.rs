@@ -11,6 +11,7 @@ use crate::engine::{validate_idempotency_key, Engine};
 use crate::error::EngineError;
 use crate::money::MinorUnits;
 use ractor::{Actor, ActorRef};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// DANA's smallest payout, V1 and Legacy: IDR 20,000.
@@ -62,7 +63,7 @@ impl Engine {
         &self,
         merchant_id: Uuid,
         new: NewDisbursement,
-    ) -> Result<Disbursement, EngineError> {
+    ) -> Result<Arc<Disbursement>, EngineError> {
         let request = self.validate_disbursement(merchant_id, new)?;
         let created = self
             .call_merchant(merchant_id, |reply| MerchantMsg::CreateDisbursement {
@@ -252,6 +253,7 @@ impl Engine {
             .ok_or(EngineError::DisbursementNotFound)?;
         self.move_disbursement(current.merchant_id, id, to, vendor_disbursement_id, reason)
             .await
+            .map(Arc::unwrap_or_clone)
     }
 
     /// Moves a disbursement of a known merchant through that merchant's actor.
@@ -262,7 +264,7 @@ impl Engine {
         to: DisbursementStatus,
         vendor_disbursement_id: Option<String>,
         reason: Option<String>,
-    ) -> Result<Disbursement, EngineError> {
+    ) -> Result<Arc<Disbursement>, EngineError> {
         let step = DisbursementMove {
             id,
             to,
@@ -279,7 +281,7 @@ impl Engine {
         &self,
         merchant_id: Uuid,
         moves: Vec<DisbursementMove>,
-    ) -> Result<Vec<Result<Disbursement, EngineError>>, EngineError> {
+    ) -> Result<Vec<Result<Arc<Disbursement>, EngineError>>, EngineError> {
         self.call_merchant(merchant_id, |reply| MerchantMsg::MoveDisbursements {
             moves: moves.clone(),
             reply,
@@ -312,7 +314,7 @@ impl Engine {
         if let Some((delay, outcome)) = settles {
             self.timers().disbursement_outcome_after(id, delay, outcome);
         }
-        Ok(moved)
+        Ok(Arc::unwrap_or_clone(moved))
     }
 
     /// Operator rejection of a PENDING or IN_REVIEW disbursement: the full
@@ -392,7 +394,7 @@ impl Engine {
     /// (again), an ON_PROCESS one asks the vendor anew when it settles.
     pub(crate) async fn take_up(&self, disbursement: Disbursement) {
         match disbursement.status {
-            DisbursementStatus::Pending => self.handoffs().push(disbursement),
+            DisbursementStatus::Pending => self.handoffs().push(Arc::new(disbursement)),
             _ => {
                 self.start_disbursement_actor(disbursement.id, DisbursementMsg::Start(Box::new(disbursement)))
                     .await

@@ -27,7 +27,7 @@ pub const HANDOFF_RETRY_AFTER: Duration = Duration::from_secs(10);
 /// Where new disbursements wait for the next round.
 #[derive(Default)]
 struct Queue {
-    pending: Mutex<Vec<Disbursement>>,
+    pending: Mutex<Vec<Arc<Disbursement>>>,
     wake: Notify,
     // Queued or in a round not yet finished.
     unfinished: AtomicUsize,
@@ -78,7 +78,7 @@ impl HandOffs {
     }
 
     /// Queues a disbursement just created (durable, PENDING).
-    pub(crate) fn push(&self, disbursement: Disbursement) {
+    pub(crate) fn push(&self, disbursement: Arc<Disbursement>) {
         self.queue.unfinished.fetch_add(1, Ordering::AcqRel);
         let mut pending = self.queue.pending.lock().expect("hand-off queue lock");
         let was_empty = pending.is_empty();
@@ -126,8 +126,8 @@ impl Engine {
     }
 
     /// Hands a round of new disbursements over, each merchant's together.
-    async fn hand_off(&self, batch: Vec<Disbursement>) {
-        let mut by_merchant: foldhash::HashMap<Uuid, Vec<Disbursement>> = Default::default();
+    async fn hand_off(&self, batch: Vec<Arc<Disbursement>>) {
+        let mut by_merchant: foldhash::HashMap<Uuid, Vec<Arc<Disbursement>>> = Default::default();
         for disbursement in batch {
             by_merchant
                 .entry(disbursement.merchant_id)
@@ -148,7 +148,7 @@ impl Engine {
     /// The next step of each of one merchant's PENDING disbursements: IN_REVIEW
     /// at or above the review threshold, else to the vendor, ON_PROCESS if it
     /// took it or FAILED (money back) if it refused.
-    async fn hand_off_merchant(&self, merchant_id: Uuid, disbursements: Vec<Disbursement>) {
+    async fn hand_off_merchant(&self, merchant_id: Uuid, disbursements: Vec<Arc<Disbursement>>) {
         let threshold = self.merchant(merchant_id).map(|m| m.limits.review_threshold_minor);
         let vendor = self.payout_vendor();
         let steps: Vec<Step> = disbursements

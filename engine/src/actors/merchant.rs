@@ -87,7 +87,7 @@ pub enum MerchantMsg {
     /// Create a disbursement and debit the wallet, in one journal record.
     CreateDisbursement {
         request: DisbursementRequest,
-        reply: RpcReplyPort<Result<Disbursement, EngineError>>,
+        reply: RpcReplyPort<Result<Arc<Disbursement>, EngineError>>,
     },
     /// Move disbursements, each to its next status; FAILED and REJECTED give
     /// the full amount back. Replies once every move is durable, with each
@@ -96,7 +96,7 @@ pub enum MerchantMsg {
         /// The moves, in order.
         moves: Vec<DisbursementMove>,
         /// One result per move.
-        reply: RpcReplyPort<Vec<Result<Disbursement, EngineError>>>,
+        reply: RpcReplyPort<Vec<Result<Arc<Disbursement>, EngineError>>>,
     },
     /// Create, pay, expire or fail an order; create or settle a refund.
     Order {
@@ -213,7 +213,7 @@ pub struct MerchantState {
     /// Disbursements written recently, by id and by key hash: authoritative
     /// while their records may still be in flight, and forgotten once
     /// storage holds them all (`forget_what_storage_has`).
-    disbursements: HashMap<Uuid, Disbursement>,
+    disbursements: HashMap<Uuid, Arc<Disbursement>>,
     disbursement_keys: HashMap<u128, Uuid>,
     /// The WIB day and its running sum of request amounts not reversed.
     daily_total: Option<(i64, i64)>,
@@ -367,7 +367,7 @@ impl Actor for MerchantActor {
                 match state.create_disbursement(request) {
                     Ok((disbursement, entry)) => {
                         let record = JournalRecord::DisbursementCreated {
-                            disbursement: Box::new(disbursement.clone()),
+                            disbursement: disbursement.clone(),
                             entry: (*entry).clone(),
                         };
                         // Queued for its hand-over here, once durable, not by the
@@ -501,7 +501,10 @@ impl MerchantState {
 
     /// Validates a disbursement against limits, balance and the idempotency
     /// key, and applies its debit to the book.
-    fn create_disbursement(&mut self, request: DisbursementRequest) -> Result<(Disbursement, Arc<Entry>), EngineError> {
+    fn create_disbursement(
+        &mut self,
+        request: DisbursementRequest,
+    ) -> Result<(Arc<Disbursement>, Arc<Entry>), EngineError> {
         let key_hash = self.args.store.key_hash(&request.idempotency_key);
         if let Some(existing) = self.disbursement_by_key(key_hash, &request.idempotency_key)? {
             return Err(EngineError::DuplicateDisbursement(Box::new(existing)));
@@ -547,7 +550,7 @@ impl MerchantState {
             .ref_codes
             .next("DSB", now, |code| store.disbursement_ref_exists(code).unwrap_or(true));
         let now_ms = now.timestamp_millis();
-        let disbursement = Disbursement {
+        let disbursement = Arc::new(Disbursement {
             id,
             ref_code,
             merchant_id: self.args.merchant_id,
@@ -567,7 +570,7 @@ impl MerchantState {
             wib_day: day,
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
-        };
+        });
         self.daily_total = Some((day, day_total + request_amount.get()));
         self.remember_disbursement(key_hash, disbursement.clone());
         Ok((disbursement, entry))
@@ -579,7 +582,7 @@ impl MerchantState {
     async fn move_disbursements(
         &mut self,
         moves: Vec<DisbursementMove>,
-        reply: RpcReplyPort<Vec<Result<Disbursement, EngineError>>>,
+        reply: RpcReplyPort<Vec<Result<Arc<Disbursement>, EngineError>>>,
     ) -> Result<(), ActorProcessingErr> {
         let mut results = Vec::with_capacity(moves.len());
         let mut updated = Vec::new();
@@ -595,7 +598,7 @@ impl MerchantState {
                     match reversal {
                         Some(entry) => {
                             let record = JournalRecord::DisbursementReversed {
-                                disbursement: Box::new(disbursement.clone()),
+                                disbursement: disbursement.clone(),
                                 entry: (*entry).clone(),
                             };
                             let record = JournalRecord::with_events(record, event.into_iter().collect());
@@ -613,7 +616,7 @@ impl MerchantState {
         }
         let record = match updated.len() {
             0 => return self.reply_when_durable(reply, results).await,
-            1 => JournalRecord::DisbursementUpdated(Box::new(updated.pop().expect("one"))),
+            1 => JournalRecord::DisbursementUpdated(updated.pop().expect("one")),
             _ => JournalRecord::DisbursementsUpdated(updated),
         };
         // Records of one actor become durable in order: this last one's
@@ -646,20 +649,21 @@ impl MerchantState {
         to: DisbursementStatus,
         vendor_disbursement_id: Option<String>,
         reason: Option<String>,
-    ) -> Result<(Disbursement, Option<Arc<Entry>>), EngineError> {
+    ) -> Result<(Arc<Disbursement>, Option<Arc<Entry>>), EngineError> {
         let current = match self.disbursements.get(&id) {
             Some(current) => current.clone(),
-            None => self
-                .args
-                .store
-                .disbursement(&id)?
-                .filter(|d| d.merchant_id == self.args.merchant_id)
-                .ok_or(EngineError::DisbursementNotFound)?,
+            None => Arc::new(
+                self.args
+                    .store
+                    .disbursement(&id)?
+                    .filter(|d| d.merchant_id == self.args.merchant_id)
+                    .ok_or(EngineError::DisbursementNotFound)?,
+            ),
         };
         if !current.status.can_become(to) {
             return Err(EngineError::InvalidStatus(current.status.as_str().into()));
         }
-        let mut next = current.clone();
+        let mut next = Disbursement::clone(&current);
         next.status = to;
         next.updated_at_ms = self.args.clock.now().timestamp_millis();
         if let Some(vendor_id) = vendor_disbursement_id {
@@ -692,6 +696,7 @@ impl MerchantState {
             reversal = Some(entry);
         }
         let key_hash = self.args.store.key_hash(&next.idempotency_key);
+        let next = Arc::new(next);
         self.remember_disbursement(key_hash, next.clone());
         Ok((next, reversal))
     }
@@ -699,7 +704,7 @@ impl MerchantState {
     fn disbursement_by_key(&self, key_hash: u128, key: &str) -> Result<Option<Disbursement>, EngineError> {
         if let Some(id) = self.disbursement_keys.get(&key_hash) {
             if let Some(found) = self.disbursements.get(id).filter(|d| d.idempotency_key == key) {
-                return Ok(Some(found.clone()));
+                return Ok(Some(Disbursement::clone(found)));
             }
         }
         if !self.known_disbursement_keys.may_contain(key_hash) {
@@ -708,7 +713,7 @@ impl MerchantState {
         Ok(self.args.store.disbursement_by_key(&self.args.merchant_id, key)?)
     }
 
-    fn remember_disbursement(&mut self, key_hash: u128, disbursement: Disbursement) {
+    fn remember_disbursement(&mut self, key_hash: u128, disbursement: Arc<Disbursement>) {
         self.disbursement_keys.insert(key_hash, disbursement.id);
         self.known_disbursement_keys.insert(key_hash);
         self.disbursements.insert(disbursement.id, disbursement);

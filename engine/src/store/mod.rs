@@ -506,7 +506,7 @@ impl Store {
 
     /// A disbursement's newest version, indexed at once (readers find it
     /// in the overlay until a checkpoint has written it to a block).
-    fn overlay_disbursement(&self, overlay: &mut Overlay, disbursement: &Disbursement) {
+    fn overlay_disbursement(&self, overlay: &mut Overlay, disbursement: &Arc<Disbursement>) {
         overlay.active.put_disbursement(disbursement);
         let mut index = self.disbursements.write().expect("disbursement index lock");
         self.index_disbursement(&mut index, disbursement);
@@ -1599,12 +1599,12 @@ mod tests {
         // second version, in the same layer).
         let disbursements: Vec<Disbursement> = (0..3000).map(|n| test_disbursement(merchants[n % 2], n)).collect();
         for disbursement in &disbursements {
-            records.push(JournalRecord::DisbursementUpdated(Box::new(disbursement.clone())));
+            records.push(JournalRecord::DisbursementUpdated(Arc::new(disbursement.clone())));
         }
         for disbursement in disbursements.iter().step_by(3) {
             let mut done = disbursement.clone();
             done.status = crate::domain::DisbursementStatus::Success;
-            records.push(JournalRecord::DisbursementUpdated(Box::new(done)));
+            records.push(JournalRecord::DisbursementUpdated(Arc::new(done)));
         }
         let apply_all = |store: &Store, from_seq: u64| {
             for (index, record) in records.iter().enumerate() {
@@ -1720,7 +1720,7 @@ mod tests {
         let mut seq = 0u64;
         let mut apply = |store: &Store, disbursement: &Disbursement| {
             seq += 1;
-            let record = JournalRecord::DisbursementUpdated(Box::new(disbursement.clone()));
+            let record = JournalRecord::DisbursementUpdated(Arc::new(disbursement.clone()));
             store.apply(seq, &record, &record.encode()).unwrap();
         };
         {
@@ -1755,7 +1755,7 @@ mod tests {
             let mut gone = disbursement.clone();
             gone.status = crate::domain::DisbursementStatus::Failed;
             apply(&store, &gone);
-            failed.push(JournalRecord::DisbursementUpdated(Box::new(gone)));
+            failed.push(JournalRecord::DisbursementUpdated(Arc::new(gone)));
         }
         store.fail_after_batches.store(1, Ordering::Release);
         assert!(store.checkpoint().is_err());

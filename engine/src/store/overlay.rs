@@ -42,7 +42,7 @@ pub struct Layer {
     /// (written to disbursement blocks, `disbursement_log.rs`).
     /// Boxed: the map grows from empty every layer, and rehashing moves
     /// only pointers.
-    pub disbursements: HashMap<Uuid, Box<Disbursement>>,
+    pub disbursements: HashMap<Uuid, Arc<Disbursement>>,
 }
 
 impl Layer {
@@ -66,9 +66,8 @@ impl Layer {
     }
 
     /// Sets the newest version of a disbursement.
-    pub fn put_disbursement(&mut self, disbursement: &Disbursement) {
-        self.disbursements
-            .insert(disbursement.id, Box::new(disbursement.clone()));
+    pub fn put_disbursement(&mut self, disbursement: &Arc<Disbursement>) {
+        self.disbursements.insert(disbursement.id, disbursement.clone());
         self.entry_count += 1;
     }
 

@@ -7,6 +7,7 @@ use crate::domain::webhook::{WebhookAttempt, WebhookEvent};
 use crate::domain::{Bank, Beneficiary, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Bytes reserved for an encoded record: a disbursement with its debit
 /// entry is about 500.
@@ -14,7 +15,9 @@ const RECORD_CAPACITY_HINT: usize = 768;
 
 /// One durable change. Every record carries the whole new state of what it
 /// changes (or a whole ledger entry), so applying it twice is harmless:
-/// recovery may replay records sled already holds.
+/// recovery may replay records sled already holds. Disbursements are shared
+/// (`Arc`, encoded as the value itself) with the merchant actor's memory and
+/// the store's overlay, so a version is built once, not copied to each.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JournalRecord {
     /// An organization was created.
@@ -30,19 +33,19 @@ pub enum JournalRecord {
     /// A disbursement was created together with the entry debiting the wallet.
     DisbursementCreated {
         /// The new disbursement.
-        disbursement: Box<Disbursement>,
+        disbursement: Arc<Disbursement>,
         /// Its debit.
         entry: Entry,
     },
     /// Beneficiaries created or changed together (a new default unsets the old one).
     BeneficiariesSaved(Vec<Beneficiary>),
     /// A disbursement changed status without moving money.
-    DisbursementUpdated(Box<Disbursement>),
+    DisbursementUpdated(Arc<Disbursement>),
     /// A disbursement failed or was rejected, with the entry giving the
     /// full amount back.
     DisbursementReversed {
         /// The disbursement in its final status.
-        disbursement: Box<Disbursement>,
+        disbursement: Arc<Disbursement>,
         /// Its reversal.
         entry: Entry,
     },
@@ -109,7 +112,7 @@ pub enum JournalRecord {
     },
     /// Disbursements changed status together without moving money (a batch
     /// handed to the vendor). Last, so older journals decode unchanged.
-    DisbursementsUpdated(Vec<Disbursement>),
+    DisbursementsUpdated(Vec<Arc<Disbursement>>),
 }
 
 impl JournalRecord {
