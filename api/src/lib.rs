@@ -56,9 +56,14 @@ pub struct ApiConfig {
     pub sandbox_disbursement_delay_ms: u64,
 }
 
-/// Shared state of every handler.
+/// Shared state of every handler. One `Arc`: axum and the middleware clone
+/// the state several times a request, and each clone of separate parts was
+/// a refcount each.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<SharedState>);
+
+/// What `AppState` shares.
+pub struct SharedState {
     /// The engine.
     pub engine: Engine,
     /// Settings.
@@ -73,18 +78,26 @@ pub struct AppState {
     pub webhook_client: reqwest::Client,
 }
 
+impl std::ops::Deref for AppState {
+    type Target = SharedState;
+
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
 impl AppState {
     /// State for `engine` with `config`.
     pub fn new(engine: Engine, config: ApiConfig) -> AppState {
         let webhook_client = webhooks::client(engine.allows_private_notify_urls());
-        AppState {
+        AppState(Arc::new(SharedState {
             engine,
             config: Arc::new(config),
             rate_limits: Arc::default(),
             ewallet_cache: Arc::default(),
             http_metrics: Arc::default(),
             webhook_client,
-        }
+        }))
     }
 }
 

@@ -10,6 +10,7 @@ use paygate_engine::domain::{
 };
 use serde::Serialize;
 use serde_json::{json, Value};
+use uuid::Uuid;
 
 /// RFC 3339 UTC with `Z`, millisecond precision.
 pub fn timestamp(millis: i64) -> String {
@@ -101,7 +102,33 @@ pub fn organization_view(organization: &Organization) -> Value {
 }
 
 /// A disbursement as SPEC.md 2.3 shows it; null fields per channel.
-pub fn disbursement_view(disbursement: &Disbursement) -> Value {
+/// Serialized straight from the disbursement: the busiest response of the
+/// API, so no intermediate JSON tree.
+#[derive(Serialize)]
+pub struct DisbursementView<'a> {
+    id: Uuid,
+    ref_code: &'a str,
+    idempotency_key: &'a str,
+    channel: &'static str,
+    bank_id: Option<Uuid>,
+    account_number: Option<&'a str>,
+    account_name: Option<&'a str>,
+    ewallet_provider: Option<&'a str>,
+    ewallet_phone: Option<&'a str>,
+    request_amount_minor: i64,
+    fee_minor: i64,
+    final_amount_minor: i64,
+    // The outer `None` leaves the field out (e-wallet creation responses).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vendor_disbursement_id: Option<Option<&'a str>>,
+    source: &'static str,
+    status: &'static str,
+    requested_at: String,
+    created_at: String,
+}
+
+/// A disbursement as SPEC.md 2.3 shows it; null fields per channel.
+pub fn disbursement_view(disbursement: &Disbursement) -> DisbursementView<'_> {
     let (bank_id, account_number, account_name, ewallet_provider, ewallet_phone) = match &disbursement.destination {
         Destination::Bank {
             bank_id,
@@ -109,46 +136,45 @@ pub fn disbursement_view(disbursement: &Disbursement) -> Value {
             account_name,
             ..
         } => (
-            json!(bank_id),
-            json!(account_number),
-            json!(account_name),
-            Value::Null,
-            Value::Null,
+            Some(*bank_id),
+            Some(account_number.as_str()),
+            Some(account_name.as_str()),
+            None,
+            None,
         ),
-        Destination::Ewallet { provider, phone } => {
-            (Value::Null, Value::Null, Value::Null, json!(provider), json!(phone))
-        }
+        Destination::Ewallet { provider, phone } => (None, None, None, Some(provider.as_str()), Some(phone.as_str())),
     };
-    json!({
-        "id": disbursement.id,
-        "ref_code": disbursement.ref_code,
-        "idempotency_key": disbursement.idempotency_key,
-        "channel": disbursement.destination.channel().as_str(),
-        "bank_id": bank_id,
-        "account_number": account_number,
-        "account_name": account_name,
-        "ewallet_provider": ewallet_provider,
-        "ewallet_phone": ewallet_phone,
-        "request_amount_minor": disbursement.request_amount.get(),
-        "fee_minor": disbursement.fee.get(),
-        "final_amount_minor": disbursement.final_amount.get(),
-        "vendor_disbursement_id": disbursement.vendor_disbursement_id,
-        "source": match disbursement.source {
+    let created_at = timestamp(disbursement.created_at_ms);
+    DisbursementView {
+        id: disbursement.id,
+        ref_code: &disbursement.ref_code,
+        idempotency_key: &disbursement.idempotency_key,
+        channel: disbursement.destination.channel().as_str(),
+        bank_id,
+        account_number,
+        account_name,
+        ewallet_provider,
+        ewallet_phone,
+        request_amount_minor: disbursement.request_amount.get(),
+        fee_minor: disbursement.fee.get(),
+        final_amount_minor: disbursement.final_amount.get(),
+        vendor_disbursement_id: Some(disbursement.vendor_disbursement_id.as_deref()),
+        source: match disbursement.source {
             paygate_engine::domain::Source::Api => "API",
             paygate_engine::domain::Source::Legacy => "LEGACY",
         },
-        "status": disbursement.status.as_str(),
-        "requested_at": timestamp(disbursement.created_at_ms),
-        "created_at": timestamp(disbursement.created_at_ms),
-    })
+        status: disbursement.status.as_str(),
+        requested_at: created_at.clone(),
+        created_at,
+    }
 }
 
 /// The creation response: SPEC.md 2.3 leaves `vendor_disbursement_id` out
 /// of the e-wallet creation response (and null at bank creation).
-pub fn created_disbursement_view(disbursement: &Disbursement) -> Value {
+pub fn created_disbursement_view(disbursement: &Disbursement) -> DisbursementView<'_> {
     let mut view = disbursement_view(disbursement);
-    if let (Destination::Ewallet { .. }, Value::Object(fields)) = (&disbursement.destination, &mut view) {
-        fields.shift_remove("vendor_disbursement_id");
+    if let Destination::Ewallet { .. } = &disbursement.destination {
+        view.vendor_disbursement_id = None;
     }
     view
 }

@@ -6,17 +6,17 @@ use crate::extract::{Admin, OptionalJson};
 use crate::wire::{disbursement_view, Data};
 use crate::AppState;
 use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
 
 /// POST /admin/v1/disbursements/{id}/approve: an IN_REVIEW disbursement goes to the vendor.
 pub async fn approve_disbursement(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Response, V1Error> {
     let disbursement = state.engine.approve_disbursement(parse_id(&id)?).await?;
-    Ok(Data(disbursement_view(&disbursement)))
+    Ok(Data(disbursement_view(&disbursement)).into_response())
 }
 
 /// Optional body of the rejection.
@@ -33,8 +33,8 @@ pub async fn reject_disbursement(
     _admin: Admin,
     Path(id): Path<String>,
     OptionalJson(body): OptionalJson<RejectDisbursement>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Response, V1Error> {
     let id = parse_id(&id)?;
     let disbursement = state.engine.reject_disbursement(id, body.reason).await?;
-    Ok(Data(disbursement_view(&disbursement)))
+    Ok(Data(disbursement_view(&disbursement)).into_response())
 }

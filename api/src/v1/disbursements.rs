@@ -8,10 +8,10 @@ use crate::wire::{created_disbursement_view, disbursement_view, Created, Data, P
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
 use paygate_engine::domain::DisbursementStatus;
 use serde::Deserialize;
-use serde_json::Value;
 use uuid::Uuid;
 
 /// Body of `POST /v1/disbursements`: every field optional here so that each
@@ -35,7 +35,7 @@ pub async fn create_disbursement(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     SignedJson(body): SignedJson<CreateDisbursement>,
-) -> Result<Created<Value>, V1Error> {
+) -> Result<Response, V1Error> {
     // An id that is not even a UUID names no beneficiary either.
     let beneficiary_id = match &body.beneficiary_id {
         None => None,
@@ -55,7 +55,7 @@ pub async fn create_disbursement(
         beneficiary_id,
     };
     let disbursement = state.engine.create_disbursement(merchant.id, new).await?;
-    Ok(Created(created_disbursement_view(&disbursement)))
+    Ok(Created(created_disbursement_view(&disbursement)).into_response())
 }
 
 /// GET /v1/disbursements/{id}: by UUID or ref code.
@@ -63,9 +63,9 @@ pub async fn get_disbursement(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(id): Path<String>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Response, V1Error> {
     let disbursement = state.engine.disbursement_for(merchant.id, &id)?;
-    Ok(Data(disbursement_view(&disbursement)))
+    Ok(Data(disbursement_view(&disbursement)).into_response())
 }
 
 /// GET /v1/disbursements: newest first, paginated, filterable.
@@ -73,7 +73,7 @@ pub async fn list_disbursements(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     query: ListQuery,
-) -> Result<Page, V1Error> {
+) -> Result<Response, V1Error> {
     let status = match &query.status {
         None => None,
         Some(raw) => Some(DisbursementStatus::parse(raw).ok_or_else(|| {
@@ -97,7 +97,8 @@ pub async fn list_disbursements(
         page: query.page,
         limit: query.limit,
         total,
-    })
+    }
+    .into_response())
 }
 
 /// Body of the sandbox completion.
@@ -114,12 +115,12 @@ pub async fn complete_disbursement(
     V1Merchant(merchant): V1Merchant,
     Path(id): Path<String>,
     V1Json(body): V1Json<CompleteDisbursement>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Response, V1Error> {
     let outcome = match body.status.as_str() {
         "SUCCESS" => DisbursementStatus::Success,
         "FAILED" => DisbursementStatus::Failed,
         _ => return Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
     };
     let disbursement = state.engine.complete_disbursement(merchant.id, &id, outcome).await?;
-    Ok(Data(disbursement_view(&disbursement)))
+    Ok(Data(disbursement_view(&disbursement)).into_response())
 }
