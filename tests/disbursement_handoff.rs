@@ -4,6 +4,8 @@
 //! moves of one merchant share journal records instead of one record each.
 //! The sandbox vendor never refuses at hand-over (its failing account fails
 //! later), so the vendor here is the sandbox with a refusal put in front.
+//! Merchants do not wait on each other: a hand-over that hangs holds up
+//! only its own merchant.
 
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
@@ -299,5 +301,102 @@ async fn a_round_that_panics_does_not_stop_later_hand_overs() {
         DisbursementStatus::Pending,
         "debited, waiting for a vendor that works"
     );
+    engine.shutdown().await;
+}
+
+/// The sandbox, holding the hand-over of one account until the test lets
+/// it go: a vendor call that hangs.
+struct HoldingVendor {
+    sandbox: SandboxPayoutVendor,
+    entered: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+const HELD_ACCOUNT: &str = "5555555555";
+
+impl PayoutVendor for HoldingVendor {
+    fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
+        if disbursement.destination.account() == HELD_ACCOUNT {
+            let _ = self.entered.lock().unwrap().send(());
+            let _ = self.release.lock().unwrap().recv_timeout(Duration::from_secs(30));
+        }
+        self.sandbox.submit(disbursement)
+    }
+
+    fn inquire(&self, destination: &Destination) -> Result<String, String> {
+        self.sandbox.inquire(destination)
+    }
+}
+
+async fn wallet_merchant(engine: &Engine, name: &str) -> Uuid {
+    let (merchant, _) = engine
+        .create_merchant(NewMerchant {
+            name: name.into(),
+            settlement_type: Some(SettlementType::Wallet),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine
+        .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
+        .await
+        .unwrap();
+    merchant.id
+}
+
+async fn status_after_handoff(engine: &Engine, merchant_id: Uuid, id: Uuid) -> DisbursementStatus {
+    let mut status = DisbursementStatus::Pending;
+    for _ in 0..2000 {
+        status = engine.disbursement_for(merchant_id, &id.to_string()).unwrap().status;
+        if status != DisbursementStatus::Pending {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    status
+}
+
+/// A merchant whose hand-over hangs (its vendor call) holds up only itself:
+/// another merchant's disbursements are handed over meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hand_over_that_hangs_holds_up_only_its_own_merchant() {
+    let dir = tempfile::tempdir().unwrap();
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel();
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(Arc::new(HoldingVendor {
+        sandbox: SandboxPayoutVendor {
+            delay: Duration::from_secs(3600),
+        },
+        entered: std::sync::Mutex::new(entered_tx),
+        release: std::sync::Mutex::new(release_rx),
+    }));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let held_merchant = wallet_merchant(&engine, "held").await;
+    let other_merchant = wallet_merchant(&engine, "other").await;
+
+    let mut held_request = request(1);
+    held_request.account_number = Some(HELD_ACCOUNT.into());
+    let held = engine.create_disbursement(held_merchant, held_request).await.unwrap();
+    tokio::task::spawn_blocking(move || entered_rx.recv_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .expect("the held hand-over reached the vendor");
+
+    let other = engine.create_disbursement(other_merchant, request(2)).await.unwrap();
+    assert_eq!(
+        status_after_handoff(&engine, other_merchant, other.id).await,
+        DisbursementStatus::OnProcess,
+        "handed over while the other merchant's vendor call hangs"
+    );
+    let still = engine.disbursement_for(held_merchant, &held.id.to_string()).unwrap();
+    assert_eq!(still.status, DisbursementStatus::Pending);
+
+    release_tx.send(()).unwrap();
+    assert_eq!(
+        status_after_handoff(&engine, held_merchant, held.id).await,
+        DisbursementStatus::OnProcess
+    );
+    assert_eq!(engine.disbursements_awaiting_handoff(), 0);
     engine.shutdown().await;
 }

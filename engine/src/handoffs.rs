@@ -1,21 +1,26 @@
 //! New disbursements on their way to the payout vendor, handed over in
-//! batches. One task takes every disbursement created since its last round,
-//! decides each one's next step (review at the threshold, else the vendor's
-//! answer) and records each merchant's moves in one message to that
-//! merchant's actor, so one journal record. A spawned actor, a message and a
-//! record per disbursement were a third of the engine's CPU under load.
-//! Later steps of one disbursement (its vendor outcome, a resume after a
-//! restart) go to its `DisbursementActor`.
+//! batches. Each merchant has at most one round in flight: a round takes
+//! every disbursement of that merchant queued since its last round, decides
+//! each one's next step (review at the threshold, else the vendor's answer)
+//! and records the moves in one message to the merchant's actor, so one
+//! journal record. While a round waits for durability the next one gathers,
+//! so rounds grow with the load; and merchants never wait on each other (a
+//! merchant whose actor or vendor call is stuck holds up only itself). A
+//! spawned actor, a message and a record per disbursement were a third of
+//! the engine's CPU under load. Later steps of one disbursement (its vendor
+//! outcome, a resume after a restart) go to its `DisbursementActor`.
 
 use crate::actors::merchant::DisbursementMove;
 use crate::domain::{Disbursement, DisbursementStatus};
 use crate::engine::{Engine, EngineInner};
 use crate::error::EngineError;
 use crate::vendor::PayoutVendor;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 use uuid::Uuid;
 
 /// Moves of one merchant recorded together, at most.
@@ -24,13 +29,35 @@ pub const HANDOFF_BATCH_MAX: usize = 1024;
 /// How long after a failed round its disbursements are looked at again.
 pub const HANDOFF_RETRY_AFTER: Duration = Duration::from_secs(10);
 
-/// Where new disbursements wait for the next round.
+/// Disbursements waiting for their merchant's next round.
+#[derive(Default)]
+struct Waiting {
+    by_merchant: HashMap<Uuid, Vec<Arc<Disbursement>>>,
+    /// Merchants whose queue was empty before their latest push, not yet
+    /// seen by the task.
+    fresh: Vec<Uuid>,
+}
+
+/// Where new disbursements wait.
 #[derive(Default)]
 struct Queue {
-    pending: Mutex<Vec<Arc<Disbursement>>>,
+    waiting: Mutex<Waiting>,
     wake: Notify,
     // Queued or in a round not yet finished.
     unfinished: AtomicUsize,
+}
+
+impl Queue {
+    /// Takes the next round of `merchant_id` (at most `HANDOFF_BATCH_MAX`), if it has one.
+    fn take_round(&self, merchant_id: &Uuid) -> Option<Vec<Arc<Disbursement>>> {
+        let mut waiting = self.waiting.lock().expect("hand-off queue lock");
+        let queued = waiting.by_merchant.get_mut(merchant_id)?;
+        if queued.len() > HANDOFF_BATCH_MAX {
+            let rest = queued.split_off(HANDOFF_BATCH_MAX);
+            return Some(std::mem::replace(queued, rest));
+        }
+        waiting.by_merchant.remove(merchant_id)
+    }
 }
 
 /// Queues disbursements for the hand-off task.
@@ -41,37 +68,47 @@ pub struct HandOffs {
 
 impl HandOffs {
     /// Starts the task; it stops when the engine is dropped or `stopping`
-    /// turns true. Disbursements still queued then are durable as PENDING
-    /// and are handed over at the next start.
+    /// turns true, once the rounds in flight have finished. Disbursements
+    /// still queued then are durable as PENDING and are handed over at the
+    /// next start.
     pub(crate) fn start(
         engine: Weak<EngineInner>,
         mut stopping: tokio::sync::watch::Receiver<bool>,
     ) -> (HandOffs, tokio::task::JoinHandle<()>) {
         let queue = Arc::new(Queue::default());
-        let waiting = queue.clone();
+        let task_queue = queue.clone();
         let task = tokio::spawn(async move {
+            let queue = task_queue;
+            let mut rounds: JoinSet<Uuid> = JoinSet::new();
+            let mut in_flight: HashSet<Uuid> = HashSet::new();
             loop {
-                tokio::select! {
-                    _ = waiting.wake.notified() => {}
-                    _ = stopping.changed() => return,
+                // Merchants that may have a round to start now.
+                let candidates: Vec<Uuid> = tokio::select! {
+                    _ = queue.wake.notified() => {
+                        std::mem::take(&mut queue.waiting.lock().expect("hand-off queue lock").fresh)
+                    }
+                    Some(finished) = rounds.join_next(), if !rounds.is_empty() => {
+                        // Rounds catch their own panics, so each one names its merchant.
+                        let merchant_id = finished.expect("hand-off rounds catch their panics");
+                        in_flight.remove(&merchant_id);
+                        vec![merchant_id]
+                    }
+                    _ = stopping.changed() => {
+                        while rounds.join_next().await.is_some() {}
+                        return;
+                    }
+                };
+                for merchant_id in candidates {
+                    if in_flight.contains(&merchant_id) {
+                        continue; // its round's end starts the next one
+                    }
+                    let Some(batch) = queue.take_round(&merchant_id) else {
+                        continue;
+                    };
+                    let Some(inner) = engine.upgrade() else { return };
+                    in_flight.insert(merchant_id);
+                    rounds.spawn(round(Engine::from_inner(inner), queue.clone(), merchant_id, batch));
                 }
-                // While a round waits for its records to be durable, the
-                // next one gathers: the busier it is, the bigger the batch.
-                let batch = std::mem::take(&mut *waiting.pending.lock().expect("hand-off queue lock"));
-                let Some(inner) = engine.upgrade() else { return };
-                let engine = Engine::from_inner(inner);
-                let ids: Vec<Uuid> = batch.iter().map(|d| d.id).collect();
-                // A panic in a round (a vendor's, say) must not end the task:
-                // every later disbursement would wait for the next start.
-                let round = std::panic::AssertUnwindSafe(engine.hand_off(batch));
-                if futures_util::FutureExt::catch_unwind(round).await.is_err() {
-                    tracing::error!(
-                        count = ids.len(),
-                        "a hand-off round panicked; its disbursements are taken up again shortly"
-                    );
-                    engine.take_up_again_later(ids.clone());
-                }
-                waiting.unfinished.fetch_sub(ids.len(), Ordering::AcqRel);
             }
         });
         (HandOffs { queue }, task)
@@ -80,16 +117,43 @@ impl HandOffs {
     /// Queues a disbursement just created (durable, PENDING).
     pub(crate) fn push(&self, disbursement: Arc<Disbursement>) {
         self.queue.unfinished.fetch_add(1, Ordering::AcqRel);
-        let mut pending = self.queue.pending.lock().expect("hand-off queue lock");
-        let was_empty = pending.is_empty();
-        pending.push(disbursement);
-        drop(pending);
-        // A permit is kept when the task is busy, so no push is missed; a
-        // non-empty queue already has one.
-        if was_empty {
+        let mut waiting = self.queue.waiting.lock().expect("hand-off queue lock");
+        let merchant_id = disbursement.merchant_id;
+        let queued = waiting.by_merchant.entry(merchant_id).or_default();
+        let first = queued.is_empty();
+        queued.push(disbursement);
+        // A merchant with disbursements already queued is in `fresh` or has a
+        // round in flight, whose end takes them.
+        let wake = first && {
+            let none_fresh = waiting.fresh.is_empty();
+            waiting.fresh.push(merchant_id);
+            none_fresh
+        };
+        drop(waiting);
+        // A permit is kept when the task is busy, so no push is missed.
+        if wake {
             self.queue.wake.notify_one();
         }
     }
+}
+
+/// One merchant's round; returns the merchant once its moves are durable
+/// (or have failed), so the next round of that merchant may start.
+async fn round(engine: Engine, queue: Arc<Queue>, merchant_id: Uuid, batch: Vec<Arc<Disbursement>>) -> Uuid {
+    let ids: Vec<Uuid> = batch.iter().map(|d| d.id).collect();
+    // A panic in a round (a vendor's, say) must not end the task: every
+    // later disbursement would wait for the next start.
+    let moved = std::panic::AssertUnwindSafe(engine.hand_off_merchant(merchant_id, batch));
+    if futures_util::FutureExt::catch_unwind(moved).await.is_err() {
+        tracing::error!(
+            count = ids.len(),
+            %merchant_id,
+            "a hand-off round panicked; its disbursements are taken up again shortly"
+        );
+        engine.take_up_again_later(ids.clone());
+    }
+    queue.unfinished.fetch_sub(ids.len(), Ordering::AcqRel);
+    merchant_id
 }
 
 impl Engine {
@@ -123,26 +187,6 @@ impl Engine {
     /// in a round waiting for its record).
     pub fn disbursements_awaiting_handoff(&self) -> usize {
         self.handoffs().queue.unfinished.load(Ordering::Acquire)
-    }
-
-    /// Hands a round of new disbursements over, each merchant's together.
-    async fn hand_off(&self, batch: Vec<Arc<Disbursement>>) {
-        let mut by_merchant: foldhash::HashMap<Uuid, Vec<Arc<Disbursement>>> = Default::default();
-        for disbursement in batch {
-            by_merchant
-                .entry(disbursement.merchant_id)
-                .or_default()
-                .push(disbursement);
-        }
-        let mut rounds = Vec::with_capacity(by_merchant.len());
-        for (merchant_id, mut disbursements) in by_merchant {
-            while !disbursements.is_empty() {
-                let rest = disbursements.split_off(disbursements.len().min(HANDOFF_BATCH_MAX));
-                rounds.push(self.hand_off_merchant(merchant_id, disbursements));
-                disbursements = rest;
-            }
-        }
-        futures_util::future::join_all(rounds).await;
     }
 
     /// The next step of each of one merchant's PENDING disbursements: IN_REVIEW
