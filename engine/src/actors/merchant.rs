@@ -845,10 +845,12 @@ impl MerchantState {
     }
 
     async fn journal_record(&mut self, record: JournalRecord, then: Continuation) -> Result<(), ActorProcessingErr> {
-        let payload = record.encode();
+        let (payload, spans) = record.encode_with_spans();
         let store = self.args.store.clone();
-        self.journal(payload, then, move |seq, payload| store.apply(seq, &record, payload))
-            .await
+        self.journal(payload, then, move |seq, payload| {
+            store.apply_encoded(seq, &record, payload, &spans)
+        })
+        .await
     }
 
     /// Queues a record whose effect is already in this actor's memory; `apply`

@@ -326,9 +326,26 @@ impl Store {
     /// records the checkpoint already holds. Everything a record puts in the
     /// overlay goes in under one lock, so no checkpoint can split a record.
     pub fn apply(&self, seq: u64, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
+        self.apply_encoded(seq, record, payload, &[])
+    }
+
+    /// `apply` for a record encoded by `JournalRecord::encode_with_spans`:
+    /// `spans` locate its disbursement versions in `payload`, which a
+    /// checkpoint then writes as they are.
+    pub fn apply_encoded(
+        &self,
+        seq: u64,
+        record: &JournalRecord,
+        payload: &[u8],
+        spans: &[std::ops::Range<usize>],
+    ) -> Result<(), StoreError> {
         self.apply_to_trees(record, payload)?;
         let mut overlay = self.overlay.lock().expect("overlay lock");
-        self.apply_to_overlay(&mut overlay, record, payload)?;
+        let mut encoded = EncodedVersions {
+            payload,
+            spans: spans.iter(),
+        };
+        self.apply_to_overlay(&mut overlay, record, payload, &mut encoded)?;
         overlay.active.through_seq = overlay.active.through_seq.max(seq);
         Ok(())
     }
@@ -366,6 +383,7 @@ impl Store {
         overlay: &mut Overlay,
         record: &JournalRecord,
         payload: &[u8],
+        encoded: &mut EncodedVersions<'_>,
     ) -> Result<(), StoreError> {
         match record {
             JournalRecord::EntryPosted(entry) => self.overlay_entry(overlay, entry, payload)?,
@@ -373,12 +391,14 @@ impl Store {
             | JournalRecord::DisbursementReversed { disbursement, entry } => {
                 // Entry blocks hold plain entry records, whatever record carried the entry.
                 self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
-                self.overlay_disbursement(overlay, disbursement);
+                self.overlay_disbursement(overlay, disbursement, encoded.next());
             }
-            JournalRecord::DisbursementUpdated(disbursement) => self.overlay_disbursement(overlay, disbursement),
+            JournalRecord::DisbursementUpdated(disbursement) => {
+                self.overlay_disbursement(overlay, disbursement, encoded.next())
+            }
             JournalRecord::DisbursementsUpdated(disbursements) => {
                 for disbursement in disbursements {
-                    self.overlay_disbursement(overlay, disbursement);
+                    self.overlay_disbursement(overlay, disbursement, encoded.next());
                 }
             }
             JournalRecord::OrderCreated(order) => self.overlay_order(overlay, order, true),
@@ -433,7 +453,7 @@ impl Store {
             }
             JournalRecord::Evented { record, events } => {
                 // Only an inner entry record would need its own bytes; none is ever wrapped.
-                self.apply_to_overlay(overlay, record, &[])?;
+                self.apply_to_overlay(overlay, record, &[], encoded)?;
                 for event in events {
                     self.overlay_webhook_event(overlay, event, None);
                 }
@@ -506,8 +526,8 @@ impl Store {
 
     /// A disbursement's newest version, indexed at once (readers find it
     /// in the overlay until a checkpoint has written it to a block).
-    fn overlay_disbursement(&self, overlay: &mut Overlay, disbursement: &Arc<Disbursement>) {
-        overlay.active.put_disbursement(disbursement);
+    fn overlay_disbursement(&self, overlay: &mut Overlay, disbursement: &Arc<Disbursement>, encoded: Option<&[u8]>) {
+        overlay.active.put_disbursement(disbursement, encoded);
         let mut index = self.disbursements.write().expect("disbursement index lock");
         self.index_disbursement(&mut index, disbursement);
     }
@@ -963,7 +983,10 @@ impl Store {
             }
         }
         for (id, disbursement) in &layer.disbursements {
-            blocks.push(*id, &encode_value(disbursement));
+            match &disbursement.encoded {
+                Some(encoded) => blocks.push(*id, encoded),
+                None => blocks.push(*id, &encode_value(&disbursement.version)),
+            }
         }
         for (key, block) in blocks.blocks() {
             batch.insert(&key[..], block);
@@ -1020,7 +1043,7 @@ impl Store {
             let overlay = self.overlay.lock().expect("overlay lock");
             let flushing = overlay.flushing.as_ref().and_then(|f| f.disbursements.get(id));
             if let Some(found) = overlay.active.disbursements.get(id).or(flushing) {
-                return Ok(Some((**found).clone()));
+                return Ok(Some(Disbursement::clone(&found.version)));
             }
         }
         let location = self.disbursements.read().expect("disbursement index lock").location(id);
@@ -1411,6 +1434,20 @@ impl Store {
 /// Opens sled, waiting briefly while a previous instance in this process
 /// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
 /// by a few milliseconds.
+/// The encodings of the disbursement versions a record carries, in the
+/// order the record lists them (none for a record read back from disk).
+struct EncodedVersions<'a> {
+    payload: &'a [u8],
+    spans: std::slice::Iter<'a, std::ops::Range<usize>>,
+}
+
+impl<'a> EncodedVersions<'a> {
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let span = self.spans.next()?;
+        self.payload.get(span.clone())
+    }
+}
+
 fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {

@@ -42,7 +42,7 @@ pub struct Layer {
     /// (written to disbursement blocks, `disbursement_log.rs`).
     /// Boxed: the map grows from empty every layer, and rehashing moves
     /// only pointers.
-    pub disbursements: HashMap<Uuid, Arc<Disbursement>>,
+    pub disbursements: HashMap<Uuid, LayerDisbursement>,
 }
 
 impl Layer {
@@ -66,8 +66,12 @@ impl Layer {
     }
 
     /// Sets the newest version of a disbursement.
-    pub fn put_disbursement(&mut self, disbursement: &Arc<Disbursement>) {
-        self.disbursements.insert(disbursement.id, disbursement.clone());
+    pub fn put_disbursement(&mut self, disbursement: &Arc<Disbursement>, encoded: Option<&[u8]>) {
+        let version = LayerDisbursement {
+            version: disbursement.clone(),
+            encoded: encoded.map(Box::from),
+        };
+        self.disbursements.insert(disbursement.id, version);
         self.entry_count += 1;
     }
 
@@ -84,6 +88,16 @@ impl Layer {
             }
         }
     }
+}
+
+/// A disbursement's newest version in a layer, with its encoding when the
+/// record that carried it gave one (else the checkpoint encodes it).
+#[derive(Clone, Debug)]
+pub struct LayerDisbursement {
+    /// The version.
+    pub version: Arc<Disbursement>,
+    /// Its bytes as `encode_value` writes them.
+    pub encoded: Option<Box<[u8]>>,
 }
 
 /// The active layer (being written by the journal's applier) and the layer

@@ -7,6 +7,7 @@ use crate::domain::webhook::{WebhookAttempt, WebhookEvent};
 use crate::domain::{Bank, Beneficiary, Disbursement, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Bytes reserved for an encoded record: a disbursement with its debit
@@ -132,6 +133,15 @@ impl JournalRecord {
     }
 }
 
+/// Variant indexes of `JournalRecord`, as serde's derive numbers them.
+mod variant {
+    pub const DISBURSEMENT_CREATED: u32 = 5;
+    pub const DISBURSEMENT_UPDATED: u32 = 7;
+    pub const DISBURSEMENT_REVERSED: u32 = 8;
+    pub const EVENTED: u32 = 15;
+    pub const DISBURSEMENTS_UPDATED: u32 = 19;
+}
+
 /// `JournalRecord` by reference: the same variants in the same order, so it
 /// encodes to the same bytes without cloning what it encodes.
 #[derive(Serialize)]
@@ -168,6 +178,64 @@ impl JournalRecord {
         let mut out = Vec::with_capacity(RECORD_CAPACITY_HINT);
         bincode::serde::encode_into_std_write(self, &mut out, config()).expect("journal records always encode");
         out
+    }
+
+    /// The same bytes as `encode`, and where in them each disbursement
+    /// version the record carries is, in the order the record lists them.
+    /// A checkpoint stores those versions as they are instead of encoding
+    /// each one a second time. Written field by field the way serde's
+    /// derive encodes them in bincode (variant index, then the fields in
+    /// order; a sequence is its length, then its items); the tests hold
+    /// the two encodings equal.
+    pub fn encode_with_spans(&self) -> (Vec<u8>, Vec<Range<usize>>) {
+        let mut out = Vec::with_capacity(RECORD_CAPACITY_HINT);
+        let mut spans = Vec::new();
+        self.encode_spanned(&mut out, &mut spans);
+        (out, spans)
+    }
+
+    fn encode_spanned(&self, out: &mut Vec<u8>, spans: &mut Vec<Range<usize>>) {
+        fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+            bincode::serde::encode_into_std_write(value, out, config()).expect("journal records always encode");
+        }
+        fn tag(out: &mut Vec<u8>, index: u32) {
+            bincode::encode_into_std_write(index, out, config()).expect("journal records always encode");
+        }
+        fn spanned(out: &mut Vec<u8>, spans: &mut Vec<Range<usize>>, disbursement: &Disbursement) {
+            let start = out.len();
+            put(out, disbursement);
+            spans.push(start..out.len());
+        }
+        match self {
+            JournalRecord::DisbursementCreated { disbursement, entry } => {
+                tag(out, variant::DISBURSEMENT_CREATED);
+                spanned(out, spans, disbursement);
+                put(out, entry);
+            }
+            JournalRecord::DisbursementUpdated(disbursement) => {
+                tag(out, variant::DISBURSEMENT_UPDATED);
+                spanned(out, spans, disbursement);
+            }
+            JournalRecord::DisbursementReversed { disbursement, entry } => {
+                tag(out, variant::DISBURSEMENT_REVERSED);
+                spanned(out, spans, disbursement);
+                put(out, entry);
+            }
+            JournalRecord::DisbursementsUpdated(disbursements) => {
+                tag(out, variant::DISBURSEMENTS_UPDATED);
+                bincode::encode_into_std_write(disbursements.len() as u64, out, config())
+                    .expect("journal records always encode");
+                for disbursement in disbursements {
+                    spanned(out, spans, disbursement);
+                }
+            }
+            JournalRecord::Evented { record, events } => {
+                tag(out, variant::EVENTED);
+                record.encode_spanned(out, spans);
+                put(out, events);
+            }
+            other => put(out, other),
+        }
     }
 
     /// Reads a record back.
@@ -208,5 +276,98 @@ mod tests {
         assert_eq!(JournalRecord::decode(&record.encode()).unwrap(), record);
         assert_eq!(encode_entry(&entry), record.encode());
         assert!(JournalRecord::decode(&[0xff, 0xff]).is_err());
+    }
+
+    fn disbursement(n: usize) -> Disbursement {
+        Disbursement {
+            id: Uuid::new_v4(),
+            ref_code: format!("DSB-261121000000-{n:04}"),
+            merchant_id: Uuid::new_v4(),
+            idempotency_key: format!("key-{n}"),
+            destination: crate::domain::Destination::Bank {
+                bank_short_code: "BCA".into(),
+                bank_id: Uuid::new_v4(),
+                account_number: format!("12345{n:05}"),
+                account_name: "Budi Santoso".into(),
+            },
+            request_amount: MinorUnits::new(1_000_000 + n as i64),
+            fee: MinorUnits::new(250_000),
+            final_amount: MinorUnits::new(1_250_000 + n as i64),
+            vendor_disbursement_id: (n % 2 == 0).then(|| format!("SBX-{n}")),
+            source: crate::domain::Source::Api,
+            status: crate::domain::DisbursementStatus::OnProcess,
+            notify_url: Some("https://merchant.example/hook".into()),
+            beneficiary_id: None,
+            failure_reason: None,
+            debit_seq: 300 + n as u64,
+            reversal_seq: None,
+            wib_day: 20_000,
+            created_at_ms: 1_700_000_000_000 + n as i64,
+            updated_at_ms: 1_700_000_000_500,
+        }
+    }
+
+    /// `encode_with_spans` writes exactly what serde writes, and each span
+    /// is the encoding of a carried disbursement, in the record's order.
+    #[test]
+    fn spanned_encoding_is_the_serde_encoding_with_each_disbursement_located() {
+        let book = MerchantBook::new(Uuid::new_v4());
+        let entry = book
+            .prepare(wallet_credit(MinorUnits::new(42), "x".into(), Some("k".into())), 5)
+            .unwrap();
+        let (one, two, three) = (
+            Arc::new(disbursement(1)),
+            Arc::new(disbursement(2)),
+            Arc::new(disbursement(3)),
+        );
+        let event = WebhookEvent::new(
+            one.merchant_id,
+            7,
+            Some("https://merchant.example/hook".into()),
+            crate::domain::EventResource::Disbursement(Box::new((*one).clone())),
+        );
+        let cases: Vec<(JournalRecord, Vec<&Arc<Disbursement>>)> = vec![
+            (
+                JournalRecord::DisbursementCreated {
+                    disbursement: one.clone(),
+                    entry: entry.clone(),
+                },
+                vec![&one],
+            ),
+            (JournalRecord::DisbursementUpdated(two.clone()), vec![&two]),
+            (
+                JournalRecord::DisbursementReversed {
+                    disbursement: three.clone(),
+                    entry: entry.clone(),
+                },
+                vec![&three],
+            ),
+            (
+                JournalRecord::DisbursementsUpdated(vec![one.clone(), two.clone(), three.clone()]),
+                vec![&one, &two, &three],
+            ),
+            (JournalRecord::DisbursementsUpdated(Vec::new()), vec![]),
+            (
+                JournalRecord::with_events(
+                    JournalRecord::DisbursementsUpdated(vec![two.clone(), one.clone()]),
+                    vec![event.clone()],
+                ),
+                vec![&two, &one],
+            ),
+            (
+                JournalRecord::with_events(JournalRecord::DisbursementUpdated(three.clone()), vec![event]),
+                vec![&three],
+            ),
+            (JournalRecord::EntryPosted(entry), vec![]),
+        ];
+        for (record, carried) in cases {
+            let (bytes, spans) = record.encode_with_spans();
+            assert_eq!(bytes, record.encode(), "{record:?}");
+            assert_eq!(JournalRecord::decode(&bytes).unwrap(), record);
+            assert_eq!(spans.len(), carried.len());
+            for (span, disbursement) in spans.into_iter().zip(carried) {
+                assert_eq!(bytes[span], encode_value(&**disbursement)[..]);
+            }
+        }
     }
 }
