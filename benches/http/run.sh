@@ -25,7 +25,8 @@
 #
 # Prints a table: requests/s, p50, p99 and CPU for both, the ratios,
 # PASS/MISS against the targets (>= 0.5 of the baseline's requests/s, p99
-# <= 2x the baseline's), then the durability check: paygate is killed,
+# <= 2x the baseline's), the slow journal steps paygate logged (50 ms or
+# more), then the durability check: paygate is killed,
 # restarted on the same data dir, and every disbursement or order answered
 # 201 must be found again, with the ledger balanced (and, for disbursements,
 # the wallet balance equal to funding minus what they debited; orders move
@@ -189,6 +190,11 @@ echo
 echo "POST /v1/$target ($script); wrk -t$threads -c$connections -d$duration --timeout $timeout;" \
     "$(nproc) cores, shared by wrk and the server"
 python3 benches/http/report.py "$work/baseline.wrk" "$work/paygate.wrk"
+# The server warns of any journal write, sync or apply of 50 ms or more
+# (each holds up every reply): the likely cause of a high p99 or max.
+slow_steps=$(grep -c "slow" "$work/paygate.out.stderr" "$work/paygate.out" 2>/dev/null | awk -F: '{n += $2} END {print n + 0}')
+echo "slow journal steps logged by paygate during the load: $slow_steps"
+grep -h "slow" "$work/paygate.out.stderr" "$work/paygate.out" 2>/dev/null | head -n 5 | sed 's/^/  /'
 
 balance_ok=1
 echo

@@ -293,7 +293,7 @@ mod tests {
             request_amount: MinorUnits::new(1_000_000 + n as i64),
             fee: MinorUnits::new(250_000),
             final_amount: MinorUnits::new(1_250_000 + n as i64),
-            vendor_disbursement_id: (n % 2 == 0).then(|| format!("SBX-{n}")),
+            vendor_disbursement_id: n.is_multiple_of(2).then(|| format!("SBX-{n}")),
             source: crate::domain::Source::Api,
             status: crate::domain::DisbursementStatus::OnProcess,
             notify_url: Some("https://merchant.example/hook".into()),
