@@ -4,8 +4,8 @@
 //! moves of one merchant share journal records instead of one record each.
 //! The sandbox vendor never refuses at hand-over (its failing account fails
 //! later), so the vendor here is the sandbox with a refusal put in front.
-//! Merchants do not wait on each other: a hand-over that hangs holds up
-//! only its own merchant.
+//! Merchants do not wait on each other: hand-overs that hang hold up only
+//! their own merchants.
 
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
@@ -248,7 +248,7 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(status, DisbursementStatus::OnProcess);
-    assert_eq!(engine.disbursements_awaiting_handoff(), 0);
+    assert_eq!(handoffs_finished(&engine).await, 0);
     engine.shutdown().await;
 }
 
@@ -328,6 +328,18 @@ impl PayoutVendor for HoldingVendor {
     }
 }
 
+/// Disbursements still awaiting their hand-off once the rounds have had
+/// time to finish (a round's moves are visible a moment before it ends).
+async fn handoffs_finished(engine: &Engine) -> usize {
+    for _ in 0..2000 {
+        if engine.disbursements_awaiting_handoff() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    engine.disbursements_awaiting_handoff()
+}
+
 async fn wallet_merchant(engine: &Engine, name: &str) -> Uuid {
     let (merchant, _) = engine
         .create_merchant(NewMerchant {
@@ -356,10 +368,11 @@ async fn status_after_handoff(engine: &Engine, merchant_id: Uuid, id: Uuid) -> D
     status
 }
 
-/// A merchant whose hand-over hangs (its vendor call) holds up only itself:
-/// another merchant's disbursements are handed over meanwhile.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_hand_over_that_hangs_holds_up_only_its_own_merchant() {
+/// Merchants whose hand-overs hang (their vendor calls) hold up only
+/// themselves: another merchant's disbursements are handed over meanwhile,
+/// even with more calls hanging than the runtime has workers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
     let dir = tempfile::tempdir().unwrap();
     let (entered_tx, entered_rx) = std::sync::mpsc::channel();
     let (release_tx, release_rx) = std::sync::mpsc::channel();
@@ -372,31 +385,38 @@ async fn a_hand_over_that_hangs_holds_up_only_its_own_merchant() {
         release: std::sync::Mutex::new(release_rx),
     }));
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-    let held_merchant = wallet_merchant(&engine, "held").await;
+    let mut held = Vec::new();
+    for name in ["held-1", "held-2"] {
+        let merchant_id = wallet_merchant(&engine, name).await;
+        let mut held_request = request(1);
+        held_request.account_number = Some(HELD_ACCOUNT.into());
+        let disbursement = engine.create_disbursement(merchant_id, held_request).await.unwrap();
+        held.push((merchant_id, disbursement.id));
+    }
+    let entered =
+        tokio::task::spawn_blocking(move || (0..2).all(|_| entered_rx.recv_timeout(Duration::from_secs(10)).is_ok()));
+    assert!(entered.await.unwrap(), "both held hand-overs reached the vendor");
+
     let other_merchant = wallet_merchant(&engine, "other").await;
-
-    let mut held_request = request(1);
-    held_request.account_number = Some(HELD_ACCOUNT.into());
-    let held = engine.create_disbursement(held_merchant, held_request).await.unwrap();
-    tokio::task::spawn_blocking(move || entered_rx.recv_timeout(Duration::from_secs(10)))
-        .await
-        .unwrap()
-        .expect("the held hand-over reached the vendor");
-
     let other = engine.create_disbursement(other_merchant, request(2)).await.unwrap();
     assert_eq!(
         status_after_handoff(&engine, other_merchant, other.id).await,
         DisbursementStatus::OnProcess,
-        "handed over while the other merchant's vendor call hangs"
+        "handed over while the other merchants' vendor calls hang"
     );
-    let still = engine.disbursement_for(held_merchant, &held.id.to_string()).unwrap();
-    assert_eq!(still.status, DisbursementStatus::Pending);
+    for (merchant_id, id) in &held {
+        let still = engine.disbursement_for(*merchant_id, &id.to_string()).unwrap();
+        assert_eq!(still.status, DisbursementStatus::Pending);
+    }
 
     release_tx.send(()).unwrap();
-    assert_eq!(
-        status_after_handoff(&engine, held_merchant, held.id).await,
-        DisbursementStatus::OnProcess
-    );
-    assert_eq!(engine.disbursements_awaiting_handoff(), 0);
+    release_tx.send(()).unwrap();
+    for (merchant_id, id) in held {
+        assert_eq!(
+            status_after_handoff(&engine, merchant_id, id).await,
+            DisbursementStatus::OnProcess
+        );
+    }
+    assert_eq!(handoffs_finished(&engine).await, 0);
     engine.shutdown().await;
 }

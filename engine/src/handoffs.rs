@@ -29,6 +29,10 @@ pub const HANDOFF_BATCH_MAX: usize = 1024;
 /// How long after a failed round its disbursements are looked at again.
 pub const HANDOFF_RETRY_AFTER: Duration = Duration::from_secs(10);
 
+/// How long a stopping engine waits for the rounds in flight (a merchant
+/// actor call gives up after 15 s; a vendor call may hang longer).
+pub const HANDOFF_STOP_WAIT: Duration = Duration::from_secs(30);
+
 /// Disbursements waiting for their merchant's next round.
 #[derive(Default)]
 struct Waiting {
@@ -79,35 +83,46 @@ impl HandOffs {
         let task_queue = queue.clone();
         let task = tokio::spawn(async move {
             let queue = task_queue;
-            let mut rounds: JoinSet<Uuid> = JoinSet::new();
-            let mut in_flight: HashSet<Uuid> = HashSet::new();
+            let mut rounds: JoinSet<()> = JoinSet::new();
+            // The merchant of each round in flight, by task.
+            let mut in_flight: HashMap<tokio::task::Id, Uuid> = HashMap::new();
+            let mut busy: HashSet<Uuid> = HashSet::new();
             loop {
                 // Merchants that may have a round to start now.
                 let candidates: Vec<Uuid> = tokio::select! {
                     _ = queue.wake.notified() => {
                         std::mem::take(&mut queue.waiting.lock().expect("hand-off queue lock").fresh)
                     }
-                    Some(finished) = rounds.join_next(), if !rounds.is_empty() => {
-                        // Rounds catch their own panics, so each one names its merchant.
-                        let merchant_id = finished.expect("hand-off rounds catch their panics");
-                        in_flight.remove(&merchant_id);
+                    Some(finished) = rounds.join_next_with_id(), if !rounds.is_empty() => {
+                        // Rounds catch their own panics; an error is a round cancelled.
+                        let task = finished.map_or_else(|error| error.id(), |(task, ())| task);
+                        let merchant_id = in_flight.remove(&task).expect("every round is in flight");
+                        busy.remove(&merchant_id);
                         vec![merchant_id]
                     }
                     _ = stopping.changed() => {
-                        while rounds.join_next().await.is_some() {}
+                        let all_finished = async { while rounds.join_next().await.is_some() {} };
+                        if tokio::time::timeout(HANDOFF_STOP_WAIT, all_finished).await.is_err() {
+                            tracing::warn!(
+                                rounds = rounds.len(),
+                                "hand-off rounds still waiting at shutdown; their disbursements resume at the next start"
+                            );
+                        }
                         return;
                     }
                 };
+                let Some(inner) = engine.upgrade() else { return };
+                let engine = Engine::from_inner(inner);
                 for merchant_id in candidates {
-                    if in_flight.contains(&merchant_id) {
+                    if busy.contains(&merchant_id) {
                         continue; // its round's end starts the next one
                     }
                     let Some(batch) = queue.take_round(&merchant_id) else {
                         continue;
                     };
-                    let Some(inner) = engine.upgrade() else { return };
-                    in_flight.insert(merchant_id);
-                    rounds.spawn(round(Engine::from_inner(inner), queue.clone(), merchant_id, batch));
+                    busy.insert(merchant_id);
+                    let task = rounds.spawn(round(engine.clone(), queue.clone(), merchant_id, batch));
+                    in_flight.insert(task.id(), merchant_id);
                 }
             }
         });
@@ -137,9 +152,9 @@ impl HandOffs {
     }
 }
 
-/// One merchant's round; returns the merchant once its moves are durable
-/// (or have failed), so the next round of that merchant may start.
-async fn round(engine: Engine, queue: Arc<Queue>, merchant_id: Uuid, batch: Vec<Arc<Disbursement>>) -> Uuid {
+/// One merchant's round; ends once its moves are durable (or have failed),
+/// so the next round of that merchant may start.
+async fn round(engine: Engine, queue: Arc<Queue>, merchant_id: Uuid, batch: Vec<Arc<Disbursement>>) {
     let ids: Vec<Uuid> = batch.iter().map(|d| d.id).collect();
     // A panic in a round (a vendor's, say) must not end the task: every
     // later disbursement would wait for the next start.
@@ -153,7 +168,6 @@ async fn round(engine: Engine, queue: Arc<Queue>, merchant_id: Uuid, batch: Vec<
         engine.take_up_again_later(ids.clone());
     }
     queue.unfinished.fetch_sub(ids.len(), Ordering::AcqRel);
-    merchant_id
 }
 
 impl Engine {
@@ -195,22 +209,33 @@ impl Engine {
     async fn hand_off_merchant(&self, merchant_id: Uuid, disbursements: Vec<Arc<Disbursement>>) {
         let threshold = self.merchant(merchant_id).map(|m| m.limits.review_threshold_minor);
         let vendor = self.payout_vendor();
-        let steps: Vec<Step> = disbursements
-            .iter()
-            .filter_map(|disbursement| {
-                if threshold.is_some_and(|t| disbursement.request_amount.get() >= t) {
-                    let review = DisbursementMove {
-                        id: disbursement.id,
-                        to: DisbursementStatus::InReview,
-                        vendor_disbursement_id: None,
-                        reason: None,
-                    };
-                    return Some((review, None));
-                }
-                // No vendor: it stays PENDING (creation refuses new ones meanwhile).
-                Some(vendor_step(vendor.as_deref()?, disbursement))
-            })
-            .collect();
+        let decide = move || -> Vec<Step> {
+            disbursements
+                .iter()
+                .filter_map(|disbursement| {
+                    if threshold.is_some_and(|t| disbursement.request_amount.get() >= t) {
+                        let review = DisbursementMove {
+                            id: disbursement.id,
+                            to: DisbursementStatus::InReview,
+                            vendor_disbursement_id: None,
+                            reason: None,
+                        };
+                        return Some((review, None));
+                    }
+                    // No vendor: it stays PENDING (creation refuses new ones meanwhile).
+                    Some(vendor_step(vendor.as_deref()?, disbursement))
+                })
+                .collect()
+        };
+        // The vendor's calls block: on the blocking pool, one that hangs
+        // holds up its own merchant, never a runtime worker (of which there
+        // are as many as cores) and with it everything else.
+        let steps = match tokio::task::spawn_blocking(decide).await {
+            Ok(steps) => steps,
+            // The round's own catch takes a vendor's panic.
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(_) => return, // the runtime is stopping; PENDING resumes at the next start
+        };
         if steps.is_empty() {
             return;
         }

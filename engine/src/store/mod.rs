@@ -1431,9 +1431,6 @@ impl Store {
     }
 }
 
-/// Opens sled, waiting briefly while a previous instance in this process
-/// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
-/// by a few milliseconds.
 /// The encodings of the disbursement versions a record carries, in the
 /// order the record lists them (none for a record read back from disk).
 struct EncodedVersions<'a> {
@@ -1448,6 +1445,9 @@ impl<'a> EncodedVersions<'a> {
     }
 }
 
+/// Opens sled, waiting briefly while a previous instance in this process
+/// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
+/// by a few milliseconds.
 fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {

@@ -40,8 +40,6 @@ pub struct Layer {
     pub resources: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// The newest version of each disbursement changed in this layer
     /// (written to disbursement blocks, `disbursement_log.rs`).
-    /// Boxed: the map grows from empty every layer, and rehashing moves
-    /// only pointers.
     pub disbursements: HashMap<Uuid, LayerDisbursement>,
 }
 
