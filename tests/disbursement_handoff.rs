@@ -7,6 +7,7 @@
 //! Merchants do not wait on each other: hand-overs that hang hold up only
 //! their own merchants.
 
+use futures::future::BoxFuture;
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, LimitsPatch, SettlementType};
@@ -28,14 +29,14 @@ const DISBURSEMENTS: usize = 300;
 struct RefusingVendor(SandboxPayoutVendor);
 
 impl PayoutVendor for RefusingVendor {
-    fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
+    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>> {
         if disbursement.destination.account() == "0000000000" {
-            return Err("account not found".into());
+            return Box::pin(std::future::ready(Err("account not found".into())));
         }
         self.0.submit(disbursement)
     }
 
-    fn inquire(&self, destination: &Destination) -> Result<String, String> {
+    fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>> {
         self.0.inquire(destination)
     }
 }
@@ -44,12 +45,14 @@ impl PayoutVendor for RefusingVendor {
 struct PanickingVendor(SandboxPayoutVendor);
 
 impl PayoutVendor for PanickingVendor {
-    fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
-        assert_ne!(disbursement.destination.account(), "0000000000", "vendor bug (test)");
-        self.0.submit(disbursement)
+    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>> {
+        Box::pin(async move {
+            assert_ne!(disbursement.destination.account(), "0000000000", "vendor bug (test)");
+            self.0.submit(disbursement).await
+        })
     }
 
-    fn inquire(&self, destination: &Destination) -> Result<String, String> {
+    fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>> {
         self.0.inquire(destination)
     }
 }
@@ -308,22 +311,26 @@ async fn a_round_that_panics_does_not_stop_later_hand_overs() {
 /// it go: a vendor call that hangs.
 struct HoldingVendor {
     sandbox: SandboxPayoutVendor,
-    entered: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
-    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    entered: tokio::sync::mpsc::UnboundedSender<()>,
+    release: tokio::sync::Semaphore,
 }
 
 const HELD_ACCOUNT: &str = "5555555555";
 
 impl PayoutVendor for HoldingVendor {
-    fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
-        if disbursement.destination.account() == HELD_ACCOUNT {
-            let _ = self.entered.lock().unwrap().send(());
-            let _ = self.release.lock().unwrap().recv_timeout(Duration::from_secs(30));
-        }
-        self.sandbox.submit(disbursement)
+    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>> {
+        Box::pin(async move {
+            if disbursement.destination.account() == HELD_ACCOUNT {
+                let _ = self.entered.send(());
+                if let Ok(Ok(permit)) = tokio::time::timeout(Duration::from_secs(30), self.release.acquire()).await {
+                    permit.forget();
+                }
+            }
+            self.sandbox.submit(disbursement).await
+        })
     }
 
-    fn inquire(&self, destination: &Destination) -> Result<String, String> {
+    fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>> {
         self.sandbox.inquire(destination)
     }
 }
@@ -370,20 +377,20 @@ async fn status_after_handoff(engine: &Engine, merchant_id: Uuid, id: Uuid) -> D
 
 /// Merchants whose hand-overs hang (their vendor calls) hold up only
 /// themselves: another merchant's disbursements are handed over meanwhile,
-/// even with more calls hanging than the runtime has workers.
+/// with as many calls hanging as the runtime has workers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
     let dir = tempfile::tempdir().unwrap();
-    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
-    let (release_tx, release_rx) = std::sync::mpsc::channel();
-    let mut config = EngineConfig::new(dir.path());
-    config.payout_vendor = Some(Arc::new(HoldingVendor {
+    let (entered_tx, mut entered_rx) = tokio::sync::mpsc::unbounded_channel();
+    let vendor = Arc::new(HoldingVendor {
         sandbox: SandboxPayoutVendor {
             delay: Duration::from_secs(3600),
         },
-        entered: std::sync::Mutex::new(entered_tx),
-        release: std::sync::Mutex::new(release_rx),
-    }));
+        entered: entered_tx,
+        release: tokio::sync::Semaphore::new(0),
+    });
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(vendor.clone());
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let mut held = Vec::new();
     for name in ["held-1", "held-2"] {
@@ -393,9 +400,13 @@ async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
         let disbursement = engine.create_disbursement(merchant_id, held_request).await.unwrap();
         held.push((merchant_id, disbursement.id));
     }
-    let entered =
-        tokio::task::spawn_blocking(move || (0..2).all(|_| entered_rx.recv_timeout(Duration::from_secs(10)).is_ok()));
-    assert!(entered.await.unwrap(), "both held hand-overs reached the vendor");
+    for _ in 0..2 {
+        let entered = tokio::time::timeout(Duration::from_secs(10), entered_rx.recv()).await;
+        assert!(
+            matches!(entered, Ok(Some(()))),
+            "both held hand-overs reached the vendor"
+        );
+    }
 
     let other_merchant = wallet_merchant(&engine, "other").await;
     let other = engine.create_disbursement(other_merchant, request(2)).await.unwrap();
@@ -409,8 +420,7 @@ async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
         assert_eq!(still.status, DisbursementStatus::Pending);
     }
 
-    release_tx.send(()).unwrap();
-    release_tx.send(()).unwrap();
+    vendor.release.add_permits(2);
     for (merchant_id, id) in held {
         assert_eq!(
             status_after_handoff(&engine, merchant_id, id).await,

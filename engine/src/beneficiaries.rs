@@ -87,7 +87,7 @@ impl Engine {
         let engine = self.clone();
         let (merchant_id, id, destination) = (beneficiary.merchant_id, beneficiary.id, beneficiary.destination.clone());
         tokio::spawn(async move {
-            let result = vendor.inquire(&destination);
+            let result = vendor.inquire(&destination).await;
             match engine
                 .change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
                 .await

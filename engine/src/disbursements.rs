@@ -301,7 +301,7 @@ impl Engine {
         let Some(vendor) = self.payout_vendor() else {
             return Err(EngineError::NoVendor);
         };
-        let (step, settles) = crate::handoffs::vendor_step(vendor.as_ref(), &current);
+        let (step, settles) = crate::handoffs::vendor_step(vendor.as_ref(), &current).await;
         let moved = self
             .move_disbursement(
                 current.merchant_id,
@@ -341,6 +341,7 @@ impl Engine {
             let vendor = self.payout_vendor().ok_or(EngineError::NoVendor)?;
             let vendor_id = vendor
                 .submit(&current)
+                .await
                 .ok()
                 .map(|submission| submission.vendor_disbursement_id);
             match self

@@ -209,33 +209,22 @@ impl Engine {
     async fn hand_off_merchant(&self, merchant_id: Uuid, disbursements: Vec<Arc<Disbursement>>) {
         let threshold = self.merchant(merchant_id).map(|m| m.limits.review_threshold_minor);
         let vendor = self.payout_vendor();
-        let decide = move || -> Vec<Step> {
-            disbursements
-                .iter()
-                .filter_map(|disbursement| {
-                    if threshold.is_some_and(|t| disbursement.request_amount.get() >= t) {
-                        let review = DisbursementMove {
-                            id: disbursement.id,
-                            to: DisbursementStatus::InReview,
-                            vendor_disbursement_id: None,
-                            reason: None,
-                        };
-                        return Some((review, None));
-                    }
-                    // No vendor: it stays PENDING (creation refuses new ones meanwhile).
-                    Some(vendor_step(vendor.as_deref()?, disbursement))
-                })
-                .collect()
-        };
-        // The vendor's calls block: on the blocking pool, one that hangs
-        // holds up its own merchant, never a runtime worker (of which there
-        // are as many as cores) and with it everything else.
-        let steps = match tokio::task::spawn_blocking(decide).await {
-            Ok(steps) => steps,
-            // The round's own catch takes a vendor's panic.
-            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-            Err(_) => return, // the runtime is stopping; PENDING resumes at the next start
-        };
+        let mut steps: Vec<Step> = Vec::with_capacity(disbursements.len());
+        for disbursement in &disbursements {
+            if threshold.is_some_and(|t| disbursement.request_amount.get() >= t) {
+                let review = DisbursementMove {
+                    id: disbursement.id,
+                    to: DisbursementStatus::InReview,
+                    vendor_disbursement_id: None,
+                    reason: None,
+                };
+                steps.push((review, None));
+                continue;
+            }
+            // No vendor: it stays PENDING (creation refuses new ones meanwhile).
+            let Some(vendor) = vendor.as_deref() else { continue };
+            steps.push(vendor_step(vendor, disbursement).await);
+        }
         if steps.is_empty() {
             return;
         }
@@ -272,8 +261,8 @@ pub(crate) type Step = (DisbursementMove, Option<(Duration, DisbursementStatus)>
 
 /// The move the vendor's answer to a hand-over makes: ON_PROCESS with its
 /// reference and when it settles, or FAILED (money back) with its reason.
-pub(crate) fn vendor_step(vendor: &dyn PayoutVendor, disbursement: &Disbursement) -> Step {
-    let (to, vendor_disbursement_id, reason, settles) = match vendor.submit(disbursement) {
+pub(crate) async fn vendor_step(vendor: &dyn PayoutVendor, disbursement: &Disbursement) -> Step {
+    let (to, vendor_disbursement_id, reason, settles) = match vendor.submit(disbursement).await {
         Ok(submission) => (
             DisbursementStatus::OnProcess,
             Some(submission.vendor_disbursement_id),

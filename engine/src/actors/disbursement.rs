@@ -95,11 +95,16 @@ fn outcome_reason(outcome: DisbursementStatus) -> String {
 async fn advance(state: &DisbursementArgs, disbursement: Disbursement) -> Result<OutcomeDue, ActorProcessingErr> {
     match disbursement.status {
         // After a restart: ask the vendor again when it will settle.
-        DisbursementStatus::OnProcess => Ok(state
-            .engine
-            .payout_vendor()
-            .and_then(|vendor| vendor.submit(&disbursement).ok())
-            .and_then(|submission| submission.settles)),
+        DisbursementStatus::OnProcess => {
+            let Some(vendor) = state.engine.payout_vendor() else {
+                return Ok(None);
+            };
+            Ok(vendor
+                .submit(&disbursement)
+                .await
+                .ok()
+                .and_then(|submission| submission.settles))
+        }
         _ => Ok(None),
     }
 }

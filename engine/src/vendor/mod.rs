@@ -5,6 +5,7 @@
 pub mod payment;
 
 use crate::domain::{Destination, Disbursement, DisbursementStatus};
+use futures_util::future::BoxFuture;
 use std::time::Duration;
 
 /// What a vendor said when a disbursement was handed to it.
@@ -16,13 +17,15 @@ pub struct Submission {
     pub settles: Option<(Duration, DisbursementStatus)>,
 }
 
-/// A payout vendor.
+/// A payout vendor. Its calls are asynchronous: one that waits on the
+/// vendor holds up only its caller (one merchant's hand-off round), never a
+/// runtime worker, of which there are only as many as cores.
 pub trait PayoutVendor: Send + Sync + 'static {
     /// Hands a disbursement over; `Err` is the vendor refusing it outright.
-    fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String>;
+    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>>;
 
     /// Account inquiry: the holder's name, or why the account cannot be confirmed.
-    fn inquire(&self, destination: &Destination) -> Result<String, String>;
+    fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>>;
 }
 
 /// The account number (or phone) the sandbox always fails.
@@ -35,7 +38,18 @@ pub struct SandboxPayoutVendor {
 }
 
 impl PayoutVendor for SandboxPayoutVendor {
-    fn submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
+    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>> {
+        Box::pin(std::future::ready(self.sandbox_submit(disbursement)))
+    }
+
+    fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(std::future::ready(self.sandbox_inquire(destination)))
+    }
+}
+
+impl SandboxPayoutVendor {
+    /// The sandbox answers at once.
+    pub fn sandbox_submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
         let outcome = if disbursement.destination.account() == SANDBOX_FAILING_ACCOUNT {
             DisbursementStatus::Failed
         } else {
@@ -47,7 +61,8 @@ impl PayoutVendor for SandboxPayoutVendor {
         })
     }
 
-    fn inquire(&self, destination: &Destination) -> Result<String, String> {
+    /// The sandbox's account inquiry, answered at once.
+    pub fn sandbox_inquire(&self, destination: &Destination) -> Result<String, String> {
         let account = destination.account();
         if account == SANDBOX_FAILING_ACCOUNT {
             return Err("account not found".into());
