@@ -192,9 +192,9 @@ echo "POST /v1/$target ($script); wrk -t$threads -c$connections -d$duration --ti
 python3 benches/http/report.py "$work/baseline.wrk" "$work/paygate.wrk"
 # The server warns of any journal write, sync or apply of 50 ms or more
 # (each holds up every reply): the likely cause of a high p99 or max.
-slow_steps=$(grep -c "slow" "$work/paygate.out.stderr" "$work/paygate.out" 2>/dev/null | awk -F: '{n += $2} END {print n + 0}')
-echo "slow journal steps logged by paygate (start, warm-up and run): $slow_steps"
-grep -h "slow" "$work/paygate.out.stderr" "$work/paygate.out" 2>/dev/null | head -n 5 | sed 's/^/  /'
+slow_lines=$(cat "$work/paygate.out.stderr" "$work/paygate.out" 2>/dev/null | grep "slow" || true)
+echo "slow journal steps logged by paygate (start, warm-up and run): $(grep -c . <<<"$slow_lines" || true)"
+if [[ -n "$slow_lines" ]]; then head -n 5 <<<"$slow_lines" | sed 's/^/  /'; fi
 
 balance_ok=1
 echo
