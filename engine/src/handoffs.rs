@@ -83,9 +83,8 @@ impl HandOffs {
         let task_queue = queue.clone();
         let task = tokio::spawn(async move {
             let queue = task_queue;
-            let mut rounds: JoinSet<()> = JoinSet::new();
-            // The merchant of each round in flight, by task.
-            let mut in_flight: HashMap<tokio::task::Id, Uuid> = HashMap::new();
+            // Each round ends with its merchant's id.
+            let mut rounds: JoinSet<Uuid> = JoinSet::new();
             let mut busy: HashSet<Uuid> = HashSet::new();
             loop {
                 // Merchants that may have a round to start now.
@@ -93,10 +92,10 @@ impl HandOffs {
                     _ = queue.wake.notified() => {
                         std::mem::take(&mut queue.waiting.lock().expect("hand-off queue lock").fresh)
                     }
-                    Some(finished) = rounds.join_next_with_id(), if !rounds.is_empty() => {
-                        // Rounds catch their own panics; an error is a round cancelled.
-                        let task = finished.map_or_else(|error| error.id(), |(task, ())| task);
-                        let merchant_id = in_flight.remove(&task).expect("every round is in flight");
+                    Some(finished) = rounds.join_next(), if !rounds.is_empty() => {
+                        // Rounds catch their own panics, so an error is a round
+                        // cancelled: only the runtime itself stopping does that.
+                        let Ok(merchant_id) = finished else { return };
                         busy.remove(&merchant_id);
                         vec![merchant_id]
                     }
@@ -121,8 +120,7 @@ impl HandOffs {
                         continue;
                     };
                     busy.insert(merchant_id);
-                    let task = rounds.spawn(round(engine.clone(), queue.clone(), merchant_id, batch));
-                    in_flight.insert(task.id(), merchant_id);
+                    rounds.spawn(round(engine.clone(), queue.clone(), merchant_id, batch));
                 }
             }
         });
@@ -152,9 +150,9 @@ impl HandOffs {
     }
 }
 
-/// One merchant's round; ends once its moves are durable (or have failed),
-/// so the next round of that merchant may start.
-async fn round(engine: Engine, queue: Arc<Queue>, merchant_id: Uuid, batch: Vec<Arc<Disbursement>>) {
+/// One merchant's round; returns the merchant once its moves are durable
+/// (or have failed), so the next round of that merchant may start.
+async fn round(engine: Engine, queue: Arc<Queue>, merchant_id: Uuid, batch: Vec<Arc<Disbursement>>) -> Uuid {
     let ids: Vec<Uuid> = batch.iter().map(|d| d.id).collect();
     // A panic in a round (a vendor's, say) must not end the task: every
     // later disbursement would wait for the next start.
@@ -168,6 +166,7 @@ async fn round(engine: Engine, queue: Arc<Queue>, merchant_id: Uuid, batch: Vec<
         engine.take_up_again_later(ids.clone());
     }
     queue.unfinished.fetch_sub(ids.len(), Ordering::AcqRel);
+    merchant_id
 }
 
 impl Engine {
