@@ -20,9 +20,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-// The same allocator as the `paygate` binary.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The allocator of the `paygate` binary, with its settings.
+#[path = "../src/allocator.rs"]
+mod allocator;
 
 /// Disbursements per measured iteration.
 const DISBURSEMENTS: usize = 20_000;
@@ -106,6 +106,7 @@ async fn disburse(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Durati
 }
 
 fn durable_disbursements(c: &mut Criterion) {
+    allocator::keep_freed_memory_a_minute();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

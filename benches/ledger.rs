@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-// The same allocator as the `paygate` binary.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The allocator of the `paygate` binary, with its settings.
+#[path = "../src/allocator.rs"]
+mod allocator;
 
 /// Entries per measured iteration.
 const ENTRIES: usize = 40_000;
@@ -112,6 +112,7 @@ async fn post_batches(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Du
 }
 
 fn durable_entries(c: &mut Criterion) {
+    allocator::keep_freed_memory_a_minute();
     let runtime = runtime();
     let mut group = c.benchmark_group("durable_entries");
     group

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-// The same allocator as the `paygate` binary.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The allocator of the `paygate` binary, with its settings.
+#[path = "../src/allocator.rs"]
+mod allocator;
 
 /// Orders per measured iteration.
 const ORDERS: usize = 20_000;
@@ -84,6 +84,7 @@ async fn create_orders(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> D
 }
 
 fn durable_orders(c: &mut Criterion) {
+    allocator::keep_freed_memory_a_minute();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,5 +1,6 @@
 //! The `paygate` binary: parse config -> open the engine -> serve HTTP.
 
+mod allocator;
 mod config;
 
 use anyhow::Context;
@@ -14,15 +15,11 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-// glibc malloc spent a third of the engine's CPU under load (many small
-// allocations freed on other threads); mimalloc is built for that pattern.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Sandbox demo merchant's starting balance: IDR 100,000,000 of test money.
 const DEMO_FUNDING_MINOR: i64 = 10_000_000_000;
 
 fn main() -> anyhow::Result<()> {
+    allocator::keep_freed_memory_a_minute();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

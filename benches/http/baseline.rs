@@ -18,9 +18,9 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-// The same allocator as the `paygate` binary.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The allocator of the `paygate` binary, with its settings.
+#[path = "../../src/allocator.rs"]
+mod allocator;
 
 /// Body of `POST /v1/disbursements` (bank channel), as SPEC.md 4.3 gives it.
 #[derive(Deserialize)]
@@ -210,6 +210,7 @@ async fn create_order(Json(body): Json<CreateOrder>) -> (StatusCode, Json<Create
 }
 
 fn main() -> std::io::Result<()> {
+    allocator::keep_freed_memory_a_minute();
     let listen = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:0".into());
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
