@@ -106,7 +106,7 @@ async fn disburse(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Durati
 }
 
 fn durable_disbursements(c: &mut Criterion) {
-    allocator::keep_freed_memory_a_minute();
+    allocator::keep_freed_memory();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -112,7 +112,7 @@ async fn post_batches(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Du
 }
 
 fn durable_entries(c: &mut Criterion) {
-    allocator::keep_freed_memory_a_minute();
+    allocator::keep_freed_memory();
     let runtime = runtime();
     let mut group = c.benchmark_group("durable_entries");
     group

@@ -84,7 +84,7 @@ async fn create_orders(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> D
 }
 
 fn durable_orders(c: &mut Criterion) {
-    allocator::keep_freed_memory_a_minute();
+    allocator::keep_freed_memory();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

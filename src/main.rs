@@ -19,7 +19,7 @@ use std::sync::Arc;
 const DEMO_FUNDING_MINOR: i64 = 10_000_000_000;
 
 fn main() -> anyhow::Result<()> {
-    allocator::keep_freed_memory_a_minute();
+    allocator::keep_freed_memory();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -210,7 +210,7 @@ async fn create_order(Json(body): Json<CreateOrder>) -> (StatusCode, Json<Create
 }
 
 fn main() -> std::io::Result<()> {
-    allocator::keep_freed_memory_a_minute();
+    allocator::keep_freed_memory();
     let listen = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:0".into());
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
