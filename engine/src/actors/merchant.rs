@@ -287,136 +287,148 @@ impl Actor for MerchantActor {
         message: MerchantMsg,
         state: &mut MerchantState,
     ) -> Result<(), ActorProcessingErr> {
-        if !matches!(message, MerchantMsg::IdleCheck) {
-            state.last_activity = Instant::now();
+        // ractor moves a message's handler future several times (into its
+        // signal select, into its loop's future), and this one is kilobytes:
+        // boxed, each move is a pointer.
+        Box::pin(handle_message(myself, message, state)).await
+    }
+}
+
+/// `MerchantActor::handle`'s body.
+async fn handle_message(
+    myself: ActorRef<MerchantMsg>,
+    message: MerchantMsg,
+    state: &mut MerchantState,
+) -> Result<(), ActorProcessingErr> {
+    if !matches!(message, MerchantMsg::IdleCheck) {
+        state.last_activity = Instant::now();
+    }
+    match message {
+        MerchantMsg::Post { proposal, reply } => {
+            state.wait_for_room().await?;
+            match state.record_entry(proposal) {
+                Ok((entry, receipt)) => {
+                    state
+                        .journal_entry(entry, Box::new(move || drop(reply.send(Ok(receipt)))))
+                        .await?;
+                }
+                Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+            }
         }
-        match message {
-            MerchantMsg::Post { proposal, reply } => {
+        MerchantMsg::PostBatch { proposals, reply } => {
+            let mut results = Vec::with_capacity(proposals.len());
+            for proposal in proposals.into_iter().take(limits::POST_BATCH_MAX) {
                 state.wait_for_room().await?;
                 match state.record_entry(proposal) {
                     Ok((entry, receipt)) => {
-                        state
-                            .journal_entry(entry, Box::new(move || drop(reply.send(Ok(receipt)))))
-                            .await?;
+                        state.journal_entry(entry, Box::new(|| {})).await?;
+                        results.push(Ok(receipt));
                     }
-                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+                    Err(refusal) => results.push(Err(refusal)),
                 }
             }
-            MerchantMsg::PostBatch { proposals, reply } => {
-                let mut results = Vec::with_capacity(proposals.len());
-                for proposal in proposals.into_iter().take(limits::POST_BATCH_MAX) {
-                    state.wait_for_room().await?;
-                    match state.record_entry(proposal) {
-                        Ok((entry, receipt)) => {
-                            state.journal_entry(entry, Box::new(|| {})).await?;
-                            results.push(Ok(receipt));
-                        }
-                        Err(refusal) => results.push(Err(refusal)),
-                    }
+            state.reply_when_durable(reply, results).await?;
+        }
+        MerchantMsg::Reverse { seq, memo, reply } => {
+            state.wait_for_room().await?;
+            let proposal = state.reversal_of(seq, memo);
+            match proposal.and_then(|p| state.record_entry(p)) {
+                Ok((entry, receipt)) => {
+                    state
+                        .journal_entry(entry, Box::new(move || drop(reply.send(Ok(receipt)))))
+                        .await?;
                 }
-                state.reply_when_durable(reply, results).await?;
-            }
-            MerchantMsg::Reverse { seq, memo, reply } => {
-                state.wait_for_room().await?;
-                let proposal = state.reversal_of(seq, memo);
-                match proposal.and_then(|p| state.record_entry(p)) {
-                    Ok((entry, receipt)) => {
-                        state
-                            .journal_entry(entry, Box::new(move || drop(reply.send(Ok(receipt)))))
-                            .await?;
-                    }
-                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
-                }
-            }
-            MerchantMsg::Book { reply } => {
-                let book = state.book.clone();
-                state.reply_when_durable(reply, book).await?;
-            }
-            MerchantMsg::Change { change, reply } => {
-                let mut next = state.profile.clone();
-                match change {
-                    MerchantChange::Settings(settings) => settings.apply_to(&mut next),
-                    MerchantChange::PublicKey(pem) => next.public_key_pem = Some(pem),
-                    MerchantChange::Credentials(credentials) => next.credentials = credentials,
-                }
-                next.updated_at_ms = state.args.clock.now().timestamp_millis();
-                state.profile = next.clone();
-                let record = JournalRecord::MerchantSaved(Box::new(next.clone()));
-                state
-                    .journal_record(record, Box::new(move || drop(reply.send(Ok(next)))))
-                    .await?;
-            }
-            MerchantMsg::ChangeBeneficiary { change, reply } => {
-                // Beneficiary changes read the stored ones: let earlier writes land first.
-                if state.in_flight.load(Ordering::Acquire) > 0 {
-                    state.args.journal.sync_point().await?;
-                }
-                match state.change_beneficiary(change) {
-                    Ok((changed, records)) => {
-                        let record = JournalRecord::BeneficiariesSaved(records);
-                        state
-                            .journal_record(record, Box::new(move || drop(reply.send(Ok(changed)))))
-                            .await?;
-                    }
-                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
-                }
-            }
-            MerchantMsg::CreateDisbursement { request, reply } => {
-                state.wait_for_room().await?;
-                state.forget_what_storage_has().await?;
-                match state.create_disbursement(request) {
-                    Ok((disbursement, entry)) => {
-                        let record = JournalRecord::DisbursementCreated {
-                            disbursement: disbursement.clone(),
-                            entry: (*entry).clone(),
-                        };
-                        // Queued for its hand-over here, once durable, not by the
-                        // caller: a caller that gives up waiting must not strand it.
-                        let (handoffs, created) = (state.args.handoffs.clone(), disbursement.clone());
-                        let then = move || {
-                            handoffs.push(created);
-                            drop(reply.send(Ok(disbursement)));
-                        };
-                        state.journal_record(record, Box::new(then)).await?;
-                    }
-                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
-                }
-            }
-            MerchantMsg::MoveDisbursements { moves, reply } => {
-                state.wait_for_room().await?;
-                state.move_disbursements(moves, reply).await?;
-            }
-            MerchantMsg::Order { command, reply } => {
-                state.wait_for_room().await?;
-                state.forget_what_storage_has().await?;
-                // A settlement reads the stored unsettled orders: let earlier writes land first.
-                if matches!(command, OrderCommand::Settle(_)) && state.in_flight.load(Ordering::Acquire) > 0 {
-                    state.args.journal.sync_point().await?;
-                }
-                let check = matches!(command, OrderCommand::Check(_));
-                match state.order_command(command) {
-                    Ok((outcome, Some(record))) => {
-                        state
-                            .journal_record(record, Box::new(move || drop(reply.send(Ok(outcome)))))
-                            .await?;
-                    }
-                    // "Not taken" reveals nothing that is not yet durable: no need to wait.
-                    Ok((outcome @ OrderOutcome::Order(_), None)) if check => drop(reply.send(Ok(outcome))),
-                    Ok((outcome, None)) => state.reply_when_durable(reply, Ok(outcome)).await?,
-                    Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
-                }
-            }
-            MerchantMsg::IdleCheck => {
-                let idle = state.last_activity.elapsed() >= state.args.idle_timeout;
-                if idle && state.in_flight.load(Ordering::Acquire) == 0 {
-                    // Nothing is in flight, so the store's durable book equals this one.
-                    state.args.registry.remove(&state.args.merchant_id, myself.get_id());
-                    myself.stop(Some("idle".into()));
-                }
+                Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
             }
         }
-        Ok(())
+        MerchantMsg::Book { reply } => {
+            let book = state.book.clone();
+            state.reply_when_durable(reply, book).await?;
+        }
+        MerchantMsg::Change { change, reply } => {
+            let mut next = state.profile.clone();
+            match change {
+                MerchantChange::Settings(settings) => settings.apply_to(&mut next),
+                MerchantChange::PublicKey(pem) => next.public_key_pem = Some(pem),
+                MerchantChange::Credentials(credentials) => next.credentials = credentials,
+            }
+            next.updated_at_ms = state.args.clock.now().timestamp_millis();
+            state.profile = next.clone();
+            let record = JournalRecord::MerchantSaved(Box::new(next.clone()));
+            state
+                .journal_record(record, Box::new(move || drop(reply.send(Ok(next)))))
+                .await?;
+        }
+        MerchantMsg::ChangeBeneficiary { change, reply } => {
+            // Beneficiary changes read the stored ones: let earlier writes land first.
+            if state.in_flight.load(Ordering::Acquire) > 0 {
+                state.args.journal.sync_point().await?;
+            }
+            match state.change_beneficiary(change) {
+                Ok((changed, records)) => {
+                    let record = JournalRecord::BeneficiariesSaved(records);
+                    state
+                        .journal_record(record, Box::new(move || drop(reply.send(Ok(changed)))))
+                        .await?;
+                }
+                Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+            }
+        }
+        MerchantMsg::CreateDisbursement { request, reply } => {
+            state.wait_for_room().await?;
+            state.forget_what_storage_has().await?;
+            match state.create_disbursement(request) {
+                Ok((disbursement, entry)) => {
+                    let record = JournalRecord::DisbursementCreated {
+                        disbursement: disbursement.clone(),
+                        entry: (*entry).clone(),
+                    };
+                    // Queued for its hand-over here, once durable, not by the
+                    // caller: a caller that gives up waiting must not strand it.
+                    let (handoffs, created) = (state.args.handoffs.clone(), disbursement.clone());
+                    let then = move || {
+                        handoffs.push(created);
+                        drop(reply.send(Ok(disbursement)));
+                    };
+                    state.journal_record(record, Box::new(then)).await?;
+                }
+                Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+            }
+        }
+        MerchantMsg::MoveDisbursements { moves, reply } => {
+            state.wait_for_room().await?;
+            state.move_disbursements(moves, reply).await?;
+        }
+        MerchantMsg::Order { command, reply } => {
+            state.wait_for_room().await?;
+            state.forget_what_storage_has().await?;
+            // A settlement reads the stored unsettled orders: let earlier writes land first.
+            if matches!(command, OrderCommand::Settle(_)) && state.in_flight.load(Ordering::Acquire) > 0 {
+                state.args.journal.sync_point().await?;
+            }
+            let check = matches!(command, OrderCommand::Check(_));
+            match state.order_command(command) {
+                Ok((outcome, Some(record))) => {
+                    state
+                        .journal_record(record, Box::new(move || drop(reply.send(Ok(outcome)))))
+                        .await?;
+                }
+                // "Not taken" reveals nothing that is not yet durable: no need to wait.
+                Ok((outcome @ OrderOutcome::Order(_), None)) if check => drop(reply.send(Ok(outcome))),
+                Ok((outcome, None)) => state.reply_when_durable(reply, Ok(outcome)).await?,
+                Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
+            }
+        }
+        MerchantMsg::IdleCheck => {
+            let idle = state.last_activity.elapsed() >= state.args.idle_timeout;
+            if idle && state.in_flight.load(Ordering::Acquire) == 0 {
+                // Nothing is in flight, so the store's durable book equals this one.
+                state.args.registry.remove(&state.args.merchant_id, myself.get_id());
+                myself.stop(Some("idle".into()));
+            }
+        }
     }
+    Ok(())
 }
 
 impl MerchantState {
