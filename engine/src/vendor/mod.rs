@@ -39,17 +39,17 @@ pub struct SandboxPayoutVendor {
 
 impl PayoutVendor for SandboxPayoutVendor {
     fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>> {
-        Box::pin(std::future::ready(self.sandbox_submit(disbursement)))
+        Box::pin(std::future::ready(self.submission(disbursement)))
     }
 
     fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>> {
-        Box::pin(std::future::ready(self.sandbox_inquire(destination)))
+        Box::pin(std::future::ready(self.account_holder(destination)))
     }
 }
 
 impl SandboxPayoutVendor {
-    /// The sandbox answers at once.
-    pub fn sandbox_submit(&self, disbursement: &Disbursement) -> Result<Submission, String> {
+    /// The sandbox's answer to a hand-over, given at once.
+    fn submission(&self, disbursement: &Disbursement) -> Result<Submission, String> {
         let outcome = if disbursement.destination.account() == SANDBOX_FAILING_ACCOUNT {
             DisbursementStatus::Failed
         } else {
@@ -61,8 +61,8 @@ impl SandboxPayoutVendor {
         })
     }
 
-    /// The sandbox's account inquiry, answered at once.
-    pub fn sandbox_inquire(&self, destination: &Destination) -> Result<String, String> {
+    /// The sandbox's answer to an account inquiry, given at once.
+    fn account_holder(&self, destination: &Destination) -> Result<String, String> {
         let account = destination.account();
         if account == SANDBOX_FAILING_ACCOUNT {
             return Err("account not found".into());
