@@ -59,6 +59,9 @@ pub struct ServeArgs {
     /// Sandbox vendor's disbursement completion delay [default: 2000].
     #[arg(long, env = "PAYGATE_SANDBOX_DISBURSEMENT_DELAY_MS")]
     pub sandbox_disbursement_delay_ms: Option<u64>,
+    /// Multiplier of the payout vendor inquiry schedule [default: 1].
+    #[arg(long, env = "PAYGATE_VENDOR_RETRY_SCALE")]
+    pub vendor_retry_scale: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -71,6 +74,7 @@ struct FileSettings {
     public_url: Option<String>,
     webhook_retry_scale: Option<f64>,
     sandbox_disbursement_delay_ms: Option<u64>,
+    vendor_retry_scale: Option<f64>,
 }
 
 /// The settings in force.
@@ -83,6 +87,7 @@ pub struct Settings {
     pub public_url: Option<String>,
     pub webhook_retry_scale: f64,
     pub sandbox_disbursement_delay_ms: u64,
+    pub vendor_retry_scale: f64,
 }
 
 impl Settings {
@@ -103,6 +108,10 @@ impl Settings {
         let webhook_retry_scale = args.webhook_retry_scale.or(file.webhook_retry_scale).unwrap_or(1.0);
         if !(webhook_retry_scale.is_finite() && webhook_retry_scale > 0.0) {
             bail!("--webhook-retry-scale must be a positive number");
+        }
+        let vendor_retry_scale = args.vendor_retry_scale.or(file.vendor_retry_scale).unwrap_or(1.0);
+        if !(vendor_retry_scale.is_finite() && vendor_retry_scale > 0.0) {
+            bail!("--vendor-retry-scale must be a positive number");
         }
         let admin_token = args.admin_token.or(file.admin_token).filter(|t| !t.is_empty());
         // A client sends the token in an HTTP header: only visible ASCII can match.
@@ -137,6 +146,7 @@ impl Settings {
             public_url,
             webhook_retry_scale,
             sandbox_disbursement_delay_ms,
+            vendor_retry_scale,
         })
     }
 }

@@ -39,6 +39,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
     let mut engine_config = EngineConfig::new(&settings.data_dir);
+    engine_config.vendor_retry_scale = settings.vendor_retry_scale;
     if settings.mode == Mode::Sandbox {
         let delay = std::time::Duration::from_millis(settings.sandbox_disbursement_delay_ms);
         engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));

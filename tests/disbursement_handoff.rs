@@ -13,7 +13,7 @@ use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, LimitsPatch, SettlementType};
 use paygate_engine::store::journal;
 use paygate_engine::store::record::JournalRecord;
-use paygate_engine::vendor::{PayoutVendor, SandboxPayoutVendor, Submission};
+use paygate_engine::vendor::{AccountCheck, Inquiry, PayoutVendor, SandboxPayoutVendor, Submission};
 use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,16 +28,44 @@ const DISBURSEMENTS: usize = 300;
 /// The sandbox, refusing the hand-over of its failing account outright.
 struct RefusingVendor(SandboxPayoutVendor);
 
+/// A test vendor's methods other than `submit`: the sandbox's, with `timeout`.
+macro_rules! sandbox_but_submit {
+    ($timeout:expr) => {
+        fn name(&self) -> &str {
+            SANDBOX.name()
+        }
+
+        fn pays_out_for_real(&self) -> bool {
+            false
+        }
+
+        fn timeout(&self) -> Duration {
+            $timeout
+        }
+
+        fn inquire<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Inquiry> {
+            SANDBOX.inquire(disbursement)
+        }
+
+        fn check_account<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, AccountCheck> {
+            SANDBOX.check_account(destination)
+        }
+    };
+}
+
+/// The sandbox the test vendors stand in front of.
+const SANDBOX: SandboxPayoutVendor = SandboxPayoutVendor {
+    delay: Duration::from_secs(3600),
+};
+
 impl PayoutVendor for RefusingVendor {
-    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>> {
+    sandbox_but_submit!(Duration::from_secs(60));
+
+    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Submission> {
         if disbursement.destination.account() == "0000000000" {
-            return Box::pin(std::future::ready(Err("account not found".into())));
+            return Box::pin(std::future::ready(Submission::Refused("account not found".into())));
         }
         self.0.submit(disbursement)
-    }
-
-    fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>> {
-        self.0.inquire(destination)
     }
 }
 
@@ -45,15 +73,13 @@ impl PayoutVendor for RefusingVendor {
 struct PanickingVendor(SandboxPayoutVendor);
 
 impl PayoutVendor for PanickingVendor {
-    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>> {
+    sandbox_but_submit!(Duration::from_secs(60));
+
+    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Submission> {
         Box::pin(async move {
             assert_ne!(disbursement.destination.account(), "0000000000", "vendor bug (test)");
             self.0.submit(disbursement).await
         })
-    }
-
-    fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>> {
-        self.0.inquire(destination)
     }
 }
 
@@ -318,7 +344,9 @@ struct HoldingVendor {
 const HELD_ACCOUNT: &str = "5555555555";
 
 impl PayoutVendor for HoldingVendor {
-    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Result<Submission, String>> {
+    sandbox_but_submit!(Duration::from_secs(60));
+
+    fn submit<'a>(&'a self, disbursement: &'a Disbursement) -> BoxFuture<'a, Submission> {
         Box::pin(async move {
             if disbursement.destination.account() == HELD_ACCOUNT {
                 let _ = self.entered.send(());
@@ -328,10 +356,6 @@ impl PayoutVendor for HoldingVendor {
             }
             self.sandbox.submit(disbursement).await
         })
-    }
-
-    fn inquire<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, Result<String, String>> {
-        self.sandbox.inquire(destination)
     }
 }
 
@@ -428,5 +452,45 @@ async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
         );
     }
     assert_eq!(handoffs_finished(&engine).await, 0);
+    engine.shutdown().await;
+}
+
+/// The sandbox, never answering a hand-over, with a short timeout.
+struct SilentVendor;
+
+impl PayoutVendor for SilentVendor {
+    sandbox_but_submit!(Duration::from_millis(100));
+
+    fn submit<'a>(&'a self, _: &'a Disbursement) -> BoxFuture<'a, Submission> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A vendor call that never completes is given up after the vendor's
+/// timeout: the round ends, and the disbursement is ON_PROCESS with an
+/// unknown outcome (never FAILED on a guess), to be inquired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vendor_call_that_never_completes_ends_its_round_at_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(Arc::new(SilentVendor));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let merchant_id = wallet_merchant(&engine, "silent").await;
+    let disbursement = engine.create_disbursement(merchant_id, request(1)).await.unwrap();
+    assert_eq!(
+        status_after_handoff(&engine, merchant_id, disbursement.id).await,
+        DisbursementStatus::OnProcess
+    );
+    let stored = engine
+        .disbursement_for(merchant_id, &disbursement.id.to_string())
+        .unwrap();
+    assert_eq!(stored.vendor_disbursement_id, None, "the vendor gave no reference");
+    assert_eq!(stored.payout_vendor.as_deref(), Some("sandbox"));
+    assert_eq!(handoffs_finished(&engine).await, 0, "the round ended");
+    assert_eq!(
+        engine.wallet_balance(merchant_id).await.unwrap().get(),
+        FUNDING - stored.final_amount.get(),
+        "still debited: the vendor may be paying it"
+    );
     engine.shutdown().await;
 }

@@ -186,6 +186,11 @@ impl From<EngineError> for V1Error {
                 "INVALID_STATUS",
                 format!("not allowed in status {status}"),
             ),
+            EngineError::StatusConflict(status) => V1Error::new(
+                S::CONFLICT,
+                "STATUS_CONFLICT",
+                format!("the payout is already {status}; nothing changed"),
+            ),
             EngineError::NoVendor => V1Error::new(
                 S::SERVICE_UNAVAILABLE,
                 "NO_VENDOR",

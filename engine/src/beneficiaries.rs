@@ -7,6 +7,8 @@ use crate::domain::{Beneficiary, VerificationStatus};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
+use crate::vendor::AccountCheck;
+use std::time::Duration;
 use uuid::Uuid;
 
 /// A beneficiary as a caller describes it, before validation.
@@ -82,20 +84,89 @@ impl Engine {
         Ok(created)
     }
 
+    /// Asks the first vendor of the channel's route about a beneficiary's
+    /// account (DESIGN.md 8), in the background.
     fn start_account_inquiry(&self, beneficiary: &Beneficiary) {
-        let Some(vendor) = self.payout_vendor() else { return };
         let engine = self.clone();
-        let (merchant_id, id, destination) = (beneficiary.merchant_id, beneficiary.id, beneficiary.destination.clone());
-        tokio::spawn(async move {
-            let result = vendor.inquire(&destination).await;
-            match engine
-                .change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
-                .await
-            {
-                Ok(_) | Err(EngineError::BeneficiaryNotFound) => {}
-                Err(error) => tracing::error!(%error, %id, "recording a beneficiary verification failed"),
+        let (merchant_id, id) = (beneficiary.merchant_id, beneficiary.id);
+        tokio::spawn(async move { engine.check_account(merchant_id, id).await });
+    }
+
+    /// Asks about beneficiary `id`'s account, if still unverified: the holder's
+    /// name verifies it, "no such account" fails it, and anything else
+    /// (no vendor, no usable answer) leaves it PENDING and asks again 10 s
+    /// later, then on the payout schedule counted from its creation.
+    pub(crate) async fn check_account(&self, merchant_id: Uuid, id: Uuid) {
+        let beneficiary = match self.beneficiary_for(merchant_id, id) {
+            Ok(b) if b.verification_status == VerificationStatus::Pending => b,
+            Ok(_) | Err(EngineError::BeneficiaryNotFound) => return,
+            Err(error) => {
+                tracing::error!(%error, %id, "beneficiary unreadable; asked about again later");
+                self.timers()
+                    .check_account_after(merchant_id, id, self.scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER));
+                return;
             }
-        });
+        };
+        let Some(merchant) = self.merchant(merchant_id) else {
+            return;
+        };
+        let vendor = self
+            .payout_route(merchant.organization_id, beneficiary.destination.channel())
+            .into_iter()
+            .next();
+        let answer = match &vendor {
+            Some(vendor) => {
+                let call = vendor.check_account(&beneficiary.destination);
+                match tokio::time::timeout(vendor.timeout() + Duration::from_secs(1), call).await {
+                    Ok(answer) => answer,
+                    Err(_) => AccountCheck::Unknown(format!("{}: no answer within its timeout", vendor.name())),
+                }
+            }
+            None => AccountCheck::Unknown("no payout vendor for this channel".into()),
+        };
+        let result = match answer {
+            AccountCheck::Holder(name) => Ok(name),
+            AccountCheck::NotFound(reason) => Err(reason),
+            AccountCheck::Unknown(reason) => {
+                let first_try = self.clock().now().timestamp_millis() - beneficiary.created_at_ms
+                    < self.scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER).as_millis() as i64;
+                let delay = if first_try {
+                    self.scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER)
+                } else {
+                    self.next_on_schedule(beneficiary.created_at_ms)
+                };
+                tracing::warn!(%id, %reason, ?delay, "account inquiry unanswered; asked again later");
+                self.timers().check_account_after(merchant_id, id, delay);
+                return;
+            }
+        };
+        match self
+            .change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
+            .await
+        {
+            Ok(_) | Err(EngineError::BeneficiaryNotFound) => {}
+            Err(error) => {
+                tracing::error!(%error, %id, "recording a beneficiary verification failed; asked again later");
+                self.timers()
+                    .check_account_after(merchant_id, id, self.scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER));
+            }
+        }
+    }
+
+    /// After a restart: every beneficiary still unverified is asked about
+    /// again. Returns how many.
+    pub(crate) fn resume_account_checks(&self) -> Result<usize, EngineError> {
+        let mut count = 0;
+        for merchant_id in self.merchant_ids() {
+            for beneficiary in self.beneficiaries(merchant_id)? {
+                if beneficiary.verification_status == VerificationStatus::Pending {
+                    self.timers()
+                        .check_account_after(merchant_id, beneficiary.id, Duration::ZERO);
+                    count += 1;
+                }
+            }
+        }
+        Ok(count)
     }
 
     async fn change_beneficiary(

@@ -2,16 +2,17 @@
 //! merchant settings, creation through the merchant actor, queries, and the
 //! operator and sandbox moves.
 
-use crate::actors::disbursement::{DisbursementActor, DisbursementArgs, DisbursementMsg};
 use crate::actors::merchant::DisbursementMove;
 use crate::actors::MerchantMsg;
 use crate::destinations::present;
+use crate::domain::disbursement::lifecycle::DisbursementEvent;
 use crate::domain::{Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source};
 use crate::engine::{validate_idempotency_key, Engine};
 use crate::error::EngineError;
 use crate::money::MinorUnits;
-use ractor::{Actor, ActorRef};
+use crate::payouts::Attempt;
 use std::sync::Arc;
+use std::time::Duration;
 use uuid::Uuid;
 
 /// DANA's smallest payout, V1 and Legacy: IDR 20,000.
@@ -102,7 +103,11 @@ impl Engine {
         if let Some(url) = &new.notify_url {
             self.validate_notify_url("notify_url", url)?;
         }
-        if self.payout_vendor().is_none() {
+        // Nothing is debited for a disbursement no vendor could pay.
+        if self
+            .payout_route(merchant.organization_id, destination.channel())
+            .is_empty()
+        {
             return Err(EngineError::NoVendor);
         }
         Ok(DisbursementRequest {
@@ -239,40 +244,23 @@ impl Engine {
         )?)
     }
 
-    /// Moves a disbursement through its merchant's actor.
-    pub async fn move_disbursement_by_id(
+    /// Applies an event to a disbursement through its merchant's actor.
+    pub(crate) async fn move_disbursement_by_id(
         &self,
         id: Uuid,
-        to: DisbursementStatus,
-        vendor_disbursement_id: Option<String>,
-        reason: Option<String>,
+        event: DisbursementEvent,
     ) -> Result<Disbursement, EngineError> {
         let current = self
             .store()
             .disbursement(&id)?
             .ok_or(EngineError::DisbursementNotFound)?;
-        self.move_disbursement(current.merchant_id, id, to, vendor_disbursement_id, reason)
-            .await
+        let mut results = self
+            .move_disbursements(current.merchant_id, vec![DisbursementMove { id, event }])
+            .await?;
+        results
+            .pop()
+            .unwrap_or(Err(EngineError::DisbursementNotFound))
             .map(Arc::unwrap_or_clone)
-    }
-
-    /// Moves a disbursement of a known merchant through that merchant's actor.
-    pub(crate) async fn move_disbursement(
-        &self,
-        merchant_id: Uuid,
-        id: Uuid,
-        to: DisbursementStatus,
-        vendor_disbursement_id: Option<String>,
-        reason: Option<String>,
-    ) -> Result<Arc<Disbursement>, EngineError> {
-        let step = DisbursementMove {
-            id,
-            to,
-            vendor_disbursement_id,
-            reason,
-        };
-        let mut results = self.move_disbursements(merchant_id, vec![step]).await?;
-        results.pop().unwrap_or(Err(EngineError::DisbursementNotFound))
     }
 
     /// Moves disbursements of one merchant together: one message to its
@@ -289,39 +277,39 @@ impl Engine {
         .await
     }
 
-    /// Operator approval of a disbursement IN_REVIEW: it goes to the vendor.
+    /// Operator approval of a disbursement IN_REVIEW: it goes to its route's
+    /// vendors now, and comes back as they left it (ON_PROCESS, or final).
     pub async fn approve_disbursement(&self, id: Uuid) -> Result<Disbursement, EngineError> {
         let current = self
             .store()
             .disbursement(&id)?
             .ok_or(EngineError::DisbursementNotFound)?;
-        if current.status != DisbursementStatus::InReview {
+        let _conversation = self.payout_conversations().lock(&id).await;
+        let current = self.store().disbursement(&id)?.unwrap_or(current);
+        if current.status != DisbursementStatus::InReview || current.payout_vendor.is_some() {
             return Err(EngineError::InvalidStatus(current.status.as_str().into()));
         }
-        let Some(vendor) = self.payout_vendor() else {
+        let merchant = self
+            .merchant(current.merchant_id)
+            .ok_or(EngineError::MerchantNotFound)?;
+        let vendors = self.payout_route(merchant.organization_id, current.destination.channel());
+        if vendors.is_empty() {
             return Err(EngineError::NoVendor);
-        };
-        let (step, settles) = crate::handoffs::vendor_step(vendor.as_ref(), &current).await;
-        let moved = self
-            .move_disbursement(
-                current.merchant_id,
-                id,
-                step.to,
-                step.vendor_disbursement_id,
-                step.reason,
-            )
-            .await?;
-        if let Some((delay, outcome)) = settles {
-            self.timers().disbursement_outcome_after(id, delay, outcome);
         }
-        Ok(Arc::unwrap_or_clone(moved))
+        let attempt = Attempt {
+            disbursement: Arc::new(current.clone()),
+            vendors,
+            refusals: Vec::new(),
+        };
+        self.hand_over(current.merchant_id, Vec::new(), vec![attempt]).await?;
+        self.store().disbursement(&id)?.ok_or(EngineError::DisbursementNotFound)
     }
 
-    /// Operator rejection of a PENDING or IN_REVIEW disbursement: the full
-    /// amount goes back to the wallet.
+    /// Operator rejection of a PENDING or IN_REVIEW disbursement not yet
+    /// handed to a vendor: the full amount goes back to the wallet.
     pub async fn reject_disbursement(&self, id: Uuid, reason: Option<String>) -> Result<Disbursement, EngineError> {
         let reason = reason.unwrap_or_else(|| "rejected by the platform".into());
-        self.move_disbursement_by_id(id, DisbursementStatus::Rejected, None, Some(reason))
+        self.move_disbursement_by_id(id, DisbursementEvent::Rejected { reason })
             .await
     }
 
@@ -337,69 +325,53 @@ impl Engine {
         }
         let current = self.disbursement_for(merchant_id, id_or_ref)?;
         if current.status == DisbursementStatus::Pending {
-            // Hand it to the vendor first, as the disbursement actor would have.
-            let vendor = self.payout_vendor().ok_or(EngineError::NoVendor)?;
-            let vendor_id = vendor
-                .submit(&current)
-                .await
-                .ok()
-                .map(|submission| submission.vendor_disbursement_id);
+            // Handed to the vendor first, as its hand-over would have: the
+            // vendor holding it already, else the sandbox one.
+            let vendor = current
+                .payout_vendor
+                .clone()
+                .unwrap_or_else(|| crate::domain::catalog::SANDBOX_VENDOR.to_string());
+            let reference = (current.payout_vendor.is_none()).then(|| format!("SBX-{}", current.id.simple()));
             match self
-                .move_disbursement_by_id(current.id, DisbursementStatus::OnProcess, vendor_id, None)
+                .move_disbursement_by_id(current.id, DisbursementEvent::Accepted { vendor, reference })
                 .await
             {
                 Ok(_) | Err(EngineError::InvalidStatus(_)) => {}
                 Err(error) => return Err(error),
             }
         }
-        let reason = (outcome == DisbursementStatus::Failed).then(|| "failed by sandbox request".to_string());
-        self.move_disbursement_by_id(current.id, outcome, None, reason).await
+        let event = match outcome {
+            DisbursementStatus::Success => DisbursementEvent::Paid { reference: None },
+            _ => DisbursementEvent::PayoutFailed {
+                reference: None,
+                reason: "failed by sandbox request".into(),
+            },
+        };
+        self.move_disbursement_by_id(current.id, event).await
     }
 
-    /// Starts (or reuses) the actor of a disbursement and sends it `message`.
-    pub(crate) async fn start_disbursement_actor(&self, id: Uuid, message: DisbursementMsg) {
-        let engine = self.clone();
-        let spawned = self
-            .disbursement_actors()
-            .get_or_spawn(id, || async move {
-                let args = DisbursementArgs { id, engine };
-                let (actor, _) = Actor::spawn(None, DisbursementActor, args).await.map_err(|error| {
-                    tracing::error!(%error, %id, "disbursement actor failed to start");
-                    EngineError::ShuttingDown
-                })?;
-                Ok(actor)
-            })
-            .await;
-        if let Ok(actor) = spawned {
-            let _ = actor.cast(message);
-        }
-    }
-
-    /// Called by a disbursement actor just before it stops.
-    pub(crate) fn forget_disbursement_actor(&self, id: Uuid, actor: &ActorRef<DisbursementMsg>) {
-        self.disbursement_actors().remove(&id, actor.get_id());
-    }
-
-    /// Takes up every disbursement not yet final (after a restart): PENDING
-    /// ones are handed over again, ON_PROCESS ones ask the vendor anew.
+    /// Takes up every disbursement not yet final (after a restart).
     pub(crate) async fn resume_disbursements(&self) -> Result<usize, EngineError> {
         let open = self.store().open_disbursements()?;
         let count = open.len();
         for disbursement in open {
-            self.take_up(disbursement).await;
+            self.take_up(disbursement);
         }
         Ok(count)
     }
 
-    /// Takes up a disbursement not yet final: a PENDING one is handed over
-    /// (again), an ON_PROCESS one asks the vendor anew when it settles.
-    pub(crate) async fn take_up(&self, disbursement: Disbursement) {
+    /// Takes up a disbursement not yet final: one never handed over is
+    /// queued for its hand-over; one that may be at a vendor is inquired at
+    /// once (never sent again blindly); one IN_REVIEW waits for an operator.
+    pub(crate) fn take_up(&self, disbursement: Disbursement) {
+        let handed = disbursement.payout_vendor.is_some();
         match disbursement.status {
-            DisbursementStatus::Pending => self.handoffs().push(Arc::new(disbursement)),
-            _ => {
-                self.start_disbursement_actor(disbursement.id, DisbursementMsg::Start(Box::new(disbursement)))
-                    .await
+            DisbursementStatus::Pending if !handed => self.handoffs().push(Arc::new(disbursement)),
+            DisbursementStatus::OnProcess => self.timers().inquire_after(disbursement.id, Duration::ZERO),
+            DisbursementStatus::Pending | DisbursementStatus::InReview if handed => {
+                self.timers().inquire_after(disbursement.id, Duration::ZERO)
             }
+            _ => {}
         }
     }
 }

@@ -1,7 +1,6 @@
 //! `Engine`: the handle the API holds. Opens storage, recovers, starts the
 //! journal and checkpointer, and turns typed commands into actor messages.
 
-use crate::actors::disbursement::DisbursementMsg;
 use crate::actors::{ActorRegistry, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt};
 use crate::clock::SharedClock;
 use crate::domain::catalog::{self, DEFAULT_ORGANIZATION_ID};
@@ -36,8 +35,12 @@ pub struct EngineConfig {
     /// Idempotency keys a merchant actor keeps in memory before it looks
     /// older ones up in storage.
     pub idempotency_keys_in_memory: usize,
-    /// Where disbursements are sent; none refuses them (503 `NO_VENDOR`).
+    /// The built-in payout vendor (the sandbox's, in sandbox mode): where
+    /// disbursements go when their organization has no payout route
+    /// configured, and a name routes may list. None in live mode.
     pub payout_vendor: Option<Arc<dyn PayoutVendor>>,
+    /// Multiplier of the payout inquiry schedule (tests shorten it).
+    pub vendor_retry_scale: f64,
     /// Sandbox mode: the built-in sandbox payment vendor exists (the default
     /// for every organization) and settles refunds after this long.
     pub sandbox_refund_delay: Option<Duration>,
@@ -54,6 +57,7 @@ impl EngineConfig {
             actor_idle_timeout: limits::ACTOR_IDLE_TIMEOUT,
             idempotency_keys_in_memory: limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX,
             payout_vendor: None,
+            vendor_retry_scale: 1.0,
             sandbox_refund_delay: None,
             allow_private_notify_urls: false,
         }
@@ -136,8 +140,10 @@ pub(crate) struct EngineInner {
     actor_idle_timeout: Duration,
     idempotency_keys_in_memory: usize,
     ref_codes: Arc<crate::refcode::RefCodes>,
-    disbursement_actors: Arc<ActorRegistry<DisbursementMsg>>,
-    payout_vendor: Option<Arc<dyn PayoutVendor>>,
+    builtin_payout_vendor: Option<Arc<dyn PayoutVendor>>,
+    vendor_retry_scale: f64,
+    // One vendor conversation per disbursement at a time (hand-over, inquiry).
+    payout_conversations: crate::keyed_locks::KeyedLocks<Uuid>,
     order_actors: Arc<ActorRegistry<crate::actors::order::OrderMsg>>,
     sandbox_refund_delay: Option<Duration>,
     allow_private_notify_urls: bool,
@@ -161,6 +167,7 @@ impl Engine {
         let state_dir = config.data_dir.join("state");
         let first_start = !state_dir.exists() && !journal_dir.exists();
         std::fs::create_dir_all(&config.data_dir).map_err(StoreError::from)?;
+        crate::store::check_data_format(&config.data_dir)?;
         let store = Arc::new(Store::open(&state_dir)?);
         let from_seq = store.checkpoint_seq()?;
         let outcome = journal::replay(&journal_dir, from_seq, |seq, payload| {
@@ -199,8 +206,13 @@ impl Engine {
                 actor_idle_timeout: config.actor_idle_timeout,
                 idempotency_keys_in_memory: config.idempotency_keys_in_memory.max(1),
                 ref_codes: Arc::new(crate::refcode::RefCodes::starting_at(started_at)),
-                disbursement_actors: Arc::default(),
-                payout_vendor: config.payout_vendor.clone(),
+                builtin_payout_vendor: config.payout_vendor.clone(),
+                vendor_retry_scale: if config.vendor_retry_scale > 0.0 {
+                    config.vendor_retry_scale
+                } else {
+                    1.0
+                },
+                payout_conversations: Default::default(),
                 order_actors: Arc::default(),
                 sandbox_refund_delay: config.sandbox_refund_delay,
                 allow_private_notify_urls: config.allow_private_notify_urls,
@@ -225,6 +237,10 @@ impl Engine {
         let resumed = engine.resume_disbursements().await?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed disbursements in flight");
+        }
+        let unverified = engine.resume_account_checks()?;
+        if unverified > 0 {
+            tracing::info!(unverified, "asking again about beneficiaries' accounts");
         }
         let expired = engine.expire_due_orders().await?;
         if expired > 0 {
@@ -416,11 +432,6 @@ impl Engine {
                 .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
                 .await;
         }
-        for actor in self.inner.disbursement_actors.drain() {
-            let _ = actor
-                .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
-                .await;
-        }
         for actor in self.inner.merchants.drain() {
             let _ = actor
                 .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
@@ -477,9 +488,14 @@ impl Engine {
         &self.inner.store
     }
 
-    /// The live disbursement actors.
-    pub(crate) fn disbursement_actors(&self) -> &ActorRegistry<DisbursementMsg> {
-        &self.inner.disbursement_actors
+    /// The vendor conversations in progress, by disbursement.
+    pub(crate) fn payout_conversations(&self) -> &crate::keyed_locks::KeyedLocks<Uuid> {
+        &self.inner.payout_conversations
+    }
+
+    /// Multiplier of the payout inquiry schedule.
+    pub(crate) fn vendor_retry_scale(&self) -> f64 {
+        self.inner.vendor_retry_scale
     }
 
     /// The timer task of vendor outcomes.
@@ -547,9 +563,9 @@ impl Engine {
         self.inner.actor_idle_timeout
     }
 
-    /// Where disbursements go, if anywhere.
-    pub fn payout_vendor(&self) -> Option<Arc<dyn PayoutVendor>> {
-        self.inner.payout_vendor.clone()
+    /// The built-in payout vendor, if any (the sandbox's in sandbox mode).
+    pub(crate) fn builtin_payout_vendor(&self) -> Option<Arc<dyn PayoutVendor>> {
+        self.inner.builtin_payout_vendor.clone()
     }
 
     /// A merchant by id.

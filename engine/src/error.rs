@@ -55,6 +55,9 @@ pub enum EngineError {
     /// The operation does not fit the resource's status.
     #[error("not allowed in status {0}")]
     InvalidStatus(String),
+    /// A vendor reported the opposite of a payout's final status (nothing changed).
+    #[error("the payout is already {0}")]
+    StatusConflict(String),
     /// No vendor is configured for the operation.
     #[error("no vendor configured")]
     NoVendor,

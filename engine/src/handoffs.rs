@@ -7,14 +7,14 @@
 //! so rounds grow with the load; and merchants never wait on each other (a
 //! merchant whose actor or vendor call is stuck holds up only itself). A
 //! spawned actor, a message and a record per disbursement were a third of
-//! the engine's CPU under load. Later steps of one disbursement (its vendor
-//! outcome, a resume after a restart) go to its `DisbursementActor`.
+//! the engine's CPU under load. The vendor conversation itself, and every
+//! later step, is `payouts.rs`.
 
 use crate::actors::merchant::DisbursementMove;
-use crate::domain::{Disbursement, DisbursementStatus};
+use crate::domain::disbursement::lifecycle::DisbursementEvent;
+use crate::domain::Disbursement;
 use crate::engine::{Engine, EngineInner};
-use crate::error::EngineError;
-use crate::vendor::PayoutVendor;
+use crate::payouts::Attempt;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -180,16 +180,16 @@ impl Engine {
         });
     }
 
-    /// After a failed round: each disbursement still PENDING is queued again,
-    /// each ON_PROCESS one asks the vendor when it settles (a round that timed
-    /// out may have moved it without its outcome timer).
+    /// After a failed round: each disbursement not yet final is taken up
+    /// again (`take_up`): queued again if never handed over, else inquired
+    /// (a round that failed may have moved it without scheduling what follows).
     async fn take_up_again(&self, ids: Vec<Uuid>) {
         for id in ids {
             if self.is_stopping() {
                 return; // the next start resumes what is open
             }
             match self.store().disbursement(&id) {
-                Ok(Some(disbursement)) if !disbursement.status.is_terminal() => self.take_up(disbursement).await,
+                Ok(Some(disbursement)) if !disbursement.status.is_terminal() => self.take_up(disbursement),
                 Ok(_) => {}
                 Err(error) => tracing::error!(%error, %id, "disbursement unreadable; resumed at the next start"),
             }
@@ -203,78 +203,52 @@ impl Engine {
     }
 
     /// The next step of each of one merchant's PENDING disbursements: IN_REVIEW
-    /// at or above the review threshold, else to the vendor, ON_PROCESS if it
-    /// took it or FAILED (money back) if it refused.
+    /// at or above the review threshold, else to the first vendor of its
+    /// route (`payouts.rs`: ON_PROCESS if it took it, FAILED with the money
+    /// back if every vendor refused). With no vendor on its route it stays
+    /// PENDING (creation refuses new ones meanwhile).
     async fn hand_off_merchant(&self, merchant_id: Uuid, disbursements: Vec<Arc<Disbursement>>) {
-        let threshold = self.merchant(merchant_id).map(|m| m.limits.review_threshold_minor);
-        let vendor = self.payout_vendor();
-        let mut steps: Vec<Step> = Vec::with_capacity(disbursements.len());
-        for disbursement in &disbursements {
-            if threshold.is_some_and(|t| disbursement.request_amount.get() >= t) {
-                let review = DisbursementMove {
+        let Some(merchant) = self.merchant(merchant_id) else {
+            return;
+        };
+        let threshold = merchant.limits.review_threshold_minor;
+        let mut reviews = Vec::new();
+        let mut attempts = Vec::with_capacity(disbursements.len());
+        for disbursement in disbursements {
+            if disbursement.request_amount.get() >= threshold {
+                reviews.push(DisbursementMove {
                     id: disbursement.id,
-                    to: DisbursementStatus::InReview,
-                    vendor_disbursement_id: None,
-                    reason: None,
-                };
-                steps.push((review, None));
+                    event: DisbursementEvent::HeldForReview,
+                });
                 continue;
             }
-            // No vendor: it stays PENDING (creation refuses new ones meanwhile).
-            let Some(vendor) = vendor.as_deref() else { continue };
-            steps.push(vendor_step(vendor, disbursement).await);
-        }
-        if steps.is_empty() {
-            return;
-        }
-        let (moves, settles): (Vec<_>, Vec<_>) = steps.into_iter().unzip();
-        let ids: Vec<Uuid> = moves.iter().map(|step| step.id).collect();
-        let results = match self.move_disbursements(merchant_id, moves).await {
-            Ok(results) => results,
-            Err(error) => {
-                // A timed-out call may still be carried out later; either way
-                // nobody waits on these now. Looked at again once things settle.
-                tracing::error!(%error, %merchant_id, count = ids.len(), "disbursements not handed over; taken up again shortly");
-                self.take_up_again_later(ids);
-                return;
+            let vendors = self.payout_route(merchant.organization_id, disbursement.destination.channel());
+            if vendors.is_empty() {
+                continue;
             }
-        };
-        for (result, settles) in results.into_iter().zip(settles) {
-            match result {
-                // The timer task brings the outcome back; nothing waits meanwhile.
-                Ok(moved) => {
-                    if let Some((delay, outcome)) = settles {
-                        self.timers().disbursement_outcome_after(moved.id, delay, outcome);
-                    }
-                }
-                // Moved first by an operator or the sandbox: not this round's to move.
-                Err(EngineError::InvalidStatus(_)) | Err(EngineError::DisbursementNotFound) => {}
-                Err(error) => tracing::error!(%error, %merchant_id, "a disbursement was not handed over"),
-            }
+            attempts.push(Attempt {
+                disbursement,
+                vendors,
+                refusals: Vec::new(),
+            });
+        }
+        // A conversation with a vendor that pays for real is the
+        // disbursement's only one: an inquiry waits for it.
+        let mut conversations = Vec::new();
+        for attempt in attempts.iter().filter(|a| a.vendors[0].pays_out_for_real()) {
+            conversations.push(self.payout_conversations().lock(&attempt.disbursement.id).await);
+        }
+        let ids: Vec<Uuid> = reviews
+            .iter()
+            .map(|step| step.id)
+            .chain(attempts.iter().map(|a| a.disbursement.id))
+            .collect();
+        if let Err(error) = self.hand_over(merchant_id, reviews, attempts).await {
+            // A timed-out call may still be carried out later; either way
+            // nobody waits on these now. Looked at again once things settle.
+            tracing::error!(%error, %merchant_id, count = ids.len(), "disbursements not handed over; taken up again shortly");
+            drop(conversations);
+            self.take_up_again_later(ids);
         }
     }
-}
-
-/// One disbursement's next step and, for a hand-over, when the vendor settles.
-pub(crate) type Step = (DisbursementMove, Option<(Duration, DisbursementStatus)>);
-
-/// The move the vendor's answer to a hand-over makes: ON_PROCESS with its
-/// reference and when it settles, or FAILED (money back) with its reason.
-pub(crate) async fn vendor_step(vendor: &dyn PayoutVendor, disbursement: &Disbursement) -> Step {
-    let (to, vendor_disbursement_id, reason, settles) = match vendor.submit(disbursement).await {
-        Ok(submission) => (
-            DisbursementStatus::OnProcess,
-            Some(submission.vendor_disbursement_id),
-            None,
-            submission.settles,
-        ),
-        Err(reason) => (DisbursementStatus::Failed, None, Some(reason), None),
-    };
-    let step = DisbursementMove {
-        id: disbursement.id,
-        to,
-        vendor_disbursement_id,
-        reason,
-    };
-    (step, settles)
 }

@@ -11,7 +11,9 @@
 //! - `refcode`: unique `ORD-`/`DSB-` reference codes.
 //! - `keyed_locks`: async locks by key, for work that must not run twice at once.
 //! - `timers`: one task holding every vendor deadline.
-//! - `vendor`: payout vendors (sandbox).
+//! - `vendor`: payment and payout vendors (sandbox and HTTP).
+//! - `payouts`: disbursements through their route's payout vendors, exactly
+//!   once: hand-over, failover, inquiries, callbacks.
 //! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements` and
 //!   `beneficiaries`: its payout operations.
 //! - `orders`: orders, payments, expiry and refunds; `qris`: QRIS strings and PNGs.
@@ -33,6 +35,7 @@ pub mod ledger;
 pub mod limits;
 pub mod money;
 pub mod orders;
+mod payouts;
 pub mod qris;
 pub mod refcode;
 pub mod settlements;

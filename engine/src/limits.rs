@@ -134,3 +134,16 @@ pub const CHECKPOINT_BATCH_OPS: usize = 2048;
 /// resident with 256 MiB or 64 MiB alike (page faults in `apply_batch`:
 /// `PageCache::link` and node splits).
 pub const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// DESIGN.md 8: a payout whose hand-over got no usable answer (timeout, 5xx)
+/// is inquired this long after; so is an inquiry that failed.
+pub const PAYOUT_UNKNOWN_INQUIRY_AFTER: Duration = Duration::from_secs(10);
+
+/// DESIGN.md 8: an ON_PROCESS payout with no callback is inquired at these
+/// times after it became ON_PROCESS, then hourly. Beneficiaries' accounts
+/// still unverified are asked again on the same schedule from creation.
+pub const PAYOUT_INQUIRY_SCHEDULE: [Duration; 3] = [
+    Duration::from_secs(60),
+    Duration::from_secs(5 * 60),
+    Duration::from_secs(15 * 60),
+];

@@ -88,7 +88,7 @@ pub enum Creation {
     Replayed,
 }
 
-/// A vendor callback's body (see `vendor::payment`).
+/// A vendor callback's body (see `vendor::payment` and `vendor::payout`).
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 enum Callback {
@@ -100,6 +100,12 @@ enum Callback {
     Refund {
         refund_id: Uuid,
         status: String,
+    },
+    Payout {
+        payout_id: Uuid,
+        status: String,
+        reference: Option<String>,
+        failure_reason: Option<String>,
     },
 }
 
@@ -599,8 +605,8 @@ impl Engine {
         vendor.refund(&request).await
     }
 
-    /// A signed callback from HTTP vendor `vendor`: a payment's or a
-    /// refund's outcome. Repeats are answered as success and change nothing.
+    /// A signed callback from HTTP vendor `vendor`: a payment's, a refund's
+    /// or a payout's outcome. Repeats are answered as success and change nothing.
     pub async fn vendor_callback(
         &self,
         vendor: &str,
@@ -674,6 +680,15 @@ impl Engine {
                     Err(EngineError::InvalidStatus(status)) => Ok(status),
                     Err(error) => Err(error),
                 }
+            }
+            Callback::Payout {
+                payout_id,
+                status,
+                reference,
+                failure_reason,
+            } => {
+                self.payout_callback(vendor, payout_id, &status, reference, failure_reason)
+                    .await
             }
         }
     }

@@ -1,9 +1,10 @@
-//! One timer task for every disbursement waiting on its vendor: a heap of
-//! deadlines instead of an actor kept alive per disbursement, so memory
-//! stays small while thousands wait. Timers are not durable: after a restart
-//! the disbursements still ON_PROCESS are resumed and ask the vendor again.
+//! One timer task for everything that waits on a payout vendor: the
+//! sandbox's own settlements, inquiries of payouts still open at a vendor,
+//! and account inquiries asked again. A heap of deadlines instead of a task
+//! or an actor kept alive per item, so memory stays small while thousands
+//! wait. Timers are not durable: after a restart the engine inquires every
+//! payout still open and asks every account still unverified.
 
-use crate::actors::disbursement::DisbursementMsg;
 use crate::domain::DisbursementStatus;
 use crate::engine::EngineInner;
 use std::cmp::Reverse;
@@ -13,32 +14,22 @@ use tokio::sync::mpsc;
 use tokio::time::{Duration, Instant};
 use uuid::Uuid;
 
-/// A vendor outcome due at a time.
+/// What falls due.
+#[derive(PartialEq, Eq, PartialOrd, Ord, Clone, Copy, Debug)]
+enum Wake {
+    /// The sandbox vendor settles disbursement `id`: SUCCESS when true, else FAILED.
+    Settle { id: Uuid, success: bool },
+    /// Ask the vendor holding disbursement `id` what became of it.
+    InquirePayout { id: Uuid },
+    /// Ask the vendor about beneficiary `id`'s account again.
+    CheckAccount { merchant_id: Uuid, id: Uuid },
+}
+
+/// A wake-up due at a time.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Due {
     at: Instant,
-    id: Uuid,
-    outcome: Outcome,
-}
-
-/// `DisbursementStatus` ordered for the heap.
-#[derive(PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
-struct Outcome(u8);
-
-impl From<DisbursementStatus> for Outcome {
-    fn from(status: DisbursementStatus) -> Self {
-        Outcome(if status == DisbursementStatus::Success { 1 } else { 0 })
-    }
-}
-
-impl Outcome {
-    fn status(self) -> DisbursementStatus {
-        if self.0 == 1 {
-            DisbursementStatus::Success
-        } else {
-            DisbursementStatus::Failed
-        }
-    }
+    wake: Wake,
 }
 
 /// Sends deadlines to the timer task.
@@ -72,9 +63,24 @@ impl Timers {
                         let now = Instant::now();
                         while heap.peek().is_some_and(|Reverse(due)| due.at <= now) {
                             let Reverse(due) = heap.pop().expect("peeked");
-                            engine
-                                .start_disbursement_actor(due.id, DisbursementMsg::Settle(due.outcome.status()))
-                                .await;
+                            // Each runs on its own: a vendor call must not hold up the heap.
+                            let engine = engine.clone();
+                            tokio::spawn(async move {
+                                match due.wake {
+                                    Wake::Settle { id, success } => {
+                                        let outcome = if success {
+                                            DisbursementStatus::Success
+                                        } else {
+                                            DisbursementStatus::Failed
+                                        };
+                                        engine.settle_payout(id, outcome).await
+                                    }
+                                    Wake::InquirePayout { id } => engine.inquire_payout(id).await,
+                                    Wake::CheckAccount { merchant_id, id } => {
+                                        engine.check_account(merchant_id, id).await
+                                    }
+                                }
+                            });
                         }
                     }
                     _ = stopping.changed() => return,
@@ -84,14 +90,28 @@ impl Timers {
         (Timers { sender }, task)
     }
 
-    /// The vendor's `outcome` for disbursement `id` arrives after `delay`.
-    pub fn disbursement_outcome_after(&self, id: Uuid, delay: Duration, outcome: DisbursementStatus) {
+    fn after(&self, delay: Duration, wake: Wake) {
         let due = Due {
             at: Instant::now() + delay,
-            id,
-            outcome: outcome.into(),
+            wake,
         };
-        // Fails only while shutting down; the disbursement resumes at the next start.
+        // Fails only while shutting down; the next start takes it up again.
         let _ = self.sender.send(due);
+    }
+
+    /// The sandbox vendor's `outcome` for disbursement `id` arrives after `delay`.
+    pub fn settle_after(&self, id: Uuid, delay: Duration, outcome: DisbursementStatus) {
+        let success = outcome == DisbursementStatus::Success;
+        self.after(delay, Wake::Settle { id, success });
+    }
+
+    /// Disbursement `id`'s vendor is asked about it after `delay`.
+    pub fn inquire_after(&self, id: Uuid, delay: Duration) {
+        self.after(delay, Wake::InquirePayout { id });
+    }
+
+    /// Beneficiary `id`'s account is asked about after `delay`.
+    pub fn check_account_after(&self, merchant_id: Uuid, id: Uuid, delay: Duration) {
+        self.after(delay, Wake::CheckAccount { merchant_id, id });
     }
 }

@@ -46,6 +46,10 @@ pub fn routes() -> Router<AppState> {
             "/admin/v1/organizations/{id}/vendors/{payment_method}",
             put(vendors::save_routing),
         )
+        .route(
+            "/admin/v1/organizations/{id}/payout-vendors/{channel}",
+            put(vendors::save_payout_routing),
+        )
 }
 
 /// Parses a path id: 400 `INVALID_ID` when it is not a UUID.

@@ -5,6 +5,7 @@
 
 use crate::actors::registry::ActorRegistry;
 use crate::clock::SharedClock;
+use crate::domain::disbursement::lifecycle::{self, DisbursementEvent, Money};
 use crate::domain::disbursement::{wib_day, WIB_OFFSET_SECONDS};
 use crate::domain::{
     Beneficiary, Channel, Disbursement, DisbursementRequest, DisbursementStatus, MerchantRecord, MerchantSettings,
@@ -120,17 +121,22 @@ pub enum BeneficiaryChange {
     Delete { id: Uuid },
 }
 
-/// One disbursement's next status, as asked of its merchant's actor.
+/// An event of one disbursement, as asked of its merchant's actor (the
+/// transitions are in `domain::disbursement::lifecycle`).
 #[derive(Clone, Debug)]
 pub struct DisbursementMove {
     /// Which.
     pub id: Uuid,
-    /// The next status.
-    pub to: DisbursementStatus,
-    /// The vendor's reference, when handed over.
-    pub vendor_disbursement_id: Option<String>,
-    /// Why, for FAILED and REJECTED.
-    pub reason: Option<String>,
+    /// What happened to it.
+    pub event: DisbursementEvent,
+}
+
+/// A disbursement after an event: the new version, the reversal entry of a
+/// move that gave the money back, and whether the status changed.
+struct Moved {
+    disbursement: Arc<Disbursement>,
+    reversal: Option<Arc<Entry>>,
+    status_changed: bool,
 }
 
 /// Hashes of every key of one kind a merchant ever used, while they fit in
@@ -439,7 +445,7 @@ impl MerchantState {
             .as_deref()
             .map(|key| self.args.store.key_hash(key));
         if let Some(hash) = key_hash {
-            if let Some(seq) = self.find_idempotency_key(hash) {
+            if let Some(seq) = self.find_idempotency_key(hash)? {
                 return Err(LedgerError::DuplicateIdempotencyKey(seq));
             }
         }
@@ -572,6 +578,8 @@ impl MerchantState {
             fee,
             final_amount,
             vendor_disbursement_id: None,
+            payout_vendor: None,
+            on_process_at_ms: None,
             source: request.source,
             status: DisbursementStatus::Pending,
             notify_url: request.notify_url,
@@ -600,15 +608,31 @@ impl MerchantState {
         let mut updated = Vec::new();
         let mut events = Vec::new();
         for step in moves {
-            if step.to.is_reversed() {
+            if matches!(
+                step.event,
+                DisbursementEvent::PayoutFailed { .. }
+                    | DisbursementEvent::Refused { .. }
+                    | DisbursementEvent::Rejected { .. }
+            ) {
                 // Its reversal must find room among the entries memory keeps.
                 self.wait_for_room().await?;
             }
-            match self.move_disbursement(step.id, step.to, step.vendor_disbursement_id, step.reason) {
-                Ok((disbursement, reversal)) => {
-                    let event = self.status_event(&disbursement);
+            match self.move_disbursement(step.id, &step.event) {
+                Ok(Moved {
+                    disbursement,
+                    reversal,
+                    status_changed,
+                }) => {
+                    // A move that keeps the status (a hand-over noted, a
+                    // reference learned) is no status change to announce.
+                    let event = status_changed.then(|| self.status_event(&disbursement)).flatten();
                     match reversal {
                         Some(entry) => {
+                            // Versions are applied in record order: moves
+                            // before this one (its own ON_PROCESS, say) go first.
+                            if let Some(record) = updated_record(&mut updated, &mut events) {
+                                self.journal_record(record, Box::new(|| {})).await?;
+                            }
                             let record = JournalRecord::DisbursementReversed {
                                 disbursement: disbursement.clone(),
                                 entry: (*entry).clone(),
@@ -626,14 +650,11 @@ impl MerchantState {
                 Err(refusal) => results.push(Err(refusal)),
             }
         }
-        let record = match updated.len() {
-            0 => return self.reply_when_durable(reply, results).await,
-            1 => JournalRecord::DisbursementUpdated(updated.pop().expect("one")),
-            _ => JournalRecord::DisbursementsUpdated(updated),
+        let Some(record) = updated_record(&mut updated, &mut events) else {
+            return self.reply_when_durable(reply, results).await;
         };
         // Records of one actor become durable in order: this last one's
         // completion means every move of the batch is durable.
-        let record = JournalRecord::with_events(record, events);
         self.journal_record(record, Box::new(move || drop(reply.send(results))))
             .await
     }
@@ -653,15 +674,11 @@ impl MerchantState {
         ))
     }
 
-    /// Validates a status change; for FAILED and REJECTED applies the
-    /// reversal of the full amount to the book.
-    fn move_disbursement(
-        &mut self,
-        id: Uuid,
-        to: DisbursementStatus,
-        vendor_disbursement_id: Option<String>,
-        reason: Option<String>,
-    ) -> Result<(Arc<Disbursement>, Option<Arc<Entry>>), EngineError> {
+    /// Applies `event` to a disbursement by the lifecycle table; a move
+    /// that gives the money back applies its reversal of the full amount to
+    /// the book. Returns the new version, its reversal, and whether the
+    /// status changed.
+    fn move_disbursement(&mut self, id: Uuid, event: &DisbursementEvent) -> Result<Moved, EngineError> {
         let current = match self.disbursements.get(&id) {
             Some(current) => current.clone(),
             None => Arc::new(
@@ -672,18 +689,11 @@ impl MerchantState {
                     .ok_or(EngineError::DisbursementNotFound)?,
             ),
         };
-        if !current.status.can_become(to) {
-            return Err(EngineError::InvalidStatus(current.status.as_str().into()));
-        }
-        let mut next = Disbursement::clone(&current);
-        next.status = to;
-        next.updated_at_ms = self.args.clock.now().timestamp_millis();
-        if let Some(vendor_id) = vendor_disbursement_id {
-            next.vendor_disbursement_id = Some(vendor_id);
-        }
+        let now_ms = self.args.clock.now().timestamp_millis();
+        let (mut next, money) = lifecycle::apply(&current, event, now_ms)
+            .map_err(|refusal| EngineError::InvalidStatus(refusal.status.as_str().into()))?;
         let mut reversal = None;
-        if to.is_reversed() {
-            next.failure_reason = reason;
+        if money == Money::GoesBack {
             let mut postings = vec![
                 Posting::credit(Account::Wallet, current.final_amount),
                 Posting::debit(Account::PayoutClearing, current.request_amount),
@@ -694,7 +704,7 @@ impl MerchantState {
             let proposal = EntryProposal {
                 kind: EntryKind::Reversal,
                 idempotency_key: Some(reversal_idempotency_key(current.debit_seq)),
-                memo: format!("disbursement {id} {}", to.as_str()),
+                memo: format!("disbursement {id} {}", next.status.as_str()),
                 postings,
                 reverses: Some(current.debit_seq),
             };
@@ -707,10 +717,15 @@ impl MerchantState {
             }
             reversal = Some(entry);
         }
+        let status_changed = next.status != current.status;
         let key_hash = self.args.store.key_hash(&next.idempotency_key);
         let next = Arc::new(next);
         self.remember_disbursement(key_hash, next.clone());
-        Ok((next, reversal))
+        Ok(Moved {
+            disbursement: next,
+            reversal,
+            status_changed,
+        })
     }
 
     fn disbursement_by_key(&self, key_hash: u128, key: &str) -> Result<Option<Disbursement>, EngineError> {
@@ -757,30 +772,30 @@ impl MerchantState {
         Ok(total)
     }
 
-    fn find_idempotency_key(&mut self, hash: u128) -> Option<u64> {
+    /// The entry that used key `hash`, if any. A storage error is an error,
+    /// never a guess: "used" would refuse a new request as a duplicate, and
+    /// "unused" could move money twice.
+    fn find_idempotency_key(&mut self, hash: u128) -> Result<Option<u64>, LedgerError> {
         if let Some(seq) = self.recent_keys.get(&hash) {
-            return Some(*seq);
+            return Ok(Some(*seq));
         }
         if self.keys_complete {
-            return None;
+            return Ok(None);
         }
         let store = &self.args.store;
         if let Some(seq) = store.overlay_key_lookup(&self.args.merchant_id, hash) {
-            return Some(seq);
+            return Ok(Some(seq));
         }
         let generation = store.key_runs_generation();
         if self.key_runs.as_ref().is_none_or(|(cached, _)| *cached != generation) {
-            match store.key_runs(&self.args.merchant_id) {
-                Ok(runs) => self.key_runs = Some((generation, runs)),
-                Err(error) => {
-                    // Refusing is the safe answer when the index cannot be read.
-                    tracing::error!(%error, "idempotency index unreadable");
-                    return Some(0);
-                }
-            }
+            let runs = store.key_runs(&self.args.merchant_id).map_err(|error| {
+                tracing::error!(%error, "idempotency index unreadable");
+                LedgerError::IndexUnreadable(error.to_string())
+            })?;
+            self.key_runs = Some((generation, runs));
         }
         let (_, runs) = self.key_runs.as_ref().expect("loaded above");
-        runs.iter().find_map(|run| crate::store::overlay::search_run(run, hash))
+        Ok(runs.iter().find_map(|run| crate::store::overlay::search_run(run, hash)))
     }
 
     fn remember_key(&mut self, key: u128, seq: u64) {
@@ -907,6 +922,20 @@ impl MerchantState {
             .await?;
         Ok(())
     }
+}
+
+/// One record of the moves gathered in `updated` that change no money,
+/// with their `events`; both are taken. None when there are none.
+fn updated_record(
+    updated: &mut Vec<Arc<Disbursement>>,
+    events: &mut Vec<crate::domain::WebhookEvent>,
+) -> Option<JournalRecord> {
+    let record = match updated.len() {
+        0 => return None,
+        1 => JournalRecord::DisbursementUpdated(updated.pop().expect("one")),
+        _ => JournalRecord::DisbursementsUpdated(std::mem::take(updated)),
+    };
+    Some(JournalRecord::with_events(record, std::mem::take(events)))
 }
 
 /// Empties a map of recent records. One that grew past `RECENT_ROOM_KEPT`

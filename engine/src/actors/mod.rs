@@ -1,7 +1,6 @@
 //! Actors: one merchant actor per merchant (the only writer of its money),
 //! and the registry that spawns them on demand and lets idle ones stop.
 
-pub mod disbursement;
 pub mod merchant;
 pub mod order;
 pub mod registry;

@@ -1,6 +1,7 @@
 //! Banks, e-wallets and organizations: the reference data disbursements and
 //! merchants point at. Seeded on first start; admins enable and disable.
 
+use crate::domain::disbursement::Channel;
 use crate::domain::order::PaymentMethod;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -49,7 +50,7 @@ pub struct Organization {
     pub created_at_ms: i64,
 }
 
-/// How the platform reaches a payment vendor (DESIGN.md 7).
+/// How the platform reaches a vendor (DESIGN.md 7 and 8).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum VendorKind {
     /// The in-process sandbox vendor (sandbox mode only).
@@ -66,7 +67,8 @@ pub enum VendorKind {
     },
 }
 
-/// A payment vendor the platform can route orders to, by unique name.
+/// A vendor the platform can route orders (and, with `payouts`,
+/// disbursements) to, by unique name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentVendorConfig {
     /// Unique, URL-safe; callbacks arrive at `/callbacks/{name}`.
@@ -75,6 +77,8 @@ pub struct PaymentVendorConfig {
     pub kind: VendorKind,
     /// Whether it can refund orders it took.
     pub supports_refund: bool,
+    /// Whether it pays disbursements out (DESIGN.md 8).
+    pub payouts: bool,
 }
 
 /// The vendors an organization's orders of one payment method go to, tried in order.
@@ -84,6 +88,17 @@ pub struct VendorRouting {
     pub organization_id: Uuid,
     /// Which method.
     pub method: PaymentMethod,
+    /// Vendor names, first tried first; empty means none (503 `NO_VENDOR`).
+    pub vendors: Vec<String>,
+}
+
+/// The payout vendors an organization's disbursements on one channel go to, tried in order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayoutRouting {
+    /// Whose.
+    pub organization_id: Uuid,
+    /// Which channel.
+    pub channel: Channel,
     /// Vendor names, first tried first; empty means none (503 `NO_VENDOR`).
     pub vendors: Vec<String>,
 }
@@ -159,6 +174,8 @@ pub struct Catalog {
     pub payment_vendors: BTreeMap<String, PaymentVendorConfig>,
     /// Configured routes; a route never configured falls back to the default.
     pub vendor_routes: BTreeMap<(Uuid, PaymentMethod), Vec<String>>,
+    /// Configured payout routes; likewise.
+    pub payout_routes: BTreeMap<(Uuid, Channel), Vec<String>>,
 }
 
 impl Catalog {

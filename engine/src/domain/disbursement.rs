@@ -5,8 +5,10 @@ use crate::money::MinorUnits;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub mod lifecycle;
+
 /// Where the money goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Channel {
     /// A bank account.
     #[serde(rename = "BANK")]
@@ -87,24 +89,6 @@ impl DisbursementStatus {
     /// These gave the money back.
     pub fn is_reversed(self) -> bool {
         matches!(self, DisbursementStatus::Failed | DisbursementStatus::Rejected)
-    }
-
-    /// The lifecycle of DESIGN.md 4: PENDING -> IN_REVIEW -> ON_PROCESS ->
-    /// SUCCESS | FAILED; PENDING or IN_REVIEW -> REJECTED. A vendor may also
-    /// refuse a PENDING one outright (FAILED).
-    pub fn can_become(self, next: DisbursementStatus) -> bool {
-        use DisbursementStatus::*;
-        matches!(
-            (self, next),
-            (Pending, InReview)
-                | (Pending, OnProcess)
-                | (Pending, Failed)
-                | (Pending, Rejected)
-                | (InReview, OnProcess)
-                | (InReview, Rejected)
-                | (OnProcess, Success)
-                | (OnProcess, Failed)
-        )
     }
 }
 
@@ -198,6 +182,12 @@ pub struct Disbursement {
     pub final_amount: MinorUnits,
     /// The payout vendor's reference once handed over.
     pub vendor_disbursement_id: Option<String>,
+    /// The payout vendor it was handed to, or is being handed to: set
+    /// durably before the request leaves, so after a crash paygate asks that
+    /// vendor what became of it instead of sending it again blindly.
+    pub payout_vendor: Option<String>,
+    /// When it became ON_PROCESS, Unix ms: the inquiry schedule counts from it.
+    pub on_process_at_ms: Option<i64>,
     /// V1 or Legacy.
     pub source: Source,
     /// Where it is in its lifecycle.
@@ -293,17 +283,5 @@ mod tests {
             .unwrap()
             .timestamp_millis();
         assert_eq!(wib_day(after) - wib_day(before), 1);
-    }
-
-    #[test]
-    fn lifecycle_allows_only_design_transitions() {
-        use DisbursementStatus::*;
-        assert!(Pending.can_become(InReview));
-        assert!(InReview.can_become(Rejected));
-        assert!(OnProcess.can_become(Failed));
-        assert!(!OnProcess.can_become(Rejected));
-        assert!(!Success.can_become(Failed));
-        assert!(!Failed.can_become(Success));
-        assert!(!InReview.can_become(Success));
     }
 }

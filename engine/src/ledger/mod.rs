@@ -258,6 +258,10 @@ pub enum LedgerError {
     /// Reversals are not themselves reversed.
     #[error("entry {0} is a reversal and cannot be reversed")]
     ReversalOfReversal(u64),
+    /// The stored idempotency index could not be read, so whether the key
+    /// was used is unknown: nothing is recorded.
+    #[error("idempotency index unreadable: {0}")]
+    IndexUnreadable(String),
 }
 
 /// One merchant's balances: its own accounts and its contribution to the

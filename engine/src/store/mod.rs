@@ -39,7 +39,7 @@ pub mod journal;
 pub mod overlay;
 pub mod record;
 
-use crate::domain::catalog::{PaymentVendorConfig, VendorRouting};
+use crate::domain::catalog::{PaymentVendorConfig, PayoutRouting, VendorRouting};
 use crate::domain::{
     Bank, Beneficiary, Catalog, Disbursement, Ewallet, MerchantRecord, Order, OrderStatus, Organization, Refund,
     RefundStatus, Settlement, Source, WebhookAttempt, WebhookEvent,
@@ -72,6 +72,9 @@ pub enum StoreError {
     /// The journal failed.
     #[error(transparent)]
     Journal(#[from] journal::JournalError),
+    /// The data directory was written in another format.
+    #[error("{0}")]
+    Format(String),
     /// Stored entries break a ledger invariant.
     #[error("ledger corrupt for merchant {merchant_id}: {reason}")]
     Corrupt {
@@ -83,6 +86,37 @@ pub enum StoreError {
 }
 
 const CHECKPOINT_SEQ_KEY: &[u8] = b"Mcheckpoint_seq";
+
+/// The format of the records and state this build writes. Format 2
+/// disbursements carry their payout vendor and ON_PROCESS time.
+pub const DATA_FORMAT: u32 = 2;
+
+/// Checks that `data_dir` holds data of `DATA_FORMAT` (a directory with a
+/// journal or state but no `format` file is format 1), and marks a new one.
+pub fn check_data_format(data_dir: &Path) -> Result<(), StoreError> {
+    let marker = data_dir.join("format");
+    let has_data = data_dir.join("journal").exists() || data_dir.join("state").exists();
+    let found = match fs::read_to_string(&marker) {
+        Ok(text) => text.trim().parse::<u32>().ok(),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            if !has_data {
+                fs::write(&marker, format!("{DATA_FORMAT}\n"))?;
+                fs::File::open(data_dir)?.sync_all()?;
+                return Ok(());
+            }
+            Some(1)
+        }
+        Err(error) => return Err(error.into()),
+    };
+    match found {
+        Some(DATA_FORMAT) => Ok(()),
+        other => Err(StoreError::Format(format!(
+            "{} holds paygate data format {}; this build reads format {DATA_FORMAT} only. Start it on a new --data-dir (the old one is left untouched)",
+            data_dir.display(),
+            other.map_or_else(|| "unknown".to_string(), |f| f.to_string()),
+        ))),
+    }
+}
 const HASH_SEED_KEY: &[u8] = b"Mhash_seed";
 
 /// Merchants by id and by credential, kept in memory for authentication.
@@ -364,7 +398,8 @@ impl Store {
             | JournalRecord::BankSaved(_)
             | JournalRecord::EwalletSaved(_)
             | JournalRecord::PaymentVendorSaved(_)
-            | JournalRecord::VendorRoutingSaved(_) => {
+            | JournalRecord::VendorRoutingSaved(_)
+            | JournalRecord::PayoutRoutingSaved(_) => {
                 self.catalog.insert(catalog_key(record), payload)?;
                 self.apply_to_catalog(record.clone());
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);
@@ -742,6 +777,11 @@ impl Store {
                 catalog
                     .vendor_routes
                     .insert((routing.organization_id, routing.method), routing.vendors);
+            }
+            JournalRecord::PayoutRoutingSaved(routing) => {
+                catalog
+                    .payout_routes
+                    .insert((routing.organization_id, routing.channel), routing.vendors);
             }
             _ => {}
         }
@@ -1512,6 +1552,11 @@ fn catalog_key(record: &JournalRecord) -> Vec<u8> {
             method,
             ..
         }) => format!("route:{organization_id}:{}", method.as_str()).into_bytes(),
+        JournalRecord::PayoutRoutingSaved(PayoutRouting {
+            organization_id,
+            channel,
+            ..
+        }) => format!("payout-route:{organization_id}:{}", channel.as_str()).into_bytes(),
         _ => unreachable!("only catalog records have catalog keys"),
     }
 }
@@ -1709,6 +1754,8 @@ mod tests {
             fee: MinorUnits::new(250_000),
             final_amount: MinorUnits::new(1_250_000),
             vendor_disbursement_id: None,
+            payout_vendor: None,
+            on_process_at_ms: None,
             source: Source::Api,
             status: crate::domain::DisbursementStatus::Pending,
             notify_url: None,

@@ -1,6 +1,6 @@
 //! The journal's record types and their bincode 2 encoding.
 
-use crate::domain::catalog::{PaymentVendorConfig, VendorRouting};
+use crate::domain::catalog::{PaymentVendorConfig, PayoutRouting, VendorRouting};
 use crate::domain::order::{Order, Refund};
 use crate::domain::settlement::Settlement;
 use crate::domain::webhook::{WebhookAttempt, WebhookEvent};
@@ -112,8 +112,10 @@ pub enum JournalRecord {
         entry: Option<Entry>,
     },
     /// Disbursements changed status together without moving money (a batch
-    /// handed to the vendor). Last, so older journals decode unchanged.
+    /// handed to the vendor).
     DisbursementsUpdated(Vec<Arc<Disbursement>>),
+    /// An organization's payout vendors for a channel were set.
+    PayoutRoutingSaved(PayoutRouting),
 }
 
 impl JournalRecord {
@@ -294,6 +296,8 @@ mod tests {
             fee: MinorUnits::new(250_000),
             final_amount: MinorUnits::new(1_250_000 + n as i64),
             vendor_disbursement_id: n.is_multiple_of(2).then(|| format!("SBX-{n}")),
+            payout_vendor: n.is_multiple_of(2).then(|| "acme".into()),
+            on_process_at_ms: n.is_multiple_of(3).then_some(1_700_000_000_400),
             source: crate::domain::Source::Api,
             status: crate::domain::DisbursementStatus::OnProcess,
             notify_url: Some("https://merchant.example/hook".into()),

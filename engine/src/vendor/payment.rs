@@ -18,10 +18,10 @@
 //! refusal; any other failure leaves the outcome unknown, so a refund is
 //! sent again with the same `refund_id` (the vendor's key to deduplicate).
 
-use crate::domain::catalog::{PaymentVendorConfig, VendorKind};
+use super::http::{NoAnswer, SignedClient};
+use crate::domain::catalog::PaymentVendorConfig;
 use crate::domain::order::{PaymentMethod, RefundStatus, VirtualAccount};
 use crate::money::MinorUnits;
-use crate::signing::hmac_sha256_header;
 use serde::Deserialize;
 use std::future::Future;
 use std::pin::Pin;
@@ -165,30 +165,13 @@ impl PaymentVendor for SandboxPaymentVendor {
 
 /// A vendor reached over HTTP.
 pub struct HttpPaymentVendor {
-    name: String,
-    url: String,
-    secret: String,
-    timeout: Duration,
-    client: reqwest::Client,
+    http: SignedClient,
 }
 
 impl HttpPaymentVendor {
     /// The vendor of `config` (which must be `VendorKind::Http`), over `client`.
     pub fn new(config: &PaymentVendorConfig, client: reqwest::Client) -> Option<HttpPaymentVendor> {
-        match &config.kind {
-            VendorKind::Http {
-                url,
-                secret,
-                timeout_ms,
-            } => Some(HttpPaymentVendor {
-                name: config.name.clone(),
-                url: url.trim_end_matches('/').to_string(),
-                secret: secret.clone(),
-                timeout: Duration::from_millis(*timeout_ms),
-                client,
-            }),
-            VendorKind::Sandbox => None,
-        }
+        SignedClient::new(config, client).map(|http| HttpPaymentVendor { http })
     }
 
     async fn post<T: serde::de::DeserializeOwned>(
@@ -196,56 +179,21 @@ impl HttpPaymentVendor {
         path: &str,
         body: serde_json::Value,
     ) -> Result<T, VendorError> {
-        let bytes = serde_json::to_vec(&body).map_err(|e| VendorError::refused(e.to_string()))?;
-        let mut response = self
-            .client
-            .post(format!("{}{path}", self.url))
-            .timeout(self.timeout)
-            .header("content-type", "application/json")
-            .header("x-paygate-signature", hmac_sha256_header(&self.secret, &bytes))
-            .body(bytes)
-            .send()
+        let name = &self.http.name;
+        let (status, body) = self
+            .http
+            .post(path, &body)
             .await
-            .map_err(|e| {
-                if e.is_timeout() {
-                    VendorError::uncertain(format!("{}: timed out", self.name))
-                } else {
-                    VendorError::uncertain(format!("{}: {e}", self.name))
-                }
-            })?;
-        let status = response.status();
-        if status.is_client_error() {
-            return Err(VendorError::refused(format!("{}: HTTP {}", self.name, status.as_u16())));
+            .map_err(|NoAnswer(reason)| VendorError::uncertain(reason))?;
+        if (400..500).contains(&status) {
+            return Err(VendorError::refused(format!("{name}: HTTP {status}")));
         }
-        if !status.is_success() {
-            return Err(VendorError::uncertain(format!(
-                "{}: HTTP {}",
-                self.name,
-                status.as_u16()
-            )));
+        if !(200..300).contains(&status) {
+            return Err(VendorError::uncertain(format!("{name}: HTTP {status}")));
         }
-        // An answer is a few fields: one far bigger is not read to its end.
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| VendorError::uncertain(format!("{}: {e}", self.name)))?
-        {
-            if body.len() + chunk.len() > VENDOR_ANSWER_BYTES_MAX {
-                return Err(VendorError::uncertain(format!(
-                    "{}: answer over {VENDOR_ANSWER_BYTES_MAX} bytes",
-                    self.name
-                )));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        serde_json::from_slice(&body)
-            .map_err(|e| VendorError::uncertain(format!("{}: unreadable answer: {e}", self.name)))
+        serde_json::from_slice(&body).map_err(|e| VendorError::uncertain(format!("{name}: unreadable answer: {e}")))
     }
 }
-
-/// The most of a vendor's answer that is read.
-const VENDOR_ANSWER_BYTES_MAX: usize = 64 * 1024;
 
 #[derive(Deserialize)]
 struct PaymentAnswer {
@@ -267,7 +215,7 @@ struct RefundAnswer {
 
 impl PaymentVendor for HttpPaymentVendor {
     fn name(&self) -> &str {
-        &self.name
+        &self.http.name
     }
 
     fn create_payment<'a>(&'a self, request: &'a PaymentRequest) -> VendorFuture<'a, PaymentAcceptance> {
@@ -287,7 +235,7 @@ impl PaymentVendor for HttpPaymentVendor {
             if answer.reference.is_empty() || answer.reference.len() > 128 {
                 return Err(VendorError::uncertain(format!(
                     "{}: unusable payment reference",
-                    self.name
+                    self.http.name
                 )));
             }
             // Stored and shown to payers: a vendor's answer is checked like input.
@@ -296,7 +244,7 @@ impl PaymentVendor for HttpPaymentVendor {
                 if !usable(&va.bank_short_code, 32) || !usable(&va.account_number, 64) {
                     return Err(VendorError::uncertain(format!(
                         "{}: unusable virtual account",
-                        self.name
+                        self.http.name
                     )));
                 }
             }
@@ -307,7 +255,7 @@ impl PaymentVendor for HttpPaymentVendor {
             if request.method == PaymentMethod::BankTransfer && virtual_account.is_none() {
                 return Err(VendorError::uncertain(format!(
                     "{}: no virtual account for a bank transfer",
-                    self.name
+                    self.http.name
                 )));
             }
             Ok(PaymentAcceptance {
@@ -329,11 +277,11 @@ impl PaymentVendor for HttpPaymentVendor {
             if answer.reference.is_empty() || answer.reference.len() > 128 {
                 return Err(VendorError::uncertain(format!(
                     "{}: unusable refund reference",
-                    self.name
+                    self.http.name
                 )));
             }
             let status = RefundStatus::parse(&answer.status).ok_or_else(|| {
-                VendorError::uncertain(format!("{}: unknown refund status {}", self.name, answer.status))
+                VendorError::uncertain(format!("{}: unknown refund status {}", self.http.name, answer.status))
             })?;
             Ok(RefundAcceptance {
                 reference: answer.reference,
