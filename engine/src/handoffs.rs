@@ -12,9 +12,10 @@
 
 use crate::actors::merchant::DisbursementMove;
 use crate::domain::disbursement::lifecycle::DisbursementEvent;
-use crate::domain::Disbursement;
+use crate::domain::{Channel, Disbursement};
 use crate::engine::{Engine, EngineInner};
 use crate::payouts::Attempt;
+use crate::vendor::PayoutVendor;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -214,6 +215,7 @@ impl Engine {
         let threshold = merchant.limits.review_threshold_minor;
         let mut reviews = Vec::new();
         let mut attempts = Vec::with_capacity(disbursements.len());
+        let mut routes: Vec<(Channel, Vec<Arc<dyn PayoutVendor>>)> = Vec::with_capacity(2);
         for disbursement in disbursements {
             if disbursement.request_amount.get() >= threshold {
                 reviews.push(DisbursementMove {
@@ -222,7 +224,16 @@ impl Engine {
                 });
                 continue;
             }
-            let vendors = self.payout_route(merchant.organization_id, disbursement.destination.channel());
+            // Looked up once per channel a round, not once per disbursement.
+            let channel = disbursement.destination.channel();
+            let vendors = match routes.iter().find(|(c, _)| *c == channel) {
+                Some((_, vendors)) => vendors.clone(),
+                None => {
+                    let vendors = self.payout_route(merchant.organization_id, channel);
+                    routes.push((channel, vendors.clone()));
+                    vendors
+                }
+            };
             if vendors.is_empty() {
                 continue;
             }
