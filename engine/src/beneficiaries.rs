@@ -7,6 +7,7 @@ use crate::domain::{Beneficiary, VerificationStatus};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
+use crate::payouts::bounded;
 use crate::vendor::AccountCheck;
 use std::time::Duration;
 use uuid::Uuid;
@@ -117,10 +118,7 @@ impl Engine {
         let answer = match &vendor {
             Some(vendor) => {
                 let call = vendor.check_account(&beneficiary.destination);
-                match tokio::time::timeout(vendor.timeout() + Duration::from_secs(1), call).await {
-                    Ok(answer) => answer,
-                    Err(_) => AccountCheck::Unknown(format!("{}: no answer within its timeout", vendor.name())),
-                }
+                bounded(vendor.as_ref(), call, AccountCheck::Unknown).await
             }
             None => AccountCheck::Unknown("no payout vendor for this channel".into()),
         };

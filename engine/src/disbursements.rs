@@ -5,12 +5,13 @@
 use crate::actors::merchant::DisbursementMove;
 use crate::actors::MerchantMsg;
 use crate::destinations::present;
-use crate::domain::disbursement::lifecycle::DisbursementEvent;
+use crate::domain::disbursement::lifecycle::{self, DisbursementEvent};
 use crate::domain::{Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source};
 use crate::engine::{validate_idempotency_key, Engine};
 use crate::error::EngineError;
 use crate::money::MinorUnits;
 use crate::payouts::Attempt;
+use crate::vendor::payout::sandbox_reference;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -280,13 +281,12 @@ impl Engine {
     /// Operator approval of a disbursement IN_REVIEW: it goes to its route's
     /// vendors now, and comes back as they left it (ON_PROCESS, or final).
     pub async fn approve_disbursement(&self, id: Uuid) -> Result<Disbursement, EngineError> {
+        let _conversation = self.payout_conversations().lock(&id).await;
         let current = self
             .store()
             .disbursement(&id)?
             .ok_or(EngineError::DisbursementNotFound)?;
-        let _conversation = self.payout_conversations().lock(&id).await;
-        let current = self.store().disbursement(&id)?.unwrap_or(current);
-        if current.status != DisbursementStatus::InReview || current.payout_vendor.is_some() {
+        if current.status != DisbursementStatus::InReview || lifecycle::is_handed(&current) {
             return Err(EngineError::InvalidStatus(current.status.as_str().into()));
         }
         let merchant = self
@@ -331,7 +331,7 @@ impl Engine {
                 .payout_vendor
                 .clone()
                 .unwrap_or_else(|| crate::domain::catalog::SANDBOX_VENDOR.to_string());
-            let reference = (current.payout_vendor.is_none()).then(|| format!("SBX-{}", current.id.simple()));
+            let reference = (!lifecycle::is_handed(&current)).then(|| sandbox_reference(current.id));
             match self
                 .move_disbursement_by_id(current.id, DisbursementEvent::Accepted { vendor, reference })
                 .await
@@ -364,7 +364,7 @@ impl Engine {
     /// queued for its hand-over; one that may be at a vendor is inquired at
     /// once (never sent again blindly); one IN_REVIEW waits for an operator.
     pub(crate) fn take_up(&self, disbursement: Disbursement) {
-        let handed = disbursement.payout_vendor.is_some();
+        let handed = lifecycle::is_handed(&disbursement);
         match disbursement.status {
             DisbursementStatus::Pending if !handed => self.handoffs().push(Arc::new(disbursement)),
             DisbursementStatus::OnProcess => self.timers().inquire_after(disbursement.id, Duration::ZERO),

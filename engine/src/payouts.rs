@@ -13,13 +13,16 @@
 
 use crate::actors::merchant::DisbursementMove;
 use crate::domain::catalog::{PayoutRouting, VendorKind, SANDBOX_VENDOR};
-use crate::domain::disbursement::lifecycle::DisbursementEvent;
+use crate::domain::disbursement::lifecycle::{self, DisbursementEvent};
 use crate::domain::{Channel, Disbursement, DisbursementStatus};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
 use crate::store::record::JournalRecord;
-use crate::vendor::{HttpPayoutVendor, Inquiry, PayoutReport, PayoutStatus, PayoutVendor, Submission};
+use crate::vendor::payout::fits_vendor_text;
+use crate::vendor::{
+    HttpPayoutVendor, Inquiry, PayoutReport, PayoutStatus, PayoutVendor, Submission, VENDOR_FAILED_REASON,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -70,14 +73,15 @@ fn report_moves(current: &Disbursement, vendor: &str, report: &PayoutReport) -> 
             reason: report
                 .failure_reason
                 .clone()
-                .unwrap_or_else(|| "the payout vendor reported the transfer failed".into()),
+                .unwrap_or_else(|| VENDOR_FAILED_REASON.into()),
         }),
     }
     events
 }
 
-/// Calls the vendor, bounded by its timeout.
-async fn bounded<T>(
+/// Calls the vendor, bounded by its timeout: a call that never completes
+/// is `unanswered`.
+pub(crate) async fn bounded<T>(
     vendor: &dyn PayoutVendor,
     call: impl std::future::Future<Output = T>,
     unanswered: impl FnOnce(String) -> T,
@@ -335,7 +339,7 @@ impl Engine {
         let Some(current) = self.store().disbursement(&id)? else {
             return Ok(());
         };
-        let handed = current.payout_vendor.is_some();
+        let handed = lifecycle::is_handed(&current);
         let open = current.status == DisbursementStatus::OnProcess || (handed && !current.status.is_terminal());
         if !open {
             return Ok(());
@@ -410,7 +414,7 @@ impl Engine {
             DisbursementStatus::Success => DisbursementEvent::Paid { reference: None },
             _ => DisbursementEvent::PayoutFailed {
                 reference: None,
-                reason: "the payout vendor reported the transfer failed".into(),
+                reason: VENDOR_FAILED_REASON.into(),
             },
         };
         // Settled first by a sandbox "complete", or gone: nothing to do.
@@ -440,11 +444,10 @@ impl Engine {
             "FAILED" => DisbursementStatus::Failed,
             _ => return Err(EngineError::invalid("status", "must be SUCCESS or FAILED")),
         };
-        let fits = |text: &Option<String>| text.as_ref().is_none_or(|t| !t.is_empty() && t.chars().count() <= 255);
-        if !fits(&reference) {
+        if !fits_vendor_text(&reference) {
             return Err(EngineError::invalid("reference", "must be 1 to 255 characters"));
         }
-        if !fits(&failure_reason) {
+        if !fits_vendor_text(&failure_reason) {
             return Err(EngineError::invalid("failure_reason", "must be 1 to 255 characters"));
         }
         let report = PayoutReport {

@@ -608,12 +608,7 @@ impl MerchantState {
         let mut updated = Vec::new();
         let mut events = Vec::new();
         for step in moves {
-            if matches!(
-                step.event,
-                DisbursementEvent::PayoutFailed { .. }
-                    | DisbursementEvent::Refused { .. }
-                    | DisbursementEvent::Rejected { .. }
-            ) {
+            if lifecycle::may_give_money_back(&step.event) {
                 // Its reversal must find room among the entries memory keeps.
                 self.wait_for_room().await?;
             }

@@ -9,5 +9,5 @@ pub mod payout;
 
 pub use payout::{
     AccountCheck, HttpPayoutVendor, Inquiry, PayoutReport, PayoutStatus, PayoutVendor, SandboxPayoutVendor, Submission,
-    SANDBOX_FAILING_ACCOUNT,
+    SANDBOX_FAILING_ACCOUNT, VENDOR_FAILED_REASON,
 };

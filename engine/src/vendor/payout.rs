@@ -166,7 +166,7 @@ impl SandboxPayoutVendor {
         };
         PayoutReport {
             status: PayoutStatus::Accepted,
-            reference: Some(format!("SBX-{}", disbursement.id.simple())),
+            reference: Some(sandbox_reference(disbursement.id)),
             failure_reason: None,
             settles: Some((self.delay, outcome)),
         }
@@ -195,6 +195,21 @@ pub struct HttpPayoutVendor {
 /// shown to merchants, so it is checked like input.
 const VENDOR_TEXT_CHARS_MAX: usize = 255;
 
+/// Whether a reference or reason a vendor sent (in an answer or a callback)
+/// may be stored: absent, or 1 to `VENDOR_TEXT_CHARS_MAX` characters.
+pub fn fits_vendor_text(text: &Option<String>) -> bool {
+    text.as_ref()
+        .is_none_or(|t| !t.is_empty() && t.chars().count() <= VENDOR_TEXT_CHARS_MAX)
+}
+
+/// The reason of a vendor-reported failure that gave none.
+pub const VENDOR_FAILED_REASON: &str = "the payout vendor reported the transfer failed";
+
+/// The sandbox vendor's reference of a disbursement.
+pub fn sandbox_reference(disbursement_id: uuid::Uuid) -> String {
+    format!("SBX-{}", disbursement_id.simple())
+}
+
 #[derive(Deserialize)]
 struct PayoutAnswer {
     status: String,
@@ -218,11 +233,7 @@ impl HttpPayoutVendor {
     fn report(&self, body: &[u8], reference_required: bool) -> Option<PayoutReport> {
         let answer: PayoutAnswer = serde_json::from_slice(body).ok()?;
         let status = PayoutStatus::parse(&answer.status)?;
-        let fits = |text: &Option<String>| {
-            text.as_ref()
-                .is_none_or(|t| !t.is_empty() && t.chars().count() <= VENDOR_TEXT_CHARS_MAX)
-        };
-        if !fits(&answer.reference) || !fits(&answer.failure_reason) {
+        if !fits_vendor_text(&answer.reference) || !fits_vendor_text(&answer.failure_reason) {
             return None;
         }
         if reference_required && answer.reference.is_none() {

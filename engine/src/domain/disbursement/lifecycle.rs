@@ -140,12 +140,20 @@ pub const TRANSITIONS: &[(DisbursementStatus, Handed, EventKind, To, Money)] = &
     (InReview, Handed::No, E::Rejected, Some(Rejected), Money::GoesBack),
 ];
 
-/// Why an event cannot apply: the status it found (and, for a vendor's
-/// stale answer, that another vendor holds it).
+/// Why an event cannot apply: the status it found (a vendor's stale answer,
+/// from a vendor that no longer holds it, is refused the same way).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
     /// The status the disbursement is in.
     pub status: DisbursementStatus,
+}
+
+/// Whether `event` can give money back (read off the table): its move then
+/// needs room for a reversal entry.
+pub fn may_give_money_back(event: &DisbursementEvent) -> bool {
+    TRANSITIONS
+        .iter()
+        .any(|(_, _, kind, _, money)| *kind == event.kind() && *money == Money::GoesBack)
 }
 
 /// Whether a request may have left for an external vendor.
