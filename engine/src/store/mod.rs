@@ -1740,6 +1740,27 @@ mod tests {
         assert_disbursements_stored(&store, &disbursements);
     }
 
+    #[test]
+    fn a_new_data_dir_is_marked_and_one_of_another_format_is_refused_untouched() {
+        let new = tempfile::tempdir().unwrap();
+        check_data_format(new.path()).unwrap();
+        assert_eq!(
+            fs::read_to_string(new.path().join("format")).unwrap(),
+            format!("{DATA_FORMAT}\n")
+        );
+        check_data_format(new.path()).expect("its own format opens again");
+
+        let old = tempfile::tempdir().unwrap();
+        fs::create_dir(old.path().join("journal")).unwrap();
+        let refused = check_data_format(old.path()).unwrap_err().to_string();
+        assert!(refused.contains("data format 1"), "{refused}");
+        assert!(!old.path().join("format").exists(), "left untouched");
+
+        fs::write(new.path().join("format"), "3\n").unwrap();
+        let refused = check_data_format(new.path()).unwrap_err().to_string();
+        assert!(refused.contains("data format 3"), "{refused}");
+    }
+
     fn test_disbursement(merchant_id: Uuid, n: usize) -> Disbursement {
         Disbursement {
             id: Uuid::new_v4(),

@@ -318,6 +318,16 @@ mod tests {
     }
 
     #[test]
+    fn only_failures_rejections_and_refusals_may_give_money_back() {
+        let giving: Vec<EventKind> = events()
+            .iter()
+            .filter(|event| may_give_money_back(event))
+            .map(DisbursementEvent::kind)
+            .collect();
+        assert_eq!(giving, vec![E::PayoutFailed, E::Refused, E::Rejected]);
+    }
+
+    #[test]
     fn a_handed_disbursement_cannot_be_rejected_or_reviewed() {
         for from in [Pending, InReview] {
             let handed = disbursement(from, Some("a"));
