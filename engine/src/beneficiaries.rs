@@ -3,11 +3,11 @@
 
 use crate::actors::{BeneficiaryChange, MerchantMsg};
 use crate::destinations::present;
+use crate::disbursements::context::bounded;
 use crate::domain::{Beneficiary, VerificationStatus};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
-use crate::payouts::bounded;
 use crate::vendor::AccountCheck;
 use std::time::Duration;
 use uuid::Uuid;
@@ -103,8 +103,11 @@ impl Engine {
             Ok(_) | Err(EngineError::BeneficiaryNotFound) => return,
             Err(error) => {
                 tracing::error!(%error, %id, "beneficiary unreadable; asked about again later");
-                self.timers()
-                    .check_account_after(merchant_id, id, self.scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER));
+                self.timers().check_account_after(
+                    merchant_id,
+                    id,
+                    self.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER),
+                );
                 return;
             }
         };
@@ -127,11 +130,11 @@ impl Engine {
             AccountCheck::NotFound(reason) => Err(reason),
             AccountCheck::Unknown(reason) => {
                 let first_try = self.clock().now().timestamp_millis() - beneficiary.created_at_ms
-                    < self.scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER).as_millis() as i64;
+                    < self.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER).as_millis() as i64;
                 let delay = if first_try {
-                    self.scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER)
+                    self.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER)
                 } else {
-                    self.next_on_schedule(beneficiary.created_at_ms)
+                    self.payouts().next_on_schedule(beneficiary.created_at_ms)
                 };
                 tracing::warn!(%id, %reason, ?delay, "account inquiry unanswered; asked again later");
                 self.timers().check_account_after(merchant_id, id, delay);
@@ -145,8 +148,11 @@ impl Engine {
             Ok(_) | Err(EngineError::BeneficiaryNotFound) => {}
             Err(error) => {
                 tracing::error!(%error, %id, "recording a beneficiary verification failed; asked again later");
-                self.timers()
-                    .check_account_after(merchant_id, id, self.scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER));
+                self.timers().check_account_after(
+                    merchant_id,
+                    id,
+                    self.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER),
+                );
             }
         }
     }

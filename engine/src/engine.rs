@@ -1,8 +1,14 @@
 //! `Engine`: the handle the API holds. Opens storage, recovers, starts the
 //! journal and checkpointer, and turns typed commands into actor messages.
 
-use crate::actors::{ActorRegistry, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, PostReceipt};
+use crate::actors::{
+    ActorRegistry, CreatedDisbursements, MerchantActorSettings, MerchantChange, MerchantHandle, MerchantMsg,
+    PostReceipt,
+};
 use crate::clock::SharedClock;
+use crate::disbursements::actor::DisbursementMsg;
+use crate::disbursements::context::PayoutContext;
+use crate::disbursements::host::{DisbursementHost, WeakHost};
 use crate::domain::catalog::{self, DEFAULT_ORGANIZATION_ID};
 use crate::domain::{
     Bank, Catalog, Credentials, Ewallet, FeesPatch, LimitsPatch, MerchantRecord, MerchantSettings, Organization,
@@ -15,11 +21,12 @@ use crate::money::MinorUnits;
 use crate::store::journal::{self, Journal};
 use crate::store::record::JournalRecord;
 use crate::store::{Store, StoreError};
+use crate::timers::{Timers, Wake, WakeSink};
 use crate::vendor::PayoutVendor;
-use ractor::{Actor, ActorRef, RpcReplyPort};
+use ractor::RpcReplyPort;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -127,7 +134,9 @@ pub struct Engine {
 pub(crate) struct EngineInner {
     store: Arc<Store>,
     journal: Journal,
-    merchants: Arc<ActorRegistry<MerchantMsg>>,
+    merchants: MerchantHandle,
+    /// Every disbursement's actor, hosted per merchant.
+    disbursements: DisbursementHost,
     clock: SharedClock,
     // Catalog edits are read-modify-write of shared records: one at a time.
     catalog_lock: tokio::sync::Mutex<()>,
@@ -138,16 +147,9 @@ pub(crate) struct EngineInner {
     stopping: tokio::sync::watch::Sender<bool>,
     first_start: bool,
     actor_idle_timeout: Duration,
-    idempotency_keys_in_memory: usize,
     ref_codes: Arc<crate::refcode::RefCodes>,
-    builtin_payout_vendor: Option<Arc<dyn PayoutVendor>>,
-    vendor_retry_scale: f64,
-    // One vendor conversation per disbursement at a time (hand-over, inquiry).
-    payout_conversations: crate::keyed_locks::KeyedLocks<Uuid>,
-    order_actors: Arc<ActorRegistry<crate::actors::order::OrderMsg>>,
-    sandbox_refund_delay: Option<Duration>,
+    orders: Arc<crate::orders::context::OrderContext>,
     allow_private_notify_urls: bool,
-    http_client: reqwest::Client,
     // Attempts on one event are recorded one at a time; striped by event id.
     webhook_locks: [tokio::sync::Mutex<()>; 64],
     // Settlement runs one at a time (daily sequence numbers, no double runs).
@@ -155,8 +157,25 @@ pub(crate) struct EngineInner {
     // One creation at a time per merchant and order id: a repeat waits and
     // is answered from the first, instead of asking the vendor again.
     order_creations: crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)>,
-    timers: std::sync::OnceLock<crate::timers::Timers>,
-    handoffs: std::sync::OnceLock<crate::handoffs::HandOffs>,
+}
+
+/// Where the timer task's wake-ups go: a disbursement's to its actor, an
+/// account inquiry's to a task of its own. Both are reached weakly, so the
+/// timers keep neither alive.
+fn wake_sink(host: Arc<OnceLock<WeakHost>>, engine: Arc<OnceLock<Weak<EngineInner>>>) -> WakeSink {
+    Arc::new(move |wake| match wake {
+        Wake::Disbursement { merchant_id, id, due } => {
+            if let Some(host) = host.get().and_then(WeakHost::upgrade) {
+                host.deliver(merchant_id, id, DisbursementMsg::of_due(due));
+            }
+        }
+        Wake::CheckAccount { merchant_id, id } => {
+            if let Some(inner) = engine.get().and_then(Weak::upgrade) {
+                let engine = Engine { inner };
+                tokio::spawn(async move { engine.check_account(merchant_id, id).await });
+            }
+        }
+    })
 }
 
 impl Engine {
@@ -192,49 +211,79 @@ impl Engine {
         journal.drop_segments_below(covered)?;
 
         let started_at = clock.now();
+        let stopping = tokio::sync::watch::channel(false).0;
+        // The timers and merchant actors hand work to disbursement actors,
+        // whose host holds them in turn: they reach it weakly, once it exists.
+        let host_slot: Arc<OnceLock<WeakHost>> = Arc::default();
+        let engine_slot: Arc<OnceLock<Weak<EngineInner>>> = Arc::default();
+        let (timers, timer_task) =
+            Timers::start(wake_sink(host_slot.clone(), engine_slot.clone()), stopping.subscribe());
+        let created: CreatedDisbursements = {
+            let host_slot = host_slot.clone();
+            Arc::new(move |disbursement| {
+                if let Some(host) = host_slot.get().and_then(WeakHost::upgrade) {
+                    host.start(disbursement);
+                }
+            })
+        };
+        let ref_codes = Arc::new(crate::refcode::RefCodes::starting_at(started_at));
+        let merchants = MerchantHandle::new(MerchantActorSettings {
+            store: store.clone(),
+            journal: journal.clone(),
+            clock: clock.clone(),
+            idle_timeout: config.actor_idle_timeout,
+            keys_in_memory: config.idempotency_keys_in_memory.max(1),
+            ref_codes: ref_codes.clone(),
+            created,
+        });
+        let http_client = reqwest::Client::new();
+        let disbursements = DisbursementHost::new(Arc::new(PayoutContext {
+            store: store.clone(),
+            merchants: merchants.clone(),
+            timers,
+            clock: clock.clone(),
+            builtin_vendor: config.payout_vendor.clone(),
+            http_client: http_client.clone(),
+            retry_scale: if config.vendor_retry_scale > 0.0 {
+                config.vendor_retry_scale
+            } else {
+                1.0
+            },
+        }));
+        let _ = host_slot.set(disbursements.downgrade());
+        let orders = Arc::new(crate::orders::context::OrderContext {
+            store: store.clone(),
+            merchants: merchants.clone(),
+            actors: ActorRegistry::default(),
+            sandbox_refund_delay: config.sandbox_refund_delay,
+            http_client,
+        });
         let engine = Engine {
             inner: Arc::new(EngineInner {
                 store,
                 journal,
-                merchants: Arc::new(ActorRegistry::default()),
+                merchants,
+                disbursements,
                 clock,
                 catalog_lock: tokio::sync::Mutex::new(()),
                 checkpoint_lock: tokio::sync::Mutex::new(()),
                 background: Mutex::new(Vec::new()),
-                stopping: tokio::sync::watch::channel(false).0,
+                stopping,
                 first_start,
                 actor_idle_timeout: config.actor_idle_timeout,
-                idempotency_keys_in_memory: config.idempotency_keys_in_memory.max(1),
-                ref_codes: Arc::new(crate::refcode::RefCodes::starting_at(started_at)),
-                builtin_payout_vendor: config.payout_vendor.clone(),
-                vendor_retry_scale: if config.vendor_retry_scale > 0.0 {
-                    config.vendor_retry_scale
-                } else {
-                    1.0
-                },
-                payout_conversations: Default::default(),
-                order_actors: Arc::default(),
-                sandbox_refund_delay: config.sandbox_refund_delay,
+                ref_codes,
+                orders,
                 allow_private_notify_urls: config.allow_private_notify_urls,
-                http_client: reqwest::Client::new(),
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
-                timers: std::sync::OnceLock::new(),
-                handoffs: std::sync::OnceLock::new(),
             }),
         };
-        let (timers, timer_task) =
-            crate::timers::Timers::start(Arc::downgrade(&engine.inner), engine.inner.stopping.subscribe());
-        let _ = engine.inner.timers.set(timers);
+        let _ = engine_slot.set(Arc::downgrade(&engine.inner));
         engine.track_background(timer_task);
-        let (handoffs, handoff_task) =
-            crate::handoffs::HandOffs::start(Arc::downgrade(&engine.inner), engine.inner.stopping.subscribe());
-        let _ = engine.inner.handoffs.set(handoffs);
-        engine.track_background(handoff_task);
         engine.seed_catalog().await?;
         engine.start_checkpointer(config.checkpoint_interval);
-        let resumed = engine.resume_disbursements().await?;
+        let resumed = engine.resume_disbursements()?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed disbursements in flight");
         }
@@ -418,6 +467,7 @@ impl Engine {
 
     async fn halt(&self, final_checkpoint: bool) {
         self.inner.stopping.send_replace(true);
+        self.inner.disbursements.stop().await;
         let tasks = std::mem::take(&mut *self.inner.background.lock().expect("background lock"));
         for task in tasks {
             let _ = task.await;
@@ -427,7 +477,7 @@ impl Engine {
                 tracing::error!(%error, "final checkpoint failed");
             }
         }
-        for actor in self.inner.order_actors.drain() {
+        for actor in self.inner.orders.actors.drain() {
             let _ = actor
                 .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
                 .await;
@@ -441,34 +491,6 @@ impl Engine {
         let _ = self.inner.store.flush();
     }
 
-    async fn merchant_actor(&self, merchant_id: Uuid) -> Result<ActorRef<MerchantMsg>, EngineError> {
-        if self.inner.store.directory().get(&merchant_id).is_none() {
-            return Err(EngineError::MerchantNotFound);
-        }
-        let inner = &self.inner;
-        inner
-            .merchants
-            .get_or_spawn(merchant_id, || async {
-                let args = MerchantArgs {
-                    merchant_id,
-                    store: inner.store.clone(),
-                    journal: inner.journal.clone(),
-                    clock: inner.clock.clone(),
-                    registry: inner.merchants.clone(),
-                    idle_timeout: inner.actor_idle_timeout,
-                    keys_in_memory: inner.idempotency_keys_in_memory,
-                    ref_codes: inner.ref_codes.clone(),
-                    handoffs: self.handoffs().clone(),
-                };
-                let (actor, _) = Actor::spawn(None, MerchantActor, args).await.map_err(|error| {
-                    tracing::error!(%error, %merchant_id, "merchant actor failed to start");
-                    EngineError::ShuttingDown
-                })?;
-                Ok(actor)
-            })
-            .await
-    }
-
     /// Sends a message to a merchant's actor and waits for the reply,
     /// retrying when the actor stopped (idle) between lookup and send: such a
     /// message was never processed, so sending it again is safe.
@@ -477,10 +499,7 @@ impl Engine {
         merchant_id: Uuid,
         build: impl Fn(RpcReplyPort<T>) -> MerchantMsg,
     ) -> Result<T, EngineError> {
-        self.inner
-            .merchants
-            .call(merchant_id, || self.merchant_actor(merchant_id), build)
-            .await
+        self.inner.merchants.call(merchant_id, build).await
     }
 
     /// The stores behind the engine.
@@ -488,39 +507,24 @@ impl Engine {
         &self.inner.store
     }
 
-    /// The vendor conversations in progress, by disbursement.
-    pub(crate) fn payout_conversations(&self) -> &crate::keyed_locks::KeyedLocks<Uuid> {
-        &self.inner.payout_conversations
+    /// What disbursement actors and account inquiries reach the engine through.
+    pub(crate) fn payouts(&self) -> &PayoutContext {
+        self.inner.disbursements.context()
     }
 
-    /// Multiplier of the payout inquiry schedule.
-    pub(crate) fn vendor_retry_scale(&self) -> f64 {
-        self.inner.vendor_retry_scale
+    /// The host of disbursement actors.
+    pub(crate) fn disbursement_host(&self) -> &DisbursementHost {
+        &self.inner.disbursements
     }
 
     /// The timer task of vendor outcomes.
-    pub(crate) fn timers(&self) -> &crate::timers::Timers {
-        self.inner.timers.get().expect("timers start with the engine")
-    }
-
-    /// True once the engine has begun to stop.
-    pub(crate) fn is_stopping(&self) -> bool {
-        *self.inner.stopping.borrow()
-    }
-
-    /// The queue of new disbursements for the vendor.
-    pub(crate) fn handoffs(&self) -> &crate::handoffs::HandOffs {
-        self.inner.handoffs.get().expect("hand-offs start with the engine")
+    pub(crate) fn timers(&self) -> &Timers {
+        &self.payouts().timers
     }
 
     /// The lock serializing settlement runs.
     pub(crate) fn settlement_lock(&self) -> &tokio::sync::Mutex<()> {
         &self.inner.settlement_lock
-    }
-
-    /// The handle of an engine a background task holds weakly.
-    pub(crate) fn from_inner(inner: Arc<EngineInner>) -> Engine {
-        Engine { inner }
     }
 
     /// Keeps a background task to await at halt.
@@ -533,9 +537,9 @@ impl Engine {
         &self.inner.webhook_locks[(event_id.as_u128() % 64) as usize]
     }
 
-    /// The live order actors.
-    pub(crate) fn order_actors(&self) -> &ActorRegistry<crate::actors::order::OrderMsg> {
-        &self.inner.order_actors
+    /// What order actors reach the engine through.
+    pub(crate) fn order_context(&self) -> &Arc<crate::orders::context::OrderContext> {
+        &self.inner.orders
     }
 
     /// Platform-wide reference codes.
@@ -550,22 +554,12 @@ impl Engine {
 
     /// Sandbox mode's refund delay; `None` in live mode.
     pub fn sandbox_refund_delay(&self) -> Option<Duration> {
-        self.inner.sandbox_refund_delay
-    }
-
-    /// The HTTP client of vendor calls.
-    pub(crate) fn http_client(&self) -> &reqwest::Client {
-        &self.inner.http_client
+        self.inner.orders.sandbox_refund_delay
     }
 
     /// How long actors stay without messages.
     pub(crate) fn actor_idle_timeout(&self) -> Duration {
         self.inner.actor_idle_timeout
-    }
-
-    /// The built-in payout vendor, if any (the sandbox's in sandbox mode).
-    pub(crate) fn builtin_payout_vendor(&self) -> Option<Arc<dyn PayoutVendor>> {
-        self.inner.builtin_payout_vendor.clone()
     }
 
     /// A merchant by id.
@@ -950,7 +944,7 @@ impl Engine {
 
     /// How many merchant actors are running now.
     pub fn live_merchant_actors(&self) -> usize {
-        self.inner.merchants.len()
+        self.inner.merchants.live_count()
     }
 
     /// Prometheus text for the engine's own counters.
@@ -987,7 +981,19 @@ impl Engine {
                 "paygate_merchant_actors_live",
                 "Merchant actors running.",
                 "gauge",
-                self.inner.merchants.len() as u64,
+                self.inner.merchants.live_count() as u64,
+            ),
+            (
+                "paygate_disbursement_hosts_busy",
+                "Merchants whose disbursement actors have work in hand.",
+                "gauge",
+                self.inner.disbursements.busy_merchants() as u64,
+            ),
+            (
+                "paygate_disbursements_awaiting_first_step",
+                "New disbursements not yet reviewed or handed to a vendor.",
+                "gauge",
+                self.inner.disbursements.starts_unhandled() as u64,
             ),
             (
                 "paygate_merchants",

@@ -6,17 +6,20 @@
 //! - `ledger`: pure double-entry domain (accounts, entries, a merchant's book).
 //! - `domain`: merchants, credentials, organizations, banks and e-wallets.
 //! - `store`: the group-committed journal and the sled state built from it.
-//! - `actors`: `MerchantActor` and the registry that spawns actors on demand.
+//! - `actors`: `MerchantActor`, the registry that spawns actors on demand, and
+//!   `MerchantHandle`, the narrow way to them.
 //! - `signing`: RSA key parsing for Legacy signatures.
 //! - `refcode`: unique `ORD-`/`DSB-` reference codes.
 //! - `keyed_locks`: async locks by key, for work that must not run twice at once.
 //! - `timers`: one task holding every vendor deadline.
 //! - `vendor`: payment and payout vendors (sandbox and HTTP).
-//! - `payouts`: disbursements through their route's payout vendors, exactly
-//!   once: hand-over, failover, inquiries, callbacks.
-//! - `engine`: the `Engine` handle the HTTP layer calls; `disbursements` and
-//!   `beneficiaries`: its payout operations.
-//! - `orders`: orders, payments, expiry and refunds; `qris`: QRIS strings and PNGs.
+//! - `engine`: the `Engine` handle the HTTP layer calls: opening, recovery
+//!   and shutdown.
+//! - `disbursements`: the disbursement operations and the disbursement
+//!   actors that own each one's life, paid out exactly once through their
+//!   route's vendors; `beneficiaries`: saved payout accounts.
+//! - `orders`: orders, payments, expiry and refunds, and the order actors;
+//!   `qris`: QRIS strings and PNGs.
 //! - `settlements`: MANUAL merchants' daily and on-demand settlements.
 //! - `webhooks`: the outbox of events and the record of delivery attempts.
 //! - `error`: `EngineError`.
@@ -29,13 +32,11 @@ pub mod disbursements;
 pub mod domain;
 pub mod engine;
 pub mod error;
-pub mod handoffs;
 pub mod keyed_locks;
 pub mod ledger;
 pub mod limits;
 pub mod money;
 pub mod orders;
-mod payouts;
 pub mod qris;
 pub mod refcode;
 pub mod settlements;

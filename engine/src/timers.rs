@@ -3,27 +3,42 @@
 //! and account inquiries asked again. A heap of deadlines instead of a task
 //! or an actor kept alive per item, so memory stays small while thousands
 //! wait. Timers are not durable: after a restart the engine inquires every
-//! payout still open and asks every account still unverified.
+//! payout still open and asks every account still unverified. The task
+//! knows nothing of what it wakes: due items go to a sink the engine gives it.
 
-use crate::domain::DisbursementStatus;
-use crate::engine::EngineInner;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Weak;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::{Duration, Instant};
 use uuid::Uuid;
 
+/// What falls due for a disbursement's actor.
+#[derive(PartialEq, Eq, PartialOrd, Ord, Clone, Copy, Debug)]
+pub enum DisbursementDue {
+    /// The sandbox vendor settles it: SUCCESS when true, else FAILED.
+    SandboxSettles { success: bool },
+    /// Ask the vendor holding it what became of it.
+    Inquiry,
+    /// A turn failed: look again at where it stands.
+    TakeUp,
+}
+
 /// What falls due.
 #[derive(PartialEq, Eq, PartialOrd, Ord, Clone, Copy, Debug)]
-enum Wake {
-    /// The sandbox vendor settles disbursement `id`: SUCCESS when true, else FAILED.
-    Settle { id: Uuid, success: bool },
-    /// Ask the vendor holding disbursement `id` what became of it.
-    InquirePayout { id: Uuid },
+pub enum Wake {
+    /// A message for disbursement `id`'s actor.
+    Disbursement {
+        merchant_id: Uuid,
+        id: Uuid,
+        due: DisbursementDue,
+    },
     /// Ask the vendor about beneficiary `id`'s account again.
     CheckAccount { merchant_id: Uuid, id: Uuid },
 }
+
+/// Where wake-ups go when due; it must not block (it hands them on).
+pub type WakeSink = Arc<dyn Fn(Wake) + Send + Sync>;
 
 /// A wake-up due at a time.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -39,9 +54,10 @@ pub struct Timers {
 }
 
 impl Timers {
-    /// Starts the task; it stops when the engine is dropped or `stopping` turns true.
+    /// Starts the task; it stops when every `Timers` is dropped or
+    /// `stopping` turns true. Wake-ups due go to `sink`.
     pub(crate) fn start(
-        engine: Weak<EngineInner>,
+        sink: WakeSink,
         mut stopping: tokio::sync::watch::Receiver<bool>,
     ) -> (Timers, tokio::task::JoinHandle<()>) {
         let (sender, mut receiver) = mpsc::unbounded_channel::<Due>();
@@ -58,29 +74,10 @@ impl Timers {
                         None => return,
                     },
                     _ = tokio::time::sleep_until(next) => {
-                        let Some(inner) = engine.upgrade() else { return };
-                        let engine = crate::engine::Engine::from_inner(inner);
                         let now = Instant::now();
                         while heap.peek().is_some_and(|Reverse(due)| due.at <= now) {
                             let Reverse(due) = heap.pop().expect("peeked");
-                            // Each runs on its own: a vendor call must not hold up the heap.
-                            let engine = engine.clone();
-                            tokio::spawn(async move {
-                                match due.wake {
-                                    Wake::Settle { id, success } => {
-                                        let outcome = if success {
-                                            DisbursementStatus::Success
-                                        } else {
-                                            DisbursementStatus::Failed
-                                        };
-                                        engine.settle_payout(id, outcome).await
-                                    }
-                                    Wake::InquirePayout { id } => engine.inquire_payout(id).await,
-                                    Wake::CheckAccount { merchant_id, id } => {
-                                        engine.check_account(merchant_id, id).await
-                                    }
-                                }
-                            });
+                            sink(due.wake);
                         }
                     }
                     _ = stopping.changed() => return,
@@ -90,7 +87,8 @@ impl Timers {
         (Timers { sender }, task)
     }
 
-    fn after(&self, delay: Duration, wake: Wake) {
+    /// `wake` falls due after `delay`.
+    pub fn after(&self, delay: Duration, wake: Wake) {
         let due = Due {
             at: Instant::now() + delay,
             wake,
@@ -99,15 +97,9 @@ impl Timers {
         let _ = self.sender.send(due);
     }
 
-    /// The sandbox vendor's `outcome` for disbursement `id` arrives after `delay`.
-    pub fn settle_after(&self, id: Uuid, delay: Duration, outcome: DisbursementStatus) {
-        let success = outcome == DisbursementStatus::Success;
-        self.after(delay, Wake::Settle { id, success });
-    }
-
-    /// Disbursement `id`'s vendor is asked about it after `delay`.
-    pub fn inquire_after(&self, id: Uuid, delay: Duration) {
-        self.after(delay, Wake::InquirePayout { id });
+    /// Disbursement `id`'s actor gets `due` after `delay`.
+    pub fn disbursement_after(&self, merchant_id: Uuid, id: Uuid, delay: Duration, due: DisbursementDue) {
+        self.after(delay, Wake::Disbursement { merchant_id, id, due });
     }
 
     /// Beneficiary `id`'s account is asked about after `delay`.

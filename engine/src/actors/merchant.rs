@@ -195,8 +195,8 @@ pub struct MerchantArgs {
     pub keys_in_memory: usize,
     /// Platform-wide reference codes.
     pub ref_codes: Arc<RefCodes>,
-    /// Where a created disbursement goes once durable, for its hand-over.
-    pub handoffs: crate::handoffs::HandOffs,
+    /// Where a created disbursement goes once durable: its own actor.
+    pub created: super::handle::CreatedDisbursements,
 }
 
 /// A merchant actor's state.
@@ -389,11 +389,11 @@ async fn handle_message(
                         disbursement: disbursement.clone(),
                         entry: (*entry).clone(),
                     };
-                    // Queued for its hand-over here, once durable, not by the
+                    // Sent to its own actor here, once durable, not by the
                     // caller: a caller that gives up waiting must not strand it.
-                    let (handoffs, created) = (state.args.handoffs.clone(), disbursement.clone());
+                    let (to_actor, created) = (state.args.created.clone(), disbursement.clone());
                     let then = move || {
-                        handoffs.push(created);
+                        to_actor(created);
                         drop(reply.send(Ok(disbursement)));
                     };
                     state.journal_record(record, Box::new(then)).await?;

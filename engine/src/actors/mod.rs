@@ -1,10 +1,13 @@
 //! Actors: one merchant actor per merchant (the only writer of its money),
-//! and the registry that spawns them on demand and lets idle ones stop.
+//! the registry that spawns them on demand and lets idle ones stop, and the
+//! narrow handle others reach them through. Disbursement actors are hosted
+//! per merchant in `disbursements::host`.
 
+pub mod handle;
 pub mod merchant;
-pub mod order;
 pub mod registry;
 
+pub use handle::{CreatedDisbursements, MerchantActorSettings, MerchantHandle};
 pub use merchant::{
     BeneficiaryChange, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, OrderCommand, OrderOutcome,
     PostReceipt, SettlementDraft,

@@ -1,20 +1,30 @@
-//! The engine's disbursement operations: validation against the catalog and
-//! merchant settings, creation through the merchant actor, queries, and the
-//! operator and sandbox moves.
+//! Disbursements: the engine's operations (validation against the catalog
+//! and merchant settings, creation through the merchant actor, queries,
+//! payout routes) and the disbursement actors that own each one's life
+//! once it exists (`actor`), hosted per merchant (`host`), reaching the
+//! rest of the engine only through `context`.
 
-use crate::actors::merchant::DisbursementMove;
 use crate::actors::MerchantMsg;
 use crate::destinations::present;
-use crate::domain::disbursement::lifecycle::{self, DisbursementEvent};
-use crate::domain::{Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source};
+use crate::domain::catalog::PayoutRouting;
+use crate::domain::disbursement::lifecycle;
+use crate::domain::{
+    Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source,
+};
 use crate::engine::{validate_idempotency_key, Engine};
 use crate::error::EngineError;
 use crate::money::MinorUnits;
-use crate::payouts::Attempt;
-use crate::vendor::payout::sandbox_reference;
+use crate::store::record::JournalRecord;
+use crate::vendor::payout::fits_vendor_text;
+use crate::vendor::{PayoutReport, PayoutStatus, PayoutVendor};
+use actor::DisbursementMsg;
 use std::sync::Arc;
-use std::time::Duration;
 use uuid::Uuid;
+
+pub(crate) mod actor;
+pub(crate) mod context;
+pub(crate) mod host;
+mod recorder;
 
 /// DANA's smallest payout, V1 and Legacy: IDR 20,000.
 pub const DANA_MINIMUM_MINOR: i64 = 2_000_000;
@@ -245,72 +255,41 @@ impl Engine {
         )?)
     }
 
-    /// Applies an event to a disbursement through its merchant's actor.
-    pub(crate) async fn move_disbursement_by_id(
-        &self,
-        id: Uuid,
-        event: DisbursementEvent,
-    ) -> Result<Disbursement, EngineError> {
-        let current = self
-            .store()
-            .disbursement(&id)?
-            .ok_or(EngineError::DisbursementNotFound)?;
-        let mut results = self
-            .move_disbursements(current.merchant_id, vec![DisbursementMove { id, event }])
-            .await?;
-        results
-            .pop()
-            .unwrap_or(Err(EngineError::DisbursementNotFound))
-            .map(Arc::unwrap_or_clone)
-    }
-
-    /// Moves disbursements of one merchant together: one message to its
-    /// actor, one result per move, all durable when it returns.
-    pub(crate) async fn move_disbursements(
+    /// Sends disbursement `id` a message that answers, and waits for it.
+    async fn ask<T>(
         &self,
         merchant_id: Uuid,
-        moves: Vec<DisbursementMove>,
-    ) -> Result<Vec<Result<Arc<Disbursement>, EngineError>>, EngineError> {
-        self.call_merchant(merchant_id, |reply| MerchantMsg::MoveDisbursements {
-            moves: moves.clone(),
-            reply,
-        })
-        .await
+        id: Uuid,
+        message: impl FnOnce(actor::Reply<T>) -> DisbursementMsg,
+    ) -> Result<T, EngineError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.disbursement_host().deliver(merchant_id, id, message(reply));
+        answer.await.map_err(|_| EngineError::ShuttingDown)?
     }
 
     /// Operator approval of a disbursement IN_REVIEW: it goes to its route's
     /// vendors now, and comes back as they left it (ON_PROCESS, or final).
     pub async fn approve_disbursement(&self, id: Uuid) -> Result<Disbursement, EngineError> {
-        let _conversation = self.payout_conversations().lock(&id).await;
         let current = self
             .store()
             .disbursement(&id)?
             .ok_or(EngineError::DisbursementNotFound)?;
-        if current.status != DisbursementStatus::InReview || lifecycle::is_handed(&current) {
-            return Err(EngineError::InvalidStatus(current.status.as_str().into()));
-        }
-        let merchant = self
-            .merchant(current.merchant_id)
-            .ok_or(EngineError::MerchantNotFound)?;
-        let vendors = self.payout_route(merchant.organization_id, current.destination.channel());
-        if vendors.is_empty() {
-            return Err(EngineError::NoVendor);
-        }
-        let attempt = Attempt {
-            disbursement: Arc::new(current.clone()),
-            vendors,
-            refusals: Vec::new(),
-        };
-        self.hand_over(current.merchant_id, Vec::new(), vec![attempt]).await?;
-        self.store().disbursement(&id)?.ok_or(EngineError::DisbursementNotFound)
+        self.ask(current.merchant_id, id, DisbursementMsg::Approve).await
     }
 
     /// Operator rejection of a PENDING or IN_REVIEW disbursement not yet
     /// handed to a vendor: the full amount goes back to the wallet.
     pub async fn reject_disbursement(&self, id: Uuid, reason: Option<String>) -> Result<Disbursement, EngineError> {
         let reason = reason.unwrap_or_else(|| "rejected by the platform".into());
-        self.move_disbursement_by_id(id, DisbursementEvent::Rejected { reason })
-            .await
+        let current = self
+            .store()
+            .disbursement(&id)?
+            .ok_or(EngineError::DisbursementNotFound)?;
+        self.ask(current.merchant_id, id, |reply| DisbursementMsg::Reject {
+            reason,
+            reply,
+        })
+        .await
     }
 
     /// Sandbox: forces the vendor's outcome (SUCCESS or FAILED) now.
@@ -324,54 +303,106 @@ impl Engine {
             return Err(EngineError::invalid("status", "must be SUCCESS or FAILED"));
         }
         let current = self.disbursement_for(merchant_id, id_or_ref)?;
-        if current.status == DisbursementStatus::Pending {
-            // Handed to the vendor first, as its hand-over would have: the
-            // vendor holding it already, else the sandbox one.
-            let vendor = current
-                .payout_vendor
-                .clone()
-                .unwrap_or_else(|| crate::domain::catalog::SANDBOX_VENDOR.to_string());
-            let reference = (!lifecycle::is_handed(&current)).then(|| sandbox_reference(current.id));
-            match self
-                .move_disbursement_by_id(current.id, DisbursementEvent::Accepted { vendor, reference })
-                .await
-            {
-                Ok(_) | Err(EngineError::InvalidStatus(_)) => {}
-                Err(error) => return Err(error),
-            }
-        }
-        let event = match outcome {
-            DisbursementStatus::Success => DisbursementEvent::Paid { reference: None },
-            _ => DisbursementEvent::PayoutFailed {
-                reference: None,
-                reason: "failed by sandbox request".into(),
-            },
-        };
-        self.move_disbursement_by_id(current.id, event).await
+        self.ask(merchant_id, current.id, |reply| DisbursementMsg::SandboxComplete {
+            outcome,
+            reply,
+        })
+        .await
     }
 
-    /// Takes up every disbursement not yet final (after a restart).
-    pub(crate) async fn resume_disbursements(&self) -> Result<usize, EngineError> {
+    /// A vendor's signed callback about a payout: `status` SUCCESS or
+    /// FAILED. Returns the status after it; a repeat changes nothing, the
+    /// opposite of a final status is `StatusConflict`.
+    pub(crate) async fn payout_callback(
+        &self,
+        vendor: &str,
+        payout_id: Uuid,
+        status: &str,
+        reference: Option<String>,
+        failure_reason: Option<String>,
+    ) -> Result<String, EngineError> {
+        let status = match status {
+            "SUCCESS" => PayoutStatus::Success,
+            "FAILED" => PayoutStatus::Failed,
+            _ => return Err(EngineError::invalid("status", "must be SUCCESS or FAILED")),
+        };
+        if !fits_vendor_text(&reference) {
+            return Err(EngineError::invalid("reference", "must be 1 to 255 characters"));
+        }
+        if !fits_vendor_text(&failure_reason) {
+            return Err(EngineError::invalid("failure_reason", "must be 1 to 255 characters"));
+        }
+        let report = PayoutReport {
+            status,
+            reference,
+            failure_reason,
+            settles: None,
+        };
+        let current = self
+            .store()
+            .disbursement(&payout_id)?
+            .ok_or(EngineError::DisbursementNotFound)?;
+        let vendor = vendor.to_string();
+        self.ask(current.merchant_id, payout_id, |reply| DisbursementMsg::Callback {
+            vendor,
+            report,
+            reply,
+        })
+        .await
+    }
+
+    /// The vendors a disbursement of `organization_id` on `channel` goes to.
+    pub(crate) fn payout_route(&self, organization_id: Uuid, channel: Channel) -> Vec<Arc<dyn PayoutVendor>> {
+        self.payouts().route(organization_id, channel)
+    }
+
+    /// Sets the vendors an organization's disbursements on one channel go
+    /// to, in order (an unknown vendor, or one without `payouts`, is refused).
+    pub async fn set_payout_routing(&self, routing: PayoutRouting) -> Result<PayoutRouting, EngineError> {
+        if !self
+            .store()
+            .catalog()
+            .organizations
+            .contains_key(&routing.organization_id)
+        {
+            return Err(EngineError::invalid("organization_id", "no such organization"));
+        }
+        if let Some(name) = routing.vendors.iter().find(|name| !self.payouts().may_route_to(name)) {
+            return Err(EngineError::invalid(
+                "vendors",
+                format!("no payout vendor named {name} (a vendor needs payouts: true)"),
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = routing.vendors.iter().find(|name| !seen.insert(name.as_str())) {
+            return Err(EngineError::invalid("vendors", format!("{twice} is listed twice")));
+        }
+        self.write(JournalRecord::PayoutRoutingSaved(routing.clone())).await?;
+        Ok(routing)
+    }
+
+    /// New disbursements whose first step (review, or the vendor) is not
+    /// yet taken.
+    pub fn disbursements_awaiting_handoff(&self) -> usize {
+        self.disbursement_host().starts_unhandled()
+    }
+
+    /// Takes up every disbursement not yet final (after a restart): one
+    /// never handed over goes to its vendors; one that may be at a vendor is
+    /// inquired at once (never sent again blindly); one IN_REVIEW waits for
+    /// an operator.
+    pub(crate) fn resume_disbursements(&self) -> Result<usize, EngineError> {
         let open = self.store().open_disbursements()?;
         let count = open.len();
+        let host = self.disbursement_host();
         for disbursement in open {
-            self.take_up(disbursement);
+            let handed = lifecycle::is_handed(&disbursement);
+            match disbursement.status {
+                DisbursementStatus::Pending if !handed => host.start(Arc::new(disbursement)),
+                DisbursementStatus::InReview if !handed => {}
+                _ => host.deliver(disbursement.merchant_id, disbursement.id, DisbursementMsg::TakeUp),
+            }
         }
         Ok(count)
-    }
-
-    /// Takes up a disbursement not yet final: one never handed over is
-    /// queued for its hand-over; one that may be at a vendor is inquired at
-    /// once (never sent again blindly); one IN_REVIEW waits for an operator.
-    pub(crate) fn take_up(&self, disbursement: Disbursement) {
-        let handed = lifecycle::is_handed(&disbursement);
-        match disbursement.status {
-            DisbursementStatus::Pending if !handed => self.handoffs().push(Arc::new(disbursement)),
-            DisbursementStatus::OnProcess => self.timers().inquire_after(disbursement.id, Duration::ZERO),
-            DisbursementStatus::Pending | DisbursementStatus::InReview if handed => {
-                self.timers().inquire_after(disbursement.id, Duration::ZERO)
-            }
-            _ => {}
-        }
     }
 }

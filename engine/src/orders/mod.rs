@@ -3,21 +3,21 @@
 //! the order actor, refunds, vendor callbacks, queries, and the expiry sweep
 //! that makes timers survive restarts.
 
-use crate::actors::order::{OrderActor, OrderArgs, OrderMsg};
-use crate::actors::{MerchantMsg, OrderCommand, OrderOutcome};
+use crate::actors::{OrderCommand, OrderOutcome};
 use crate::domain::catalog::{PaymentVendorConfig, VendorKind, VendorRouting, SANDBOX_VENDOR};
 use crate::domain::disbursement::normalize_phone;
 use crate::domain::{Order, OrderStatus, PaymentMethod, Refund, RefundStatus, Source};
 use crate::engine::{validate_idempotency_key, validate_url, Engine};
+use actor::{OrderActor, OrderArgs, OrderMsg};
+
+mod actor;
+pub(crate) mod context;
 use crate::error::EngineError;
 use crate::limits;
 use crate::money::MinorUnits;
 use crate::qris;
 use crate::store::record::JournalRecord;
-use crate::vendor::payment::{
-    HttpPaymentVendor, PaymentRequest, PaymentVendor, RefundAcceptance, RefundRequest, SandboxPaymentVendor,
-    VendorError,
-};
+use crate::vendor::payment::{PaymentRequest, PaymentVendor};
 use ractor::{Actor, ActorRef};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -296,7 +296,7 @@ impl Engine {
             let catalog = self.store().catalog();
             match catalog.vendor_routes.get(&(organization_id, method)) {
                 Some(names) => names.clone(),
-                None if self.sandbox_refund_delay().is_some() => vec![SANDBOX_VENDOR.to_string()],
+                None if self.order_context().sandbox_refund_delay.is_some() => vec![SANDBOX_VENDOR.to_string()],
                 None => Vec::new(),
             }
         };
@@ -307,13 +307,7 @@ impl Engine {
     }
 
     fn payment_vendor_named(&self, name: &str) -> Option<Box<dyn PaymentVendor>> {
-        if name == SANDBOX_VENDOR {
-            return self
-                .sandbox_refund_delay()
-                .map(|refund_delay| Box::new(SandboxPaymentVendor { refund_delay }) as Box<dyn PaymentVendor>);
-        }
-        let config = self.store().catalog().payment_vendors.get(name).cloned()?;
-        HttpPaymentVendor::new(&config, self.http_client().clone()).map(|v| Box::new(v) as Box<dyn PaymentVendor>)
+        self.order_context().payment_vendor_named(name)
     }
 
     fn vendor_supports_refund(&self, name: &str) -> bool {
@@ -370,7 +364,7 @@ impl Engine {
             }
             for name in &routing.vendors {
                 let known = catalog.payment_vendors.contains_key(name)
-                    || (name == SANDBOX_VENDOR && self.sandbox_refund_delay().is_some());
+                    || (name == SANDBOX_VENDOR && self.order_context().sandbox_refund_delay.is_some());
                 if !known {
                     return Err(EngineError::invalid("vendors", format!("no vendor named {name}")));
                 }
@@ -386,11 +380,7 @@ impl Engine {
         merchant_id: Uuid,
         command: OrderCommand,
     ) -> Result<OrderOutcome, EngineError> {
-        self.call_merchant(merchant_id, |reply| MerchantMsg::Order {
-            command: command.clone(),
-            reply,
-        })
-        .await?
+        self.order_context().order_command(merchant_id, command).await
     }
 
     /// A merchant's order by ref code (another merchant's is not found).
@@ -587,24 +577,6 @@ impl Engine {
         .await
     }
 
-    /// Asks the vendor that took `order` to refund.
-    pub(crate) async fn submit_refund_to_vendor(
-        &self,
-        order: &Order,
-        refund: &Refund,
-    ) -> Result<RefundAcceptance, VendorError> {
-        let vendor = self
-            .payment_vendor_named(&order.vendor)
-            .ok_or_else(|| VendorError::refused(format!("vendor {} is no longer configured", order.vendor)))?;
-        let request = RefundRequest {
-            refund_id: refund.id,
-            ref_code: order.ref_code.clone(),
-            vendor_reference: order.vendor_reference.clone(),
-            amount: refund.amount,
-        };
-        vendor.refund(&request).await
-    }
-
     /// A signed callback from HTTP vendor `vendor`: a payment's, a refund's
     /// or a payout's outcome. Repeats are answered as success and change nothing.
     pub async fn vendor_callback(
@@ -738,15 +710,16 @@ impl Engine {
     }
 
     async fn order_actor(&self, order: &Order) -> Result<ActorRef<OrderMsg>, EngineError> {
-        let engine = self.clone();
+        let ctx = self.order_context().clone();
         let (id, merchant_id) = (order.id, order.merchant_id);
         let idle_timeout = self.actor_idle_timeout();
-        self.order_actors()
+        self.order_context()
+            .actors
             .get_or_spawn(id, || async move {
                 let args = OrderArgs {
                     id,
                     merchant_id,
-                    engine,
+                    ctx,
                     idle_timeout,
                 };
                 let (actor, _) = Actor::spawn(None, OrderActor, args).await.map_err(|error| {
@@ -765,7 +738,8 @@ impl Engine {
         order: &Order,
         build: impl Fn(ractor::RpcReplyPort<Result<T, EngineError>>) -> OrderMsg,
     ) -> Result<T, EngineError> {
-        self.order_actors()
+        self.order_context()
+            .actors
             .call(order.id, || self.order_actor(order), build)
             .await?
     }
@@ -779,10 +753,5 @@ impl Engine {
             }
             Err(error) => tracing::error!(%error, order = %order.id, "order actor unavailable"),
         }
-    }
-
-    /// Called by an order actor just before it stops.
-    pub(crate) fn forget_order_actor(&self, id: Uuid, actor: &ActorRef<OrderMsg>) {
-        self.order_actors().remove(&id, actor.get_id());
     }
 }

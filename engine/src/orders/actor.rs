@@ -4,9 +4,9 @@
 //! the vendor. The merchant actor records each change, so money and status
 //! stay with the merchant's single writer.
 
+use super::context::OrderContext;
 use crate::actors::{OrderCommand, OrderOutcome};
 use crate::domain::{Order, Refund, RefundStatus};
-use crate::engine::Engine;
 use crate::error::EngineError;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::time::{Duration, Instant};
@@ -65,8 +65,8 @@ pub struct OrderArgs {
     pub id: Uuid,
     /// Its merchant.
     pub merchant_id: Uuid,
-    /// The engine.
-    pub engine: Engine,
+    /// What it may reach.
+    pub ctx: std::sync::Arc<OrderContext>,
     /// Stop after this long without a message and no timer armed.
     pub idle_timeout: Duration,
 }
@@ -121,7 +121,7 @@ impl Actor for OrderActor {
                 answer(reply, result);
                 // Nothing more can happen to an expired order: no reason to linger.
                 if ended && state.timers_armed == 0 {
-                    state.args.engine.forget_order_actor(id, &myself);
+                    state.args.ctx.forget_order_actor(id, &myself);
                     myself.stop(Some("expired".into()));
                 }
             }
@@ -134,7 +134,7 @@ impl Actor for OrderActor {
                 let ended = result.is_ok();
                 answer(reply, result);
                 if ended && state.timers_armed == 0 {
-                    state.args.engine.forget_order_actor(id, &myself);
+                    state.args.ctx.forget_order_actor(id, &myself);
                     myself.stop(Some("failed".into()));
                 }
             }
@@ -157,7 +157,7 @@ impl Actor for OrderActor {
                     vendor_refund_id,
                     reason,
                 };
-                let result = match state.args.engine.order_command(state.args.merchant_id, command).await {
+                let result = match state.args.ctx.order_command(state.args.merchant_id, command).await {
                     Ok(OrderOutcome::Refund(changed)) => Ok(changed.1),
                     Ok(_) => Err(EngineError::RefundNotFound),
                     Err(error) => Err(error),
@@ -169,7 +169,7 @@ impl Actor for OrderActor {
             }
             OrderMsg::IdleCheck => {
                 if state.timers_armed == 0 && state.last_activity.elapsed() >= state.args.idle_timeout {
-                    state.args.engine.forget_order_actor(id, &myself);
+                    state.args.ctx.forget_order_actor(id, &myself);
                     myself.stop(Some("idle".into()));
                 }
             }
@@ -196,7 +196,7 @@ fn log_unexpected<T>(result: Result<T, EngineError>) {
 
 impl OrderState {
     async fn order_change(&self, command: OrderCommand) -> Result<Order, EngineError> {
-        match self.args.engine.order_command(self.args.merchant_id, command).await? {
+        match self.args.ctx.order_command(self.args.merchant_id, command).await? {
             OrderOutcome::Order(order) | OrderOutcome::Replayed(order) => Ok(order),
             OrderOutcome::Refund(changed) => Ok(changed.0),
             OrderOutcome::Settled(_) => Err(EngineError::OrderNotFound),
@@ -206,8 +206,8 @@ impl OrderState {
     /// Sends a PENDING refund to the vendor that took the order. A vendor
     /// that cannot be reached fails the refund, which gives the money back.
     async fn submit_refund(&mut self, myself: &ActorRef<OrderMsg>, refund_id: Uuid) -> Result<(), ActorProcessingErr> {
-        let engine = &self.args.engine;
-        let Some(refund) = engine.stored_refund(refund_id)? else {
+        let ctx = &self.args.ctx;
+        let Some(refund) = ctx.store.refund(&refund_id)? else {
             return Ok(());
         };
         // Settled, or taken by a vendor that will call back (after a
@@ -216,7 +216,7 @@ impl OrderState {
         if refund.status != RefundStatus::Pending || refund.vendor_refund_id.is_some() {
             return Ok(());
         }
-        let Some(order) = engine.stored_order(refund.order_id)? else {
+        let Some(order) = ctx.store.order(&refund.order_id)? else {
             return Ok(());
         };
         let settle = move |outcome, vendor_refund_id, reason| OrderMsg::SettleRefund {
@@ -226,7 +226,7 @@ impl OrderState {
             reason,
             reply: None,
         };
-        let submitted = engine.submit_refund_to_vendor(&order, &refund).await;
+        let submitted = ctx.submit_refund_to_vendor(&order, &refund).await;
         if submitted.is_ok() {
             // A retry that got through starts the count afresh.
             self.refund_attempts.remove(&refund_id);
@@ -244,7 +244,7 @@ impl OrderState {
                         id: refund_id,
                         vendor_refund_id: acceptance.reference,
                     };
-                    match engine.order_command(self.args.merchant_id, command).await {
+                    match ctx.order_command(self.args.merchant_id, command).await {
                         // A callback may have settled it already.
                         Ok(_) | Err(EngineError::InvalidStatus(_)) => {}
                         Err(error) => {

@@ -1,0 +1,314 @@
+//! The host of disbursement actors, the way a silo hosts grains: each
+//! merchant with disbursement work in hand has one runner task, which
+//! activates an actor for each message, runs the actors of that merchant
+//! side by side and each one's messages one at a time, in order, and drops
+//! an actor as soon as its mailbox is empty. The runner also sends the
+//! moves its actors ask for to the merchant's actor in batches
+//! (`MoveRecorder`), and ends when the merchant has no work left. No task
+//! per disbursement, and merchants never wait on each other: a merchant
+//! whose vendor hangs holds up only its own hand-overs, for at most the
+//! vendor's timeout.
+
+use super::actor::{DisbursementActor, DisbursementMsg, Hosting};
+use super::context::PayoutContext;
+use crate::domain::Disbursement;
+use foldhash::{HashMap, HashMapExt, HashSet};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+/// How long a stopping engine waits for the messages being handled (a
+/// merchant actor call gives up after 15 s; a vendor call may hang longer).
+pub const HOST_STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// The mailboxes of one merchant's actors.
+#[derive(Default)]
+struct Mailboxes {
+    by_actor: HashMap<Uuid, VecDeque<DisbursementMsg>>,
+    /// Actors with mail and no message in hand, in arrival order.
+    ready: Vec<Uuid>,
+    /// Actors handling a message.
+    busy: HashSet<Uuid>,
+}
+
+impl Mailboxes {
+    fn post(&mut self, id: Uuid, message: DisbursementMsg) {
+        let mailbox = self.by_actor.entry(id).or_default();
+        if mailbox.is_empty() && !self.busy.contains(&id) {
+            self.ready.push(id);
+        }
+        mailbox.push_back(message);
+    }
+
+    /// The next message of every ready actor, which turn busy.
+    fn take_ready(&mut self) -> Vec<(Uuid, DisbursementMsg)> {
+        let ready = std::mem::take(&mut self.ready);
+        let mut taken = Vec::with_capacity(ready.len());
+        for id in ready {
+            if let Some(message) = self.by_actor.get_mut(&id).and_then(VecDeque::pop_front) {
+                self.busy.insert(id);
+                taken.push((id, message));
+            }
+        }
+        taken
+    }
+
+    /// An actor handled its message: ready again if it has more mail,
+    /// else dropped (passivated).
+    fn handled(&mut self, id: Uuid) {
+        self.busy.remove(&id);
+        match self.by_actor.get(&id) {
+            Some(mailbox) if !mailbox.is_empty() => self.ready.push(id),
+            _ => {
+                self.by_actor.remove(&id);
+            }
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.by_actor.is_empty() && self.busy.is_empty()
+    }
+}
+
+/// One merchant's hosted actors.
+struct MerchantActors {
+    mail: Mutex<Mailboxes>,
+    posted: Notify,
+    hosting: Arc<Hosting>,
+}
+
+struct HostInner {
+    ctx: Arc<PayoutContext>,
+    /// Where runners run: mail also comes from threads outside the runtime
+    /// (the journal's applier releases a creation's first message).
+    runtime: tokio::runtime::Handle,
+    /// Merchants whose runner is running; an entry lives exactly as long as
+    /// its runner, so mail is never left without one.
+    merchants: Mutex<HashMap<Uuid, Arc<MerchantActors>>>,
+    stopping: AtomicBool,
+    runners: AtomicUsize,
+    runners_done: Notify,
+    /// `Start` messages not yet handled.
+    starts_unhandled: AtomicUsize,
+}
+
+/// Delivers messages to disbursement actors; cheap to clone.
+#[derive(Clone)]
+pub struct DisbursementHost {
+    inner: Arc<HostInner>,
+}
+
+/// A host held weakly, by what the host itself keeps alive.
+#[derive(Clone)]
+pub struct WeakHost(Weak<HostInner>);
+
+impl WeakHost {
+    /// The host, unless it is gone.
+    pub fn upgrade(&self) -> Option<DisbursementHost> {
+        self.0.upgrade().map(|inner| DisbursementHost { inner })
+    }
+}
+
+impl DisbursementHost {
+    /// A host whose actors reach the engine through `ctx`; it must be made
+    /// within the runtime its actors will run on.
+    pub fn new(ctx: Arc<PayoutContext>) -> DisbursementHost {
+        DisbursementHost {
+            inner: Arc::new(HostInner {
+                ctx,
+                runtime: tokio::runtime::Handle::current(),
+                merchants: Mutex::new(HashMap::new()),
+                stopping: AtomicBool::new(false),
+                runners: AtomicUsize::new(0),
+                runners_done: Notify::new(),
+                starts_unhandled: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// The host held weakly.
+    pub fn downgrade(&self) -> WeakHost {
+        WeakHost(Arc::downgrade(&self.inner))
+    }
+
+    /// What the actors reach the engine through.
+    pub fn context(&self) -> &Arc<PayoutContext> {
+        &self.inner.ctx
+    }
+
+    /// A created disbursement's first message.
+    pub fn start(&self, disbursement: Arc<Disbursement>) {
+        let (merchant_id, id) = (disbursement.merchant_id, disbursement.id);
+        self.deliver(merchant_id, id, DisbursementMsg::Start(disbursement));
+    }
+
+    /// Queues `message` for disbursement `id`'s actor. While stopping it is
+    /// dropped: what it was for is durable and taken up at the next start,
+    /// and a caller waiting for an answer hears `ShuttingDown`.
+    pub fn deliver(&self, merchant_id: Uuid, id: Uuid, message: DisbursementMsg) {
+        let inner = &self.inner;
+        if inner.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        if message.is_start() {
+            inner.starts_unhandled.fetch_add(1, Ordering::AcqRel);
+        }
+        let mut merchants = inner.merchants.lock().expect("host lock");
+        let (actors, new) = match merchants.get(&merchant_id) {
+            Some(actors) => (actors.clone(), false),
+            None => {
+                let actors = Arc::new(MerchantActors {
+                    mail: Mutex::new(Mailboxes::default()),
+                    posted: Notify::new(),
+                    hosting: Arc::new(Hosting::new(inner.ctx.clone(), merchant_id)),
+                });
+                merchants.insert(merchant_id, actors.clone());
+                (actors, true)
+            }
+        };
+        // Posted under the host lock: a runner retires only under it, after
+        // seeing its mail empty.
+        actors.mail.lock().expect("mailbox lock").post(id, message);
+        drop(merchants);
+        if new {
+            inner.runners.fetch_add(1, Ordering::AcqRel);
+            inner.runtime.spawn(run(inner.clone(), merchant_id, actors));
+        } else {
+            actors.posted.notify_one();
+        }
+    }
+
+    /// New disbursements whose first message is not yet handled.
+    pub fn starts_unhandled(&self) -> usize {
+        self.inner.starts_unhandled.load(Ordering::Acquire)
+    }
+
+    /// Merchants with disbursement work in hand.
+    pub fn busy_merchants(&self) -> usize {
+        self.inner.merchants.lock().expect("host lock").len()
+    }
+
+    /// Stops taking messages, lets the ones being handled finish (at most
+    /// `HOST_STOP_WAIT`) and drops the rest: they are durable and taken up
+    /// at the next start.
+    pub async fn stop(&self) {
+        let inner = &self.inner;
+        inner.stopping.store(true, Ordering::Release);
+        let runners: Vec<Arc<MerchantActors>> = inner.merchants.lock().expect("host lock").values().cloned().collect();
+        for actors in runners {
+            actors.posted.notify_one();
+        }
+        let all_done = async {
+            while inner.runners.load(Ordering::Acquire) > 0 {
+                let done = inner.runners_done.notified();
+                if inner.runners.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+                done.await;
+            }
+        };
+        if tokio::time::timeout(HOST_STOP_WAIT, all_done).await.is_err() {
+            tracing::warn!(
+                merchants = inner.runners.load(Ordering::Acquire),
+                "disbursement messages still being handled at shutdown; their disbursements resume at the next start"
+            );
+        }
+    }
+}
+
+/// A message handled: its actor, and whether it was a `Start`.
+type Handled = Pin<Box<dyn Future<Output = (Uuid, bool)> + Send>>;
+
+/// A merchant's runner: until the merchant has no work left, hands each
+/// ready actor its next message and records their moves in batches.
+async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors>) {
+    let mut handling: FuturesUnordered<Handled> = FuturesUnordered::new();
+    let mut flushing: Option<Pin<Box<dyn Future<Output = ()> + Send>>> = None;
+    loop {
+        let stopping = host.stopping.load(Ordering::Acquire);
+        let ready = if stopping {
+            Vec::new()
+        } else {
+            actors.mail.lock().expect("mailbox lock").take_ready()
+        };
+        if !ready.is_empty() {
+            actors.hosting.forget_routes();
+        }
+        for (id, message) in ready {
+            handling.push(Box::pin(handle(actors.hosting.clone(), merchant_id, id, message)));
+        }
+        if flushing.is_none() {
+            flushing = actors
+                .hosting
+                .recorder
+                .flush()
+                .map(|f| Box::pin(f) as Pin<Box<dyn Future<Output = ()> + Send>>);
+        }
+        if handling.is_empty() && flushing.is_none() && retire(&host, merchant_id, &actors, stopping) {
+            break;
+        }
+        tokio::select! {
+            Some((id, was_start)) = handling.next(), if !handling.is_empty() => {
+                if was_start {
+                    host.starts_unhandled.fetch_sub(1, Ordering::AcqRel);
+                }
+                actors.mail.lock().expect("mailbox lock").handled(id);
+            }
+            _ = async { flushing.as_mut().expect("guarded").await }, if flushing.is_some() => {
+                flushing = None;
+            }
+            _ = actors.hosting.recorder.asked() => {}
+            _ = actors.posted.notified() => {}
+        }
+    }
+    if host.runners.fetch_sub(1, Ordering::AcqRel) == 1 {
+        host.runners_done.notify_waiters();
+    }
+}
+
+/// Ends the runner if its merchant has no mail (or the host is stopping,
+/// when the mail left is dropped); false when mail came meanwhile.
+fn retire(host: &HostInner, merchant_id: Uuid, actors: &MerchantActors, stopping: bool) -> bool {
+    let mut merchants = host.merchants.lock().expect("host lock");
+    let mut mail = actors.mail.lock().expect("mailbox lock");
+    if !mail.is_idle() && !stopping {
+        return false;
+    }
+    let dropped_starts = mail.by_actor.values().flatten().filter(|m| m.is_start()).count();
+    host.starts_unhandled.fetch_sub(dropped_starts, Ordering::AcqRel);
+    *mail = Mailboxes::default();
+    merchants.remove(&merchant_id);
+    true
+}
+
+/// Activates disbursement `id`'s actor for `message`. A panic (a vendor's,
+/// say) ends only this message: the actor is taken up again shortly.
+async fn handle(hosting: Arc<Hosting>, merchant_id: Uuid, id: Uuid, message: DisbursementMsg) -> (Uuid, bool) {
+    let was_start = message.is_start();
+    let actor = DisbursementActor {
+        id,
+        merchant_id,
+        hosting: hosting.clone(),
+    };
+    if std::panic::AssertUnwindSafe(actor.handle(message))
+        .catch_unwind()
+        .await
+        .is_err()
+    {
+        tracing::error!(%id, %merchant_id, "a disbursement actor panicked; it is taken up again shortly");
+        let actor = DisbursementActor {
+            id,
+            merchant_id,
+            hosting,
+        };
+        actor.take_up_later();
+    }
+    (id, was_start)
+}
