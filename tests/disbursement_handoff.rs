@@ -1,7 +1,9 @@
-//! Hand-off rounds (engine level): many disbursements created at once are
-//! each taken one step exactly once (ON_PROCESS, IN_REVIEW at the review
-//! threshold, FAILED with the money back when the vendor refuses), and the
-//! moves of one merchant share journal records instead of one record each.
+//! Disbursement actors' first steps (engine level): many disbursements
+//! created at once are each taken one step exactly once (ON_PROCESS,
+//! IN_REVIEW at the review threshold, FAILED with the money back when the
+//! vendor refuses), and the moves of one merchant share journal records
+//! instead of one record each. Each disbursement handles its messages one
+//! at a time.
 //! The sandbox vendor never refuses at hand-over (its failing account fails
 //! later), so the vendor here is the sandbox with a refusal put in front.
 //! Merchants do not wait on each other: hand-overs that hang hold up only
@@ -359,6 +361,25 @@ impl PayoutVendor for HoldingVendor {
     }
 }
 
+/// An engine whose vendor holds hand-overs to `HELD_ACCOUNT`; the receiver
+/// hears each one reach it.
+async fn engine_with_holding_vendor(
+    dir: &std::path::Path,
+) -> (Engine, Arc<HoldingVendor>, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let (entered_tx, entered_rx) = tokio::sync::mpsc::unbounded_channel();
+    let vendor = Arc::new(HoldingVendor {
+        sandbox: SandboxPayoutVendor {
+            delay: Duration::from_secs(3600),
+        },
+        entered: entered_tx,
+        release: tokio::sync::Semaphore::new(0),
+    });
+    let mut config = EngineConfig::new(dir);
+    config.payout_vendor = Some(vendor.clone());
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    (engine, vendor, entered_rx)
+}
+
 /// Disbursements still awaiting their hand-off once the rounds have had
 /// time to finish (a round's moves are visible a moment before it ends).
 async fn handoffs_finished(engine: &Engine) -> usize {
@@ -405,17 +426,7 @@ async fn status_after_handoff(engine: &Engine, merchant_id: Uuid, id: Uuid) -> D
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
     let dir = tempfile::tempdir().unwrap();
-    let (entered_tx, mut entered_rx) = tokio::sync::mpsc::unbounded_channel();
-    let vendor = Arc::new(HoldingVendor {
-        sandbox: SandboxPayoutVendor {
-            delay: Duration::from_secs(3600),
-        },
-        entered: entered_tx,
-        release: tokio::sync::Semaphore::new(0),
-    });
-    let mut config = EngineConfig::new(dir.path());
-    config.payout_vendor = Some(vendor.clone());
-    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let (engine, vendor, mut entered_rx) = engine_with_holding_vendor(dir.path()).await;
     let mut held = Vec::new();
     for name in ["held-1", "held-2"] {
         let merchant_id = wallet_merchant(&engine, name).await;
@@ -492,5 +503,80 @@ async fn a_vendor_call_that_never_completes_ends_its_round_at_the_timeout() {
         FUNDING - stored.final_amount.get(),
         "still debited: the vendor may be paying it"
     );
+    engine.shutdown().await;
+}
+
+/// The value of one of the engine's own metrics.
+fn metric(engine: &Engine, name: &str) -> u64 {
+    let text = engine.metrics_text();
+    let line = text
+        .lines()
+        .find(|line| line.split(' ').next() == Some(name))
+        .unwrap_or_else(|| panic!("metric {name} missing"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// One disbursement's messages are handled one at a time, in order: a
+/// sandbox "complete" sent while its hand-over hangs at the vendor waits
+/// for it, then settles the payout the vendor took. Its merchant's other
+/// disbursements are handed over meanwhile, and once the work is done no
+/// actor stays in memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disbursement_handles_its_messages_one_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, vendor, mut entered_rx) = engine_with_holding_vendor(dir.path()).await;
+    let merchant_id = wallet_merchant(&engine, "serial").await;
+    let mut held_request = request(1);
+    held_request.account_number = Some(HELD_ACCOUNT.into());
+    let held = engine.create_disbursement(merchant_id, held_request).await.unwrap();
+    let entered = tokio::time::timeout(Duration::from_secs(10), entered_rx.recv()).await;
+    assert!(matches!(entered, Ok(Some(()))), "the hand-over reached the vendor");
+
+    let completing = tokio::spawn({
+        let engine = engine.clone();
+        let id = held.id.to_string();
+        async move {
+            engine
+                .complete_disbursement(merchant_id, &id, DisbursementStatus::Success)
+                .await
+        }
+    });
+    let other = engine.create_disbursement(merchant_id, request(2)).await.unwrap();
+    assert_eq!(
+        status_after_handoff(&engine, merchant_id, other.id).await,
+        DisbursementStatus::OnProcess,
+        "the same merchant's next disbursement does not wait for the hanging one"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !completing.is_finished(),
+        "the complete waits for the hand-over in hand"
+    );
+    let waiting = engine.disbursement_for(merchant_id, &held.id.to_string()).unwrap();
+    assert_eq!(waiting.status, DisbursementStatus::Pending);
+    assert_eq!(metric(&engine, "paygate_disbursement_hosts_busy"), 1);
+
+    vendor.release.add_permits(1);
+    let completed = tokio::time::timeout(Duration::from_secs(10), completing)
+        .await
+        .expect("the complete is answered once the hand-over ends")
+        .unwrap()
+        .unwrap();
+    assert_eq!(completed.status, DisbursementStatus::Success);
+    assert_eq!(completed.payout_vendor.as_deref(), Some("sandbox"));
+    assert!(
+        completed.vendor_disbursement_id.is_some(),
+        "settled after the hand-over, with the vendor's reference: {completed:?}"
+    );
+    assert_eq!(handoffs_finished(&engine).await, 0);
+    let mut busy = u64::MAX;
+    for _ in 0..200 {
+        busy = metric(&engine, "paygate_disbursement_hosts_busy");
+        if busy == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(busy, 0, "actors are dropped once their mailboxes are empty");
     engine.shutdown().await;
 }

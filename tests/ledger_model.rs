@@ -111,7 +111,7 @@ fn check_book(book: &MerchantBook, model: &ModelMerchant) -> Result<(), TestCase
 }
 
 fn expect_refusal(
-    result: Result<paygate_engine::actors::PostReceipt, EngineError>,
+    result: Result<paygate_engine::PostReceipt, EngineError>,
     want: LedgerError,
 ) -> Result<(), TestCaseError> {
     match result {

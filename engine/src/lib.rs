@@ -14,7 +14,10 @@
 //! - `timers`: one task holding every vendor deadline.
 //! - `vendor`: payment and payout vendors (sandbox and HTTP).
 //! - `engine`: the `Engine` handle the HTTP layer calls: opening, recovery
-//!   and shutdown.
+//!   and shutdown. Its operations are split by domain: `merchants` (records,
+//!   credentials, money and the ledger check), `catalog`, `orders`,
+//!   `disbursements`, `beneficiaries`, `settlements`, `webhooks`; `metrics`
+//!   and `validation` serve them all.
 //! - `disbursements`: the disbursement operations and the disbursement
 //!   actors that own each one's life, paid out exactly once through their
 //!   route's vendors; `beneficiaries`: saved payout accounts.
@@ -24,29 +27,35 @@
 //! - `webhooks`: the outbox of events and the record of delivery attempts.
 //! - `error`: `EngineError`.
 
-pub mod actors;
+mod actors;
 pub mod beneficiaries;
+mod catalog;
 pub mod clock;
 mod destinations;
 pub mod disbursements;
 pub mod domain;
 pub mod engine;
 pub mod error;
-pub mod keyed_locks;
+mod keyed_locks;
 pub mod ledger;
 pub mod limits;
+mod merchants;
+mod metrics;
 pub mod money;
 pub mod orders;
 pub mod qris;
-pub mod refcode;
+mod refcode;
 pub mod settlements;
-pub mod sharded;
+mod sharded;
 pub mod signing;
 pub mod store;
-pub mod timers;
+mod timers;
+mod validation;
 pub mod vendor;
 pub mod webhooks;
 
-pub use engine::{Engine, EngineConfig, LedgerReport, MerchantPatch, NewMerchant};
+pub use actors::PostReceipt;
+pub use engine::{Engine, EngineConfig};
 pub use error::EngineError;
+pub use merchants::{LedgerReport, MerchantPatch, NewMerchant};
 pub use money::MinorUnits;

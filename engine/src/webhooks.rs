@@ -109,7 +109,7 @@ impl Engine {
     /// Checks a notify URL's shape and, unless private addresses are
     /// allowed (sandbox), that it does not name one (DESIGN.md 6).
     pub(crate) fn validate_notify_url(&self, field: &str, url: &str) -> Result<(), EngineError> {
-        crate::engine::validate_url(field, url)?;
+        crate::validation::validate_url(field, url)?;
         if !self.allows_private_notify_urls() && !names_public_host(url) {
             return Err(EngineError::invalid(
                 field,

@@ -105,11 +105,6 @@ impl MerchantHandle {
         .await
     }
 
-    /// The live actor of a merchant, if any.
-    pub fn live(&self, merchant_id: &Uuid) -> Option<ActorRef<MerchantMsg>> {
-        self.registry.get(merchant_id)
-    }
-
     /// How many merchant actors are live.
     pub fn live_count(&self) -> usize {
         self.registry.len()

@@ -9,7 +9,6 @@ pub mod registry;
 
 pub use handle::{CreatedDisbursements, MerchantActorSettings, MerchantHandle};
 pub use merchant::{
-    BeneficiaryChange, MerchantActor, MerchantArgs, MerchantChange, MerchantMsg, OrderCommand, OrderOutcome,
-    PostReceipt, SettlementDraft,
+    BeneficiaryChange, MerchantChange, MerchantMsg, OrderCommand, OrderOutcome, PostReceipt, SettlementDraft,
 };
 pub use registry::ActorRegistry;

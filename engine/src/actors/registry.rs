@@ -91,24 +91,9 @@ impl<M: Message> ActorRegistry<M> {
         }
     }
 
-    /// Every live actor.
-    pub fn live(&self) -> Vec<(Uuid, ActorRef<M>)> {
-        self.live
-            .read()
-            .expect("registry lock")
-            .iter()
-            .map(|(id, a)| (*id, a.clone()))
-            .collect()
-    }
-
     /// How many actors are live.
     pub fn len(&self) -> usize {
         self.live.read().expect("registry lock").len()
-    }
-
-    /// True when no actor is live.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Forgets every actor (shutdown); returns them so they can be stopped.

@@ -11,10 +11,11 @@ use crate::domain::disbursement::lifecycle;
 use crate::domain::{
     Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source,
 };
-use crate::engine::{validate_idempotency_key, Engine};
+use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
+use crate::validation::validate_idempotency_key;
 use crate::vendor::payout::fits_vendor_text;
 use crate::vendor::{PayoutReport, PayoutStatus, PayoutVendor};
 use actor::DisbursementMsg;

@@ -7,7 +7,8 @@ use crate::actors::{OrderCommand, OrderOutcome};
 use crate::domain::catalog::{PaymentVendorConfig, VendorKind, VendorRouting, SANDBOX_VENDOR};
 use crate::domain::disbursement::normalize_phone;
 use crate::domain::{Order, OrderStatus, PaymentMethod, Refund, RefundStatus, Source};
-use crate::engine::{validate_idempotency_key, validate_url, Engine};
+use crate::engine::Engine;
+use crate::validation::{validate_idempotency_key, validate_url};
 use actor::{OrderActor, OrderArgs, OrderMsg};
 
 mod actor;

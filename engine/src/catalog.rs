@@ -1,0 +1,156 @@
+//! The catalog: banks, e-wallets and organizations, seeded on a first start
+//! and edited by admins, one edit at a time.
+
+use crate::domain::catalog::{self, DEFAULT_ORGANIZATION_ID};
+use crate::domain::{Bank, Catalog, Ewallet, Organization};
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::limits;
+use crate::store::record::JournalRecord;
+use uuid::Uuid;
+
+impl Engine {
+    pub(crate) async fn seed_catalog(&self) -> Result<(), EngineError> {
+        let (missing_banks, missing_ewallets, missing_org) = {
+            let catalog = self.store().catalog();
+            let banks: Vec<Bank> = catalog::seed_banks()
+                .into_iter()
+                .filter(|b| !catalog.banks.contains_key(&b.short_code))
+                .collect();
+            let ewallets: Vec<Ewallet> = catalog::seed_ewallets()
+                .into_iter()
+                .filter(|e| !catalog.ewallets.contains_key(&e.short_code))
+                .collect();
+            (
+                banks,
+                ewallets,
+                !catalog.organizations.contains_key(&DEFAULT_ORGANIZATION_ID),
+            )
+        };
+        // Only a first start (or a catalog never written) seeds; later admin
+        // edits, such as a disabled bank, must stick.
+        let catalog_never_written = missing_banks.len() == 10 && missing_ewallets.len() == 7;
+        if !self.is_first_start() && !catalog_never_written {
+            return Ok(());
+        }
+        for bank in missing_banks {
+            self.write(JournalRecord::BankSaved(bank)).await?;
+        }
+        for ewallet in missing_ewallets {
+            self.write(JournalRecord::EwalletSaved(ewallet)).await?;
+        }
+        if missing_org {
+            let organization = Organization {
+                id: DEFAULT_ORGANIZATION_ID,
+                name: "Platform".into(),
+                created_at_ms: self.now_ms(),
+            };
+            self.write(JournalRecord::OrganizationSaved(organization)).await?;
+        }
+        Ok(())
+    }
+
+    /// A bank by short code, without copying the catalog.
+    pub fn bank(&self, short_code: &str) -> Option<Bank> {
+        self.store().catalog().banks.get(short_code).cloned()
+    }
+
+    /// An e-wallet by code, without copying the catalog.
+    pub fn ewallet(&self, short_code: &str) -> Option<Ewallet> {
+        self.store().catalog().ewallets.get(short_code).cloned()
+    }
+
+    /// A copy of the catalog.
+    pub fn catalog(&self) -> Catalog {
+        self.store().catalog().clone()
+    }
+
+    /// Bumped on every catalog change.
+    pub fn catalog_version(&self) -> u64 {
+        self.store().catalog_version()
+    }
+
+    /// Creates an organization.
+    pub async fn create_organization(&self, name: &str) -> Result<Organization, EngineError> {
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
+            return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
+        }
+        let organization = Organization {
+            id: Uuid::new_v4(),
+            name: name.to_string(),
+            created_at_ms: self.now_ms(),
+        };
+        self.write(JournalRecord::OrganizationSaved(organization.clone()))
+            .await?;
+        Ok(organization)
+    }
+
+    /// Enables or disables a bank, or adds one (a new code needs a name).
+    pub async fn save_bank(
+        &self,
+        short_code: &str,
+        is_enabled: bool,
+        name: Option<String>,
+    ) -> Result<Bank, EngineError> {
+        let _guard = self.catalog_lock().lock().await;
+        let existing = self.store().catalog().banks.get(short_code).cloned();
+        let bank = match existing {
+            Some(mut bank) => {
+                bank.is_enabled = is_enabled;
+                if let Some(name) = name {
+                    bank.name = validated_name(&name)?;
+                }
+                bank
+            }
+            None => {
+                validate_code(short_code)?;
+                let name = name.ok_or_else(|| EngineError::invalid("name", "required for a new bank"))?;
+                Bank {
+                    id: catalog::catalog_id("bank", short_code),
+                    name: validated_name(&name)?,
+                    short_code: short_code.to_string(),
+                    is_enabled,
+                }
+            }
+        };
+        self.write(JournalRecord::BankSaved(bank.clone())).await?;
+        Ok(bank)
+    }
+
+    /// Enables or disables one of the seven e-wallets.
+    pub async fn save_ewallet(&self, short_code: &str, is_enabled: bool) -> Result<Ewallet, EngineError> {
+        let _guard = self.catalog_lock().lock().await;
+        let mut ewallet = self
+            .store()
+            .catalog()
+            .ewallets
+            .get(short_code)
+            .cloned()
+            .ok_or(EngineError::EwalletNotFound)?;
+        ewallet.is_enabled = is_enabled;
+        self.write(JournalRecord::EwalletSaved(ewallet.clone())).await?;
+        Ok(ewallet)
+    }
+}
+
+fn validate_code(code: &str) -> Result<(), EngineError> {
+    let ok = !code.is_empty()
+        && code.len() <= 32
+        && code
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::invalid("code", "must be 1 to 32 of A-Z, 0-9, _"))
+    }
+}
+
+fn validated_name(name: &str) -> Result<String, EngineError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
+        return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
+    }
+    Ok(name.to_string())
+}

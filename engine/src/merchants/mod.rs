@@ -1,0 +1,219 @@
+//! Merchants: creation, settings, keys and credentials (each change through
+//! the merchant's actor), and lookups by id, API key and Legacy client id.
+//! Their money is `books`.
+
+use crate::actors::{MerchantChange, MerchantMsg};
+use crate::domain::catalog::DEFAULT_ORGANIZATION_ID;
+use crate::domain::{
+    Credentials, FeesPatch, LimitsPatch, MerchantRecord, MerchantSettings, SettlementBank, SettlementType,
+};
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::limits;
+use crate::store::record::JournalRecord;
+use std::sync::Arc;
+use uuid::Uuid;
+
+mod books;
+
+pub use books::LedgerReport;
+
+/// A new merchant as an admin describes it (`POST /admin/v1/merchants`).
+#[derive(Clone, Debug, Default)]
+pub struct NewMerchant {
+    /// Display name.
+    pub name: String,
+    /// WALLET or MANUAL.
+    pub settlement_type: Option<SettlementType>,
+    /// Defaults to the platform's own organization.
+    pub organization_id: Option<Uuid>,
+    /// Payout destination.
+    pub settlement_bank: Option<SettlementBank>,
+    /// Fee overrides.
+    pub fees: FeesPatch,
+    /// Limit overrides.
+    pub limits: LimitsPatch,
+    /// Webhook URL.
+    pub default_notify_url: Option<String>,
+    /// Makes `X-Signature` mandatory.
+    pub require_signature: bool,
+}
+
+/// An admin change of a merchant, before validation.
+#[derive(Clone, Debug, Default)]
+pub struct MerchantPatch {
+    /// Fee overrides.
+    pub fees: Option<FeesPatch>,
+    /// Limit overrides.
+    pub limits: Option<LimitsPatch>,
+    /// `Some(None)` clears it.
+    pub default_notify_url: Option<Option<String>>,
+    /// Activate or deactivate.
+    pub is_active: Option<bool>,
+    /// Require `X-Signature`.
+    pub require_signature: Option<bool>,
+    /// Payout destination.
+    pub settlement_bank: Option<SettlementBank>,
+}
+
+impl Engine {
+    /// A merchant by id.
+    pub fn merchant(&self, merchant_id: Uuid) -> Option<Arc<MerchantRecord>> {
+        self.store().directory().get(&merchant_id)
+    }
+
+    /// The merchant an API key belongs to, checked in constant time.
+    pub fn authenticate_api_key(&self, api_key: &str) -> Option<Arc<MerchantRecord>> {
+        let hash = crate::domain::merchant::api_key_hash(api_key);
+        let merchant = self.store().directory().by_api_key_hash(&hash)?;
+        merchant.credentials.api_key_matches(api_key).then_some(merchant)
+    }
+
+    /// The merchant a Legacy `clientId` belongs to.
+    pub fn merchant_by_client_id(&self, client_id: &str) -> Option<Arc<MerchantRecord>> {
+        self.store().directory().by_client_id(client_id)
+    }
+
+    /// Every merchant id.
+    pub fn merchant_ids(&self) -> Vec<Uuid> {
+        self.store().directory().ids()
+    }
+
+    /// Creates a merchant and returns it with its credentials (shown once).
+    pub async fn create_merchant(&self, new: NewMerchant) -> Result<(MerchantRecord, Credentials), EngineError> {
+        let name = new.name.trim().to_string();
+        if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
+            return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
+        }
+        let settlement_type = new
+            .settlement_type
+            .ok_or_else(|| EngineError::invalid("settlement_type", "must be WALLET or MANUAL"))?;
+        let organization_id = new.organization_id.unwrap_or(DEFAULT_ORGANIZATION_ID);
+        if !self.store().catalog().organizations.contains_key(&organization_id) {
+            return Err(EngineError::invalid("organization_id", "no such organization"));
+        }
+        if let Some(bank) = &new.settlement_bank {
+            self.validate_settlement_bank(bank)?;
+        }
+        let fees = new
+            .fees
+            .apply_to(&Default::default())
+            .map_err(|(f, r)| EngineError::invalid(f, r))?;
+        let limits = new
+            .limits
+            .apply_to(&Default::default())
+            .map_err(|(f, r)| EngineError::invalid(f, r))?;
+        if let Some(url) = &new.default_notify_url {
+            self.validate_notify_url("default_notify_url", url)?;
+        }
+        let credentials = loop {
+            let candidate = Credentials::generate();
+            if self.store().directory().by_client_id(&candidate.client_id).is_none() {
+                break candidate;
+            }
+        };
+        let now = self.now_ms();
+        let record = MerchantRecord {
+            id: Uuid::new_v4(),
+            organization_id,
+            name,
+            settlement_type,
+            settlement_bank: new.settlement_bank,
+            fees,
+            limits,
+            default_notify_url: new.default_notify_url,
+            is_active: true,
+            require_signature: new.require_signature,
+            credentials: credentials.to_stored(),
+            public_key_pem: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        self.write(JournalRecord::MerchantSaved(Box::new(record.clone())))
+            .await?;
+        Ok((record, credentials))
+    }
+
+    fn validate_settlement_bank(&self, bank: &SettlementBank) -> Result<(), EngineError> {
+        if !self.store().catalog().banks.contains_key(&bank.bank_short_code) {
+            return Err(EngineError::invalid("settlement_bank.bank_short_code", "unknown bank"));
+        }
+        let digits = bank.account_number.chars().all(|c| c.is_ascii_digit());
+        if !digits || !(5..=34).contains(&bank.account_number.len()) {
+            return Err(EngineError::invalid(
+                "settlement_bank.account_number",
+                "must be 5 to 34 digits",
+            ));
+        }
+        if bank.account_name.trim().is_empty() || bank.account_name.chars().count() > limits::NAME_CHARS_MAX {
+            return Err(EngineError::invalid(
+                "settlement_bank.account_name",
+                "must be 1 to 255 characters",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies an admin change to a merchant's settings.
+    pub async fn update_merchant(
+        &self,
+        merchant_id: Uuid,
+        patch: MerchantPatch,
+    ) -> Result<MerchantRecord, EngineError> {
+        let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let fees = match &patch.fees {
+            Some(p) => Some(p.apply_to(&current.fees).map_err(|(f, r)| EngineError::invalid(f, r))?),
+            None => None,
+        };
+        // Limits are validated against the current ones here and re-applied
+        // as a whole in the actor; concurrent admin PATCHes are last-writer-wins.
+        let limits = match &patch.limits {
+            Some(p) => Some(
+                p.apply_to(&current.limits)
+                    .map_err(|(f, r)| EngineError::invalid(f, r))?,
+            ),
+            None => None,
+        };
+        if let Some(Some(url)) = &patch.default_notify_url {
+            self.validate_notify_url("default_notify_url", url)?;
+        }
+        if let Some(bank) = &patch.settlement_bank {
+            self.validate_settlement_bank(bank)?;
+        }
+        let settings = MerchantSettings {
+            fees,
+            limits,
+            default_notify_url: patch.default_notify_url,
+            is_active: patch.is_active,
+            require_signature: patch.require_signature,
+            settlement_bank: patch.settlement_bank,
+        };
+        self.change_merchant(merchant_id, MerchantChange::Settings(settings))
+            .await
+    }
+
+    async fn change_merchant(&self, merchant_id: Uuid, change: MerchantChange) -> Result<MerchantRecord, EngineError> {
+        self.call_merchant(merchant_id, |reply| MerchantMsg::Change {
+            change: change.clone(),
+            reply,
+        })
+        .await?
+    }
+
+    /// Stores a merchant's RSA public key (PEM, SPKI or PKCS#1, 2048 bits or more).
+    pub async fn set_public_key(&self, merchant_id: Uuid, pem: &str) -> Result<MerchantRecord, EngineError> {
+        self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        crate::signing::parse_rsa_public_key(pem)?;
+        self.change_merchant(merchant_id, MerchantChange::PublicKey(pem.trim().to_string()))
+            .await
+    }
+
+    /// New API key and secrets; the old ones stop working at once.
+    pub async fn rotate_credentials(&self, merchant_id: Uuid) -> Result<Credentials, EngineError> {
+        let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let credentials = Credentials::rotate(current.credentials.client_id.clone());
+        self.change_merchant(merchant_id, MerchantChange::Credentials(credentials.to_stored()))
+            .await?;
+        Ok(credentials)
+    }
+}

@@ -1,0 +1,70 @@
+//! The engine's own figures, as Prometheus text.
+
+use crate::engine::Engine;
+
+impl Engine {
+    /// How many merchant actors are running now.
+    pub fn live_merchant_actors(&self) -> usize {
+        self.merchant_handle().live_count()
+    }
+
+    /// Prometheus text for the engine's own counters.
+    pub fn metrics_text(&self) -> String {
+        use std::sync::atomic::Ordering::Relaxed;
+        let stats = self.journal().stats();
+        let mut out = String::new();
+        for (name, help, kind, value) in [
+            (
+                "paygate_journal_syncs_total",
+                "Journal fdatasync calls.",
+                "counter",
+                stats.syncs.load(Relaxed),
+            ),
+            (
+                "paygate_journal_records_total",
+                "Journal records made durable.",
+                "counter",
+                stats.records.load(Relaxed),
+            ),
+            (
+                "paygate_journal_bytes_total",
+                "Journal bytes made durable.",
+                "counter",
+                stats.bytes.load(Relaxed),
+            ),
+            (
+                "paygate_journal_durable_seq",
+                "Highest durable journal sequence.",
+                "gauge",
+                self.journal().durable_seq(),
+            ),
+            (
+                "paygate_merchant_actors_live",
+                "Merchant actors running.",
+                "gauge",
+                self.merchant_handle().live_count() as u64,
+            ),
+            (
+                "paygate_disbursement_hosts_busy",
+                "Merchants whose disbursement actors have work in hand.",
+                "gauge",
+                self.disbursement_host().busy_merchants() as u64,
+            ),
+            (
+                "paygate_disbursements_awaiting_first_step",
+                "New disbursements not yet reviewed or handed to a vendor.",
+                "gauge",
+                self.disbursement_host().starts_unhandled() as u64,
+            ),
+            (
+                "paygate_merchants",
+                "Merchants known.",
+                "gauge",
+                self.store().directory().len() as u64,
+            ),
+        ] {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
+        }
+        out
+    }
+}
