@@ -23,7 +23,7 @@ use super::recorder::{MoveRecorder, MovesResult};
 use crate::actors::merchant::DisbursementMove;
 use crate::domain::catalog::SANDBOX_VENDOR;
 use crate::domain::disbursement::lifecycle::{self, DisbursementEvent};
-use crate::domain::{Channel, Disbursement, DisbursementStatus};
+use crate::domain::{Channel, Disbursement, DisbursementStatus, MerchantRecord};
 use crate::error::EngineError;
 use crate::limits;
 use crate::timers::DisbursementDue;
@@ -91,8 +91,9 @@ pub struct Hosting {
     pub ctx: Arc<PayoutContext>,
     /// Their moves, recorded together.
     pub recorder: MoveRecorder,
-    /// The merchant's routes, looked up once per channel while the host
-    /// has work in hand, not once per disbursement.
+    /// The merchant's record and routes, looked up once per batch of
+    /// messages (per channel), not once per disbursement.
+    merchant: Mutex<Option<Arc<MerchantRecord>>>,
     routes: Mutex<Vec<Route>>,
 }
 
@@ -102,14 +103,24 @@ impl Hosting {
         Hosting {
             recorder: MoveRecorder::new(merchant_id, ctx.merchants.clone()),
             ctx,
+            merchant: Mutex::new(None),
             routes: Mutex::new(Vec::new()),
         }
     }
 
-    /// Forgets the routes looked up, so a route edit is seen from the next
-    /// batch of messages on.
-    pub fn forget_routes(&self) {
+    /// Forgets the merchant and routes looked up, so an edit is seen from
+    /// the next batch of messages on.
+    pub fn forget_lookups(&self) {
+        *self.merchant.lock().expect("merchant cache lock") = None;
         self.routes.lock().expect("route cache lock").clear();
+    }
+
+    fn merchant(&self, merchant_id: Uuid) -> Option<Arc<MerchantRecord>> {
+        let mut cached = self.merchant.lock().expect("merchant cache lock");
+        if cached.is_none() {
+            *cached = self.ctx.merchant(merchant_id);
+        }
+        cached.clone()
     }
 
     fn route(&self, organization_id: Uuid, channel: Channel) -> Vec<Arc<dyn PayoutVendor>> {
@@ -139,11 +150,23 @@ impl DisbursementActor {
     }
 
     /// Handles one message; a step that failed on the way is taken up again
-    /// shortly (`TakeUp`).
+    /// shortly (`TakeUp`). Every message but the first is boxed: the future
+    /// of a message is as large as its largest handler, and the first step
+    /// is the one every disbursement takes.
     pub async fn handle(self, message: DisbursementMsg) {
         match message {
             DisbursementMsg::Start(disbursement) => {
                 let result = self.start(disbursement).await;
+                self.retry_on_failure(result, "hand-over");
+            }
+            other => Box::pin(self.handle_later(other)).await,
+        }
+    }
+
+    async fn handle_later(self, message: DisbursementMsg) {
+        match message {
+            DisbursementMsg::Start(disbursement) => {
+                let result = Box::pin(self.start(disbursement)).await;
                 self.retry_on_failure(result, "hand-over");
             }
             DisbursementMsg::TakeUp => {
@@ -223,7 +246,7 @@ impl DisbursementActor {
     /// the first vendor of its route. With no vendor on its route it stays
     /// PENDING (creation refuses new ones meanwhile).
     async fn start(&self, current: Arc<Disbursement>) -> Result<(), EngineError> {
-        let Some(merchant) = self.ctx().merchant(self.merchant_id) else {
+        let Some(merchant) = self.hosting.merchant(self.merchant_id) else {
             return Ok(());
         };
         if current.request_amount.get() >= merchant.limits.review_threshold_minor {

@@ -72,10 +72,26 @@ impl Mailboxes {
         }
     }
 
+    /// Empties it, keeping what it allocated.
+    fn clear(&mut self) {
+        self.by_actor.clear();
+        self.ready.clear();
+        self.busy.clear();
+    }
+
+    fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
     fn is_idle(&self) -> bool {
         self.by_actor.is_empty() && self.busy.is_empty()
     }
 }
+
+/// How many merchants' mailboxes are kept, empty, after their runner ends,
+/// so a merchant that has work again soon reuses them instead of allocating
+/// them afresh; past it, an idle merchant's are dropped.
+const IDLE_MERCHANTS_KEPT: usize = 4096;
 
 /// One merchant's hosted actors.
 struct MerchantActors {
@@ -84,14 +100,21 @@ struct MerchantActors {
     hosting: Arc<Hosting>,
 }
 
+/// A merchant's actors, and whether its runner is running.
+struct Hosted {
+    actors: Arc<MerchantActors>,
+    running: bool,
+}
+
 struct HostInner {
     ctx: Arc<PayoutContext>,
     /// Where runners run: mail also comes from threads outside the runtime
     /// (the journal's applier releases a creation's first message).
     runtime: tokio::runtime::Handle,
-    /// Merchants whose runner is running; an entry lives exactly as long as
-    /// its runner, so mail is never left without one.
-    merchants: Mutex<HashMap<Uuid, Arc<MerchantActors>>>,
+    /// Merchants with a runner, and some idle ones (`IDLE_MERCHANTS_KEPT`).
+    /// `running` changes only under this lock, so mail is never left
+    /// without a runner.
+    merchants: Mutex<HashMap<Uuid, Hosted>>,
     stopping: AtomicBool,
     runners: AtomicUsize,
     runners_done: Notify,
@@ -161,21 +184,20 @@ impl DisbursementHost {
             inner.starts_unhandled.fetch_add(1, Ordering::AcqRel);
         }
         let mut merchants = inner.merchants.lock().expect("host lock");
-        let (actors, new) = match merchants.get(&merchant_id) {
-            Some(actors) => (actors.clone(), false),
-            None => {
-                let actors = Arc::new(MerchantActors {
-                    mail: Mutex::new(Mailboxes::default()),
-                    posted: Notify::new(),
-                    hosting: Arc::new(Hosting::new(inner.ctx.clone(), merchant_id)),
-                });
-                merchants.insert(merchant_id, actors.clone());
-                (actors, true)
-            }
-        };
+        let hosted = merchants.entry(merchant_id).or_insert_with(|| Hosted {
+            actors: Arc::new(MerchantActors {
+                mail: Mutex::new(Mailboxes::default()),
+                posted: Notify::new(),
+                hosting: Arc::new(Hosting::new(inner.ctx.clone(), merchant_id)),
+            }),
+            running: false,
+        });
         // Posted under the host lock: a runner retires only under it, after
         // seeing its mail empty.
-        actors.mail.lock().expect("mailbox lock").post(id, message);
+        hosted.actors.mail.lock().expect("mailbox lock").post(id, message);
+        let new = !hosted.running;
+        hosted.running = true;
+        let actors = hosted.actors.clone();
         drop(merchants);
         if new {
             inner.runners.fetch_add(1, Ordering::AcqRel);
@@ -192,7 +214,7 @@ impl DisbursementHost {
 
     /// Merchants with disbursement work in hand.
     pub fn busy_merchants(&self) -> usize {
-        self.inner.merchants.lock().expect("host lock").len()
+        self.inner.runners.load(Ordering::Acquire)
     }
 
     /// Stops taking messages, lets the ones being handled finish (at most
@@ -201,7 +223,14 @@ impl DisbursementHost {
     pub async fn stop(&self) {
         let inner = &self.inner;
         inner.stopping.store(true, Ordering::Release);
-        let runners: Vec<Arc<MerchantActors>> = inner.merchants.lock().expect("host lock").values().cloned().collect();
+        let runners: Vec<Arc<MerchantActors>> = inner
+            .merchants
+            .lock()
+            .expect("host lock")
+            .values()
+            .filter(|hosted| hosted.running)
+            .map(|hosted| hosted.actors.clone())
+            .collect();
         for actors in runners {
             actors.posted.notify_one();
         }
@@ -214,7 +243,15 @@ impl DisbursementHost {
                 done.await;
             }
         };
-        if tokio::time::timeout(HOST_STOP_WAIT, all_done).await.is_err() {
+        let finished = tokio::time::timeout(HOST_STOP_WAIT, all_done).await;
+        // The idle merchants' mailboxes hold what their actors reach the
+        // engine through (its store among it): dropped with the engine's stop.
+        inner
+            .merchants
+            .lock()
+            .expect("host lock")
+            .retain(|_, hosted| hosted.running);
+        if finished.is_err() {
             tracing::warn!(
                 merchants = inner.runners.load(Ordering::Acquire),
                 "disbursement messages still being handled at shutdown; their disbursements resume at the next start"
@@ -239,7 +276,7 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
             actors.mail.lock().expect("mailbox lock").take_ready()
         };
         if !ready.is_empty() {
-            actors.hosting.forget_routes();
+            actors.hosting.forget_lookups();
         }
         for (id, message) in ready {
             handling.push(Box::pin(handle(actors.hosting.clone(), merchant_id, id, message)));
@@ -251,8 +288,16 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
                 .flush()
                 .map(|f| Box::pin(f) as Pin<Box<dyn Future<Output = ()> + Send>>);
         }
-        if handling.is_empty() && flushing.is_none() && retire(&host, merchant_id, &actors, stopping) {
-            break;
+        if handling.is_empty() && flushing.is_none() {
+            // Under load the next message is usually a moment away: one
+            // yield spares retiring and spawning the runner again for it.
+            tokio::task::yield_now().await;
+            if actors.mail.lock().expect("mailbox lock").has_ready() {
+                continue;
+            }
+            if retire(&host, merchant_id, &actors, stopping) {
+                break;
+            }
         }
         tokio::select! {
             Some((id, was_start)) = handling.next(), if !handling.is_empty() => {
@@ -283,8 +328,13 @@ fn retire(host: &HostInner, merchant_id: Uuid, actors: &MerchantActors, stopping
     }
     let dropped_starts = mail.by_actor.values().flatten().filter(|m| m.is_start()).count();
     host.starts_unhandled.fetch_sub(dropped_starts, Ordering::AcqRel);
-    *mail = Mailboxes::default();
-    merchants.remove(&merchant_id);
+    mail.clear();
+    drop(mail);
+    if merchants.len() > IDLE_MERCHANTS_KEPT || stopping {
+        merchants.remove(&merchant_id);
+    } else if let Some(hosted) = merchants.get_mut(&merchant_id) {
+        hosted.running = false;
+    }
     true
 }
 
