@@ -23,7 +23,7 @@ use super::recorder::{MoveRecorder, MovesResult};
 use crate::actors::merchant::DisbursementMove;
 use crate::domain::catalog::SANDBOX_VENDOR;
 use crate::domain::disbursement::lifecycle::{self, DisbursementEvent};
-use crate::domain::{Channel, Disbursement, DisbursementStatus, MerchantRecord};
+use crate::domain::{Channel, Disbursement, DisbursementStatus};
 use crate::error::EngineError;
 use crate::limits;
 use crate::timers::DisbursementDue;
@@ -91,10 +91,9 @@ pub struct Hosting {
     pub ctx: Arc<PayoutContext>,
     /// Their moves, recorded together.
     pub recorder: MoveRecorder,
-    /// The merchant's record and routes, looked up once per batch of
-    /// messages (per channel), not once per disbursement.
-    merchant: Mutex<Option<Arc<MerchantRecord>>>,
-    routes: Mutex<Vec<Route>>,
+    /// The merchant's routes, looked up once per channel and catalog
+    /// version, not once per disbursement: (catalog version, routes).
+    routes: Mutex<(u64, Vec<Route>)>,
 }
 
 impl Hosting {
@@ -103,28 +102,18 @@ impl Hosting {
         Hosting {
             recorder: MoveRecorder::new(merchant_id, ctx.merchants.clone()),
             ctx,
-            merchant: Mutex::new(None),
-            routes: Mutex::new(Vec::new()),
+            routes: Mutex::new((0, Vec::new())),
         }
-    }
-
-    /// Forgets the merchant and routes looked up, so an edit is seen from
-    /// the next batch of messages on.
-    pub fn forget_lookups(&self) {
-        *self.merchant.lock().expect("merchant cache lock") = None;
-        self.routes.lock().expect("route cache lock").clear();
-    }
-
-    fn merchant(&self, merchant_id: Uuid) -> Option<Arc<MerchantRecord>> {
-        let mut cached = self.merchant.lock().expect("merchant cache lock");
-        if cached.is_none() {
-            *cached = self.ctx.merchant(merchant_id);
-        }
-        cached.clone()
     }
 
     fn route(&self, organization_id: Uuid, channel: Channel) -> Vec<Arc<dyn PayoutVendor>> {
-        let mut routes = self.routes.lock().expect("route cache lock");
+        let version = self.ctx.store.catalog_version();
+        let mut cache = self.routes.lock().expect("route cache lock");
+        let (seen, routes) = &mut *cache;
+        if *seen != version {
+            *seen = version;
+            routes.clear();
+        }
         if let Some((_, vendors)) = routes.iter().find(|(c, _)| *c == channel) {
             return vendors.clone();
         }
@@ -246,7 +235,7 @@ impl DisbursementActor {
     /// the first vendor of its route. With no vendor on its route it stays
     /// PENDING (creation refuses new ones meanwhile).
     async fn start(&self, current: Arc<Disbursement>) -> Result<(), EngineError> {
-        let Some(merchant) = self.hosting.merchant(self.merchant_id) else {
+        let Some(merchant) = self.ctx().merchant(self.merchant_id) else {
             return Ok(());
         };
         if current.request_amount.get() >= merchant.limits.review_threshold_minor {

@@ -12,9 +12,10 @@
 use super::actor::{DisbursementActor, DisbursementMsg, Hosting};
 use super::context::PayoutContext;
 use crate::domain::Disbursement;
-use foldhash::{HashMap, HashMapExt, HashSet};
+use foldhash::{HashMap, HashMapExt};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -28,55 +29,63 @@ use uuid::Uuid;
 /// merchant actor call gives up after 15 s; a vendor call may hang longer).
 pub const HOST_STOP_WAIT: Duration = Duration::from_secs(30);
 
-/// The mailboxes of one merchant's actors.
+/// One active actor's mail. Its first message goes straight to the ready
+/// list, so the common actor with one message needs no queue.
+#[derive(Default)]
+struct Mailbox {
+    /// Messages after the one ready or in hand, in arrival order.
+    waiting: VecDeque<DisbursementMsg>,
+}
+
+/// The mailboxes of one merchant's actors; an actor has one exactly while
+/// a message of it is ready, in hand or waiting.
 #[derive(Default)]
 struct Mailboxes {
-    by_actor: HashMap<Uuid, VecDeque<DisbursementMsg>>,
-    /// Actors with mail and no message in hand, in arrival order.
-    ready: Vec<Uuid>,
-    /// Actors handling a message.
-    busy: HashSet<Uuid>,
+    by_actor: HashMap<Uuid, Mailbox>,
+    /// The next message of each actor with no message in hand, in arrival order.
+    ready: Vec<(Uuid, DisbursementMsg)>,
 }
 
 impl Mailboxes {
     fn post(&mut self, id: Uuid, message: DisbursementMsg) {
-        let mailbox = self.by_actor.entry(id).or_default();
-        if mailbox.is_empty() && !self.busy.contains(&id) {
-            self.ready.push(id);
+        match self.by_actor.entry(id) {
+            Entry::Occupied(mut active) => active.get_mut().waiting.push_back(message),
+            Entry::Vacant(idle) => {
+                idle.insert(Mailbox::default());
+                self.ready.push((id, message));
+            }
         }
-        mailbox.push_back(message);
     }
 
-    /// The next message of every ready actor, which turn busy.
+    /// The next message of every ready actor, whose actors are then in hand.
     fn take_ready(&mut self) -> Vec<(Uuid, DisbursementMsg)> {
-        let ready = std::mem::take(&mut self.ready);
-        let mut taken = Vec::with_capacity(ready.len());
-        for id in ready {
-            if let Some(message) = self.by_actor.get_mut(&id).and_then(VecDeque::pop_front) {
-                self.busy.insert(id);
-                taken.push((id, message));
-            }
-        }
-        taken
+        std::mem::take(&mut self.ready)
     }
 
-    /// An actor handled its message: ready again if it has more mail,
-    /// else dropped (passivated).
+    /// An actor handled its message: its next one is ready, or it is
+    /// dropped (passivated).
     fn handled(&mut self, id: Uuid) {
-        self.busy.remove(&id);
-        match self.by_actor.get(&id) {
-            Some(mailbox) if !mailbox.is_empty() => self.ready.push(id),
-            _ => {
-                self.by_actor.remove(&id);
+        if let Entry::Occupied(mut active) = self.by_actor.entry(id) {
+            match active.get_mut().waiting.pop_front() {
+                Some(next) => self.ready.push((id, next)),
+                None => {
+                    active.remove();
+                }
             }
         }
+    }
+
+    /// `Start` messages not yet handled.
+    fn starts(&self) -> usize {
+        let waiting = self.by_actor.values().flat_map(|m| &m.waiting);
+        let ready = self.ready.iter().map(|(_, m)| m);
+        waiting.chain(ready).filter(|m| m.is_start()).count()
     }
 
     /// Empties it, keeping what it allocated.
     fn clear(&mut self) {
         self.by_actor.clear();
         self.ready.clear();
-        self.busy.clear();
     }
 
     fn has_ready(&self) -> bool {
@@ -84,7 +93,7 @@ impl Mailboxes {
     }
 
     fn is_idle(&self) -> bool {
-        self.by_actor.is_empty() && self.busy.is_empty()
+        self.by_actor.is_empty()
     }
 }
 
@@ -92,6 +101,9 @@ impl Mailboxes {
 /// so a merchant that has work again soon reuses them instead of allocating
 /// them afresh; past it, an idle merchant's are dropped.
 const IDLE_MERCHANTS_KEPT: usize = 4096;
+
+/// Shards of the host's map of merchants.
+const HOST_SHARDS: usize = 16;
 
 /// One merchant's hosted actors.
 struct MerchantActors {
@@ -114,12 +126,20 @@ struct HostInner {
     /// Merchants with a runner, and some idle ones (`IDLE_MERCHANTS_KEPT`).
     /// `running` changes only under this lock, so mail is never left
     /// without a runner.
-    merchants: Mutex<HashMap<Uuid, Hosted>>,
+    /// Split in shards by merchant, so deliveries for different merchants
+    /// seldom wait on one lock.
+    merchants: Box<[Mutex<HashMap<Uuid, Hosted>>]>,
     stopping: AtomicBool,
     runners: AtomicUsize,
     runners_done: Notify,
     /// `Start` messages not yet handled.
     starts_unhandled: AtomicUsize,
+}
+
+impl HostInner {
+    fn shard(&self, merchant_id: Uuid) -> &Mutex<HashMap<Uuid, Hosted>> {
+        &self.merchants[(merchant_id.as_u128() % HOST_SHARDS as u128) as usize]
+    }
 }
 
 /// Delivers messages to disbursement actors; cheap to clone.
@@ -147,7 +167,7 @@ impl DisbursementHost {
             inner: Arc::new(HostInner {
                 ctx,
                 runtime: tokio::runtime::Handle::current(),
-                merchants: Mutex::new(HashMap::new()),
+                merchants: (0..HOST_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
                 stopping: AtomicBool::new(false),
                 runners: AtomicUsize::new(0),
                 runners_done: Notify::new(),
@@ -183,7 +203,7 @@ impl DisbursementHost {
         if message.is_start() {
             inner.starts_unhandled.fetch_add(1, Ordering::AcqRel);
         }
-        let mut merchants = inner.merchants.lock().expect("host lock");
+        let mut merchants = inner.shard(merchant_id).lock().expect("host lock");
         let hosted = merchants.entry(merchant_id).or_insert_with(|| Hosted {
             actors: Arc::new(MerchantActors {
                 mail: Mutex::new(Mailboxes::default()),
@@ -225,11 +245,12 @@ impl DisbursementHost {
         inner.stopping.store(true, Ordering::Release);
         let runners: Vec<Arc<MerchantActors>> = inner
             .merchants
-            .lock()
-            .expect("host lock")
-            .values()
-            .filter(|hosted| hosted.running)
-            .map(|hosted| hosted.actors.clone())
+            .iter()
+            .flat_map(|shard| {
+                let hosted = shard.lock().expect("host lock");
+                let running = hosted.values().filter(|hosted| hosted.running);
+                running.map(|hosted| hosted.actors.clone()).collect::<Vec<_>>()
+            })
             .collect();
         for actors in runners {
             actors.posted.notify_one();
@@ -246,11 +267,9 @@ impl DisbursementHost {
         let finished = tokio::time::timeout(HOST_STOP_WAIT, all_done).await;
         // The idle merchants' mailboxes hold what their actors reach the
         // engine through (its store among it): dropped with the engine's stop.
-        inner
-            .merchants
-            .lock()
-            .expect("host lock")
-            .retain(|_, hosted| hosted.running);
+        for shard in inner.merchants.iter() {
+            shard.lock().expect("host lock").retain(|_, hosted| hosted.running);
+        }
         if finished.is_err() {
             tracing::warn!(
                 merchants = inner.runners.load(Ordering::Acquire),
@@ -267,7 +286,6 @@ type Handled = Pin<Box<dyn Future<Output = (Uuid, bool)> + Send>>;
 /// ready actor its next message and records their moves in batches.
 async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors>) {
     let mut handling: FuturesUnordered<Handled> = FuturesUnordered::new();
-    let mut flushing: Option<Pin<Box<dyn Future<Output = ()> + Send>>> = None;
     loop {
         let stopping = host.stopping.load(Ordering::Acquire);
         let ready = if stopping {
@@ -275,20 +293,10 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
         } else {
             actors.mail.lock().expect("mailbox lock").take_ready()
         };
-        if !ready.is_empty() {
-            actors.hosting.forget_lookups();
-        }
         for (id, message) in ready {
             handling.push(Box::pin(handle(actors.hosting.clone(), merchant_id, id, message)));
         }
-        if flushing.is_none() {
-            flushing = actors
-                .hosting
-                .recorder
-                .flush()
-                .map(|f| Box::pin(f) as Pin<Box<dyn Future<Output = ()> + Send>>);
-        }
-        if handling.is_empty() && flushing.is_none() {
+        if handling.is_empty() {
             // Under load the next message is usually a moment away: one
             // yield spares retiring and spawning the runner again for it.
             tokio::task::yield_now().await;
@@ -306,10 +314,6 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
                 }
                 actors.mail.lock().expect("mailbox lock").handled(id);
             }
-            _ = async { flushing.as_mut().expect("guarded").await }, if flushing.is_some() => {
-                flushing = None;
-            }
-            _ = actors.hosting.recorder.asked() => {}
             _ = actors.posted.notified() => {}
         }
     }
@@ -321,16 +325,16 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
 /// Ends the runner if its merchant has no mail (or the host is stopping,
 /// when the mail left is dropped); false when mail came meanwhile.
 fn retire(host: &HostInner, merchant_id: Uuid, actors: &MerchantActors, stopping: bool) -> bool {
-    let mut merchants = host.merchants.lock().expect("host lock");
+    let mut merchants = host.shard(merchant_id).lock().expect("host lock");
     let mut mail = actors.mail.lock().expect("mailbox lock");
     if !mail.is_idle() && !stopping {
         return false;
     }
-    let dropped_starts = mail.by_actor.values().flatten().filter(|m| m.is_start()).count();
+    let dropped_starts = mail.starts();
     host.starts_unhandled.fetch_sub(dropped_starts, Ordering::AcqRel);
     mail.clear();
     drop(mail);
-    if merchants.len() > IDLE_MERCHANTS_KEPT || stopping {
+    if merchants.len() > IDLE_MERCHANTS_KEPT / HOST_SHARDS || stopping {
         merchants.remove(&merchant_id);
     } else if let Some(hosted) = merchants.get_mut(&merchant_id) {
         hosted.running = false;
