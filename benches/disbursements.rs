@@ -1,7 +1,7 @@
 //! Durable disbursements per second through the engine: validation, the
 //! merchant actor (limits, balance, debit and record in one journal entry),
-//! group commit, and the hand-off rounds that give them to the sandbox
-//! vendor (an iteration ends when all are ON_PROCESS). Every counted
+//! group commit, and each disbursement actor's first step, which gives it
+//! to the sandbox vendor (an iteration ends when all are ON_PROCESS). Every counted
 //! disbursement was fsynced before its caller heard.
 //! Next to it, the baseline of the same run: the journal alone, appending
 //! and syncing two records of a disbursement record's size per disbursement.

@@ -283,9 +283,9 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
     engine.shutdown().await;
 }
 
-/// A vendor that panics in one round does not stop the hand-overs of later ones.
+/// A vendor that panics on one hand-over does not stop later ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_round_that_panics_does_not_stop_later_hand_overs() {
+async fn a_hand_over_that_panics_does_not_stop_later_ones() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(dir.path());
     config.payout_vendor = Some(Arc::new(PanickingVendor(SandboxPayoutVendor {
@@ -380,8 +380,8 @@ async fn engine_with_holding_vendor(
     (engine, vendor, entered_rx)
 }
 
-/// Disbursements still awaiting their hand-off once the rounds have had
-/// time to finish (a round's moves are visible a moment before it ends).
+/// Disbursements still awaiting their first step once it has had time to
+/// finish (its moves are visible a moment before it ends).
 async fn handoffs_finished(engine: &Engine) -> usize {
     for _ in 0..2000 {
         if engine.disbursements_awaiting_handoff() == 0 {
@@ -478,10 +478,10 @@ impl PayoutVendor for SilentVendor {
 }
 
 /// A vendor call that never completes is given up after the vendor's
-/// timeout: the round ends, and the disbursement is ON_PROCESS with an
+/// timeout: the hand-over ends, and the disbursement is ON_PROCESS with an
 /// unknown outcome (never FAILED on a guess), to be inquired.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_vendor_call_that_never_completes_ends_its_round_at_the_timeout() {
+async fn a_vendor_call_that_never_completes_ends_its_hand_over_at_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(dir.path());
     config.payout_vendor = Some(Arc::new(SilentVendor));
@@ -497,7 +497,7 @@ async fn a_vendor_call_that_never_completes_ends_its_round_at_the_timeout() {
         .unwrap();
     assert_eq!(stored.vendor_disbursement_id, None, "the vendor gave no reference");
     assert_eq!(stored.payout_vendor.as_deref(), Some("sandbox"));
-    assert_eq!(handoffs_finished(&engine).await, 0, "the round ended");
+    assert_eq!(handoffs_finished(&engine).await, 0, "the hand-over ended");
     assert_eq!(
         engine.wallet_balance(merchant_id).await.unwrap().get(),
         FUNDING - stored.final_amount.get(),
