@@ -16,7 +16,7 @@ use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, Limi
 use paygate_engine::store::journal;
 use paygate_engine::store::record::JournalRecord;
 use paygate_engine::vendor::{AccountCheck, Inquiry, PayoutVendor, SandboxPayoutVendor, Submission};
-use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use paygate_engine::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -578,5 +578,59 @@ async fn a_disbursement_handles_its_messages_one_at_a_time() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(busy, 0, "actors are dropped once their mailboxes are empty");
+    engine.shutdown().await;
+}
+
+/// Stopping while a disbursement's hand-over hangs and more of its mail
+/// waits: the hand-over in hand finishes, the waiting mail is left for the
+/// next start (its caller hears the engine is stopping), and the engine
+/// stops at once instead of waiting out the host's stop limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_leaves_waiting_mail_for_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, vendor, mut entered_rx) = engine_with_holding_vendor(dir.path()).await;
+    let merchant_id = wallet_merchant(&engine, "stopping").await;
+    let mut held_request = request(1);
+    held_request.account_number = Some(HELD_ACCOUNT.into());
+    let held = engine.create_disbursement(merchant_id, held_request).await.unwrap();
+    let entered = tokio::time::timeout(Duration::from_secs(10), entered_rx.recv()).await;
+    assert!(matches!(entered, Ok(Some(()))), "the hand-over reached the vendor");
+    let completing = tokio::spawn({
+        let engine = engine.clone();
+        let id = held.id.to_string();
+        async move {
+            engine
+                .complete_disbursement(merchant_id, &id, DisbursementStatus::Success)
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopping = tokio::spawn({
+        let engine = engine.clone();
+        async move { engine.shutdown().await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    vendor.release.add_permits(1);
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the engine stops once the hand-over in hand ends")
+        .unwrap();
+    let answer = completing.await.unwrap();
+    assert!(
+        matches!(answer, Err(EngineError::ShuttingDown)),
+        "the waiting complete was left for the next start: {answer:?}"
+    );
+    drop(engine);
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    }));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let after = engine.disbursement_for(merchant_id, &held.id.to_string()).unwrap();
+    assert_eq!(
+        after.status,
+        DisbursementStatus::OnProcess,
+        "handed over before the stop"
+    );
     engine.shutdown().await;
 }

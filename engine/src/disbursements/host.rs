@@ -300,7 +300,8 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
             // Under load the next message is usually a moment away: one
             // yield spares retiring and spawning the runner again for it.
             tokio::task::yield_now().await;
-            if actors.mail.lock().expect("mailbox lock").has_ready() {
+            // While stopping, mail is left for the next start, not taken.
+            if !stopping && actors.mail.lock().expect("mailbox lock").has_ready() {
                 continue;
             }
             if retire(&host, merchant_id, &actors, stopping) {
