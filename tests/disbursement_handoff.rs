@@ -15,7 +15,9 @@ use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, LimitsPatch, SettlementType};
 use paygate_engine::store::journal;
 use paygate_engine::store::record::JournalRecord;
-use paygate_engine::vendor::{AccountCheck, Inquiry, PayoutVendor, SandboxPayoutVendor, Submission};
+use paygate_engine::vendor::{
+    AccountCheck, Inquiry, PayoutReport, PayoutStatus, PayoutVendor, SandboxPayoutVendor, Submission,
+};
 use paygate_engine::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -631,6 +633,92 @@ async fn stopping_leaves_waiting_mail_for_the_next_start() {
         after.status,
         DisbursementStatus::OnProcess,
         "handed over before the stop"
+    );
+    engine.shutdown().await;
+}
+
+/// A vendor with lagging reads: it takes every payout (ACCEPTED, the same
+/// reference each time), says it never received it at the first inquiry,
+/// and reports it paid at every later one.
+#[derive(Default)]
+struct LaggingVendor {
+    submits: std::sync::atomic::AtomicU32,
+    inquiries: std::sync::atomic::AtomicU32,
+}
+
+impl PayoutVendor for LaggingVendor {
+    fn name(&self) -> &str {
+        "lagging"
+    }
+
+    fn pays_out_for_real(&self) -> bool {
+        true
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(5)
+    }
+
+    fn submit<'a>(&'a self, _: &'a Disbursement) -> BoxFuture<'a, Submission> {
+        self.submits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(std::future::ready(Submission::Taken(PayoutReport {
+            status: PayoutStatus::Accepted,
+            reference: Some("REF-1".into()),
+            failure_reason: None,
+            settles: None,
+        })))
+    }
+
+    fn inquire<'a>(&'a self, _: &'a Disbursement) -> BoxFuture<'a, Inquiry> {
+        let asked = self.inquiries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let answer = if asked == 0 {
+            Inquiry::NeverReceived
+        } else {
+            Inquiry::Found(PayoutReport {
+                status: PayoutStatus::Success,
+                reference: Some("REF-1".into()),
+                failure_reason: None,
+                settles: None,
+            })
+        };
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn check_account<'a>(&'a self, destination: &'a Destination) -> BoxFuture<'a, AccountCheck> {
+        SANDBOX.check_account(destination)
+    }
+}
+
+/// A payout sent again after a 404 and taken again with nothing new to
+/// record (ON_PROCESS already, the same reference) is still followed up:
+/// its next inquiry finds it paid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payout_taken_again_with_nothing_new_is_still_inquired() {
+    let dir = tempfile::tempdir().unwrap();
+    let vendor = Arc::new(LaggingVendor::default());
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(vendor.clone());
+    // The inquiry schedule's first point, a minute, becomes 12 ms.
+    config.vendor_retry_scale = 0.0002;
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let merchant_id = wallet_merchant(&engine, "lagging").await;
+    let created = engine.create_disbursement(merchant_id, request(1)).await.unwrap();
+    let mut status = DisbursementStatus::Pending;
+    for _ in 0..1000 {
+        status = engine
+            .disbursement_for(merchant_id, &created.id.to_string())
+            .unwrap()
+            .status;
+        if status.is_terminal() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(status, DisbursementStatus::Success);
+    assert_eq!(
+        vendor.submits.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "sent again once, after the 404"
     );
     engine.shutdown().await;
 }
