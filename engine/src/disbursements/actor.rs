@@ -144,20 +144,19 @@ impl DisbursementActor {
     /// is the one every disbursement takes.
     pub async fn handle(self, message: DisbursementMsg) {
         match message {
-            DisbursementMsg::Start(disbursement) => {
-                let result = self.start(disbursement).await;
-                self.retry_on_failure(result, "hand-over");
-            }
+            DisbursementMsg::Start(disbursement) => self.first_step(disbursement).await,
             other => Box::pin(self.handle_later(other)).await,
         }
     }
 
+    async fn first_step(&self, disbursement: Arc<Disbursement>) {
+        let result = self.start(disbursement).await;
+        self.retry_on_failure(result, "hand-over");
+    }
+
     async fn handle_later(self, message: DisbursementMsg) {
         match message {
-            DisbursementMsg::Start(disbursement) => {
-                let result = Box::pin(self.start(disbursement)).await;
-                self.retry_on_failure(result, "hand-over");
-            }
+            DisbursementMsg::Start(disbursement) => self.first_step(disbursement).await,
             DisbursementMsg::TakeUp => {
                 let result = self.take_up().await;
                 self.retry_on_failure(result, "take-up");

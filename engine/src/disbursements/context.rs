@@ -5,7 +5,7 @@
 use crate::actors::MerchantHandle;
 use crate::clock::SharedClock;
 use crate::domain::catalog::VendorKind;
-use crate::domain::{Channel, Disbursement, MerchantRecord};
+use crate::domain::{Catalog, Channel, Disbursement, MerchantRecord};
 use crate::limits;
 use crate::store::Store;
 use crate::timers::Timers;
@@ -74,11 +74,24 @@ impl PayoutContext {
     /// Whether `name` may stand in a payout route: the built-in vendor, or
     /// an HTTP vendor with `payouts: true`.
     pub fn may_route_to(&self, name: &str) -> bool {
+        self.is_payout_vendor(&self.store.catalog(), name)
+    }
+
+    /// Whether `route` would name any vendor, without making one: what a
+    /// new disbursement's validation needs on every request.
+    pub fn has_route(&self, organization_id: Uuid, channel: Channel) -> bool {
+        let catalog = self.store.catalog();
+        match catalog.payout_routes.get(&(organization_id, channel)) {
+            Some(names) => names.iter().any(|name| self.is_payout_vendor(&catalog, name)),
+            None => self.builtin_vendor.is_some(),
+        }
+    }
+
+    /// `vendor_named` would find `name` (the same test, against `catalog`).
+    fn is_payout_vendor(&self, catalog: &Catalog, name: &str) -> bool {
         let builtin = self.builtin_vendor.as_ref().is_some_and(|v| v.name() == name);
         builtin
-            || self
-                .store
-                .catalog()
+            || catalog
                 .payment_vendors
                 .get(name)
                 .is_some_and(|v| v.payouts && matches!(v.kind, VendorKind::Http { .. }))

@@ -2,9 +2,9 @@
 //! merchant with disbursement work in hand has one runner task, which
 //! activates an actor for each message, runs the actors of that merchant
 //! side by side and each one's messages one at a time, in order, and drops
-//! an actor as soon as its mailbox is empty. The runner also sends the
-//! moves its actors ask for to the merchant's actor in batches
-//! (`MoveRecorder`), and ends when the merchant has no work left. No task
+//! an actor as soon as its mailbox is empty, and ends when the merchant has
+//! no work left. The moves its actors ask for reach the merchant's actor in
+//! batches (`MoveRecorder`, shared by the merchant's actors). No task
 //! per disbursement, and merchants never wait on each other: a merchant
 //! whose vendor hangs holds up only its own hand-overs, for at most the
 //! vendor's timeout.
@@ -29,19 +29,14 @@ use uuid::Uuid;
 /// merchant actor call gives up after 15 s; a vendor call may hang longer).
 pub const HOST_STOP_WAIT: Duration = Duration::from_secs(30);
 
-/// One active actor's mail. Its first message goes straight to the ready
-/// list, so the common actor with one message needs no queue.
-#[derive(Default)]
-struct Mailbox {
-    /// Messages after the one ready or in hand, in arrival order.
-    waiting: VecDeque<DisbursementMsg>,
-}
-
 /// The mailboxes of one merchant's actors; an actor has one exactly while
-/// a message of it is ready, in hand or waiting.
+/// a message of it is ready, in hand or waiting. An actor's first message
+/// goes straight to the ready list, so the common actor with one message
+/// never fills its queue (an empty `VecDeque` allocates nothing).
 #[derive(Default)]
 struct Mailboxes {
-    by_actor: HashMap<Uuid, Mailbox>,
+    /// Each active actor's messages after the one ready or in hand.
+    by_actor: HashMap<Uuid, VecDeque<DisbursementMsg>>,
     /// The next message of each actor with no message in hand, in arrival order.
     ready: Vec<(Uuid, DisbursementMsg)>,
 }
@@ -49,9 +44,9 @@ struct Mailboxes {
 impl Mailboxes {
     fn post(&mut self, id: Uuid, message: DisbursementMsg) {
         match self.by_actor.entry(id) {
-            Entry::Occupied(mut active) => active.get_mut().waiting.push_back(message),
+            Entry::Occupied(mut active) => active.get_mut().push_back(message),
             Entry::Vacant(idle) => {
-                idle.insert(Mailbox::default());
+                idle.insert(VecDeque::new());
                 self.ready.push((id, message));
             }
         }
@@ -66,7 +61,7 @@ impl Mailboxes {
     /// dropped (passivated).
     fn handled(&mut self, id: Uuid) {
         if let Entry::Occupied(mut active) = self.by_actor.entry(id) {
-            match active.get_mut().waiting.pop_front() {
+            match active.get_mut().pop_front() {
                 Some(next) => self.ready.push((id, next)),
                 None => {
                     active.remove();
@@ -77,7 +72,7 @@ impl Mailboxes {
 
     /// `Start` messages not yet handled.
     fn starts(&self) -> usize {
-        let waiting = self.by_actor.values().flat_map(|m| &m.waiting);
+        let waiting = self.by_actor.values().flatten();
         let ready = self.ready.iter().map(|(_, m)| m);
         waiting.chain(ready).filter(|m| m.is_start()).count()
     }

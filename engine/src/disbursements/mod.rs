@@ -116,9 +116,9 @@ impl Engine {
             self.validate_notify_url("notify_url", url)?;
         }
         // Nothing is debited for a disbursement no vendor could pay.
-        if self
-            .payout_route(merchant.organization_id, destination.channel())
-            .is_empty()
+        if !self
+            .payouts()
+            .has_route(merchant.organization_id, destination.channel())
         {
             return Err(EngineError::NoVendor);
         }
