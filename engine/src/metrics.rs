@@ -57,6 +57,12 @@ impl Engine {
                 self.disbursement_host().starts_unhandled() as u64,
             ),
             (
+                "paygate_disbursements_open",
+                "Durable disbursements not yet in a final status.",
+                "gauge",
+                self.open_disbursement_count() as u64,
+            ),
+            (
                 "paygate_merchants",
                 "Merchants known.",
                 "gauge",

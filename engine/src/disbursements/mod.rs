@@ -388,6 +388,12 @@ impl Engine {
         self.disbursement_host().starts_unhandled()
     }
 
+    /// Durable disbursements not yet in a final status (SUCCESS, FAILED,
+    /// REJECTED): work still open, at a vendor, in review or not yet handed.
+    pub fn open_disbursement_count(&self) -> usize {
+        self.store().open_disbursement_count()
+    }
+
     /// Takes up every disbursement not yet final (after a restart): one
     /// never handed over goes to its vendors; one that may be at a vendor is
     /// inquired at once (never sent again blindly); one IN_REVIEW waits for

@@ -223,6 +223,11 @@ impl DisbursementIndex {
     pub fn open(&self) -> Vec<Uuid> {
         self.open.iter().copied().collect()
     }
+
+    /// How many disbursements are not yet in a final status.
+    pub fn open_count(&self) -> usize {
+        self.open.len()
+    }
 }
 
 #[cfg(test)]

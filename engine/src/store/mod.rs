@@ -1169,6 +1169,11 @@ impl Store {
         Ok((page, total))
     }
 
+    /// How many durable disbursements are not yet final.
+    pub fn open_disbursement_count(&self) -> usize {
+        self.disbursements.read().expect("disbursement index lock").open_count()
+    }
+
     /// Disbursements not yet in a final status, to resume after a restart.
     pub fn open_disbursements(&self) -> Result<Vec<Disbursement>, StoreError> {
         let ids = self.disbursements.read().expect("disbursement index lock").open();
