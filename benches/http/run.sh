@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Durable disbursements (issue 4) or order creation (issue 3) over HTTP: wrk
 # against the release binary, next to a plain axum JSON endpoint of the same
-# shape measured in the same run.
+# shape measured in the same run. The real lifecycle runs meanwhile: the
+# sandbox settles each disbursement 2 s after its hand-over (the service's
+# default), and every webhook goes to a local receiver that answers 200
+# (benches/http/sink.rs), which notes how late each event arrived.
 #
 #   benches/http/run.sh                        # POST /v1/disbursements
 #   BENCH_TARGET=orders benches/http/run.sh    # POST /v1/orders
@@ -14,9 +17,13 @@
 #   BENCH_WARMUP=5s             wrk warm-up before each measured run
 #   BENCH_TIMEOUT=10s           wrk request timeout; wrk leaves slower answers out
 #                               of its latency figures (counted as socket errors)
-#   BENCH_DISBURSEMENT_DELAY_MS=3600000   sandbox vendor delay: an hour, so no
-#                               disbursement settles during the run (as in
-#                               benches/disbursements.rs); 2000 is the default of `serve`
+#   BENCH_DISBURSEMENT_DELAY_MS=2000   sandbox vendor delay, the default of
+#                               `serve`; 3600000 (an hour) is the creation-only
+#                               extra: nothing settles during the run
+#   BENCH_NO_WEBHOOKS=1         extra: the merchant has no notify URL, so no
+#                               webhook is made (not the headline figure)
+#   BENCH_DRAIN_LIMIT=120       seconds to wait after the run for every
+#                               disbursement's webhooks to arrive
 #   BENCH_STOP_SIGNAL=KILL      how paygate is stopped before the durability check
 #   BENCH_DIR=target/bench-data parent of the temporary data dir
 #   BENCH_PERF=1                perf record paygate during its measured run
@@ -26,7 +33,9 @@
 # Prints a table: requests/s, p50, p99 and CPU for both, the ratios,
 # PASS/MISS against the targets (>= 0.5 of the baseline's requests/s, p99
 # <= 2x the baseline's), the slow journal steps paygate logged (50 ms or
-# more), then the durability check: paygate is killed,
+# more), the webhooks (for disbursements: how long after the run the last
+# arrived, and the lag from change to receipt, p99 <= 1 s), then the
+# durability check: paygate is killed,
 # restarted on the same data dir, and every disbursement or order answered
 # 201 must be found again, with the ledger balanced (and, for disbursements,
 # the wallet balance equal to funding minus what they debited; orders move
@@ -42,7 +51,8 @@ threads=${BENCH_THREADS:-2}
 duration=${BENCH_DURATION:-20s}
 warmup=${BENCH_WARMUP:-5s}
 timeout=${BENCH_TIMEOUT:-10s}
-delay_ms=${BENCH_DISBURSEMENT_DELAY_MS:-3600000}
+delay_ms=${BENCH_DISBURSEMENT_DELAY_MS:-2000}
+drain_limit=${BENCH_DRAIN_LIMIT:-120}
 stop_signal=${BENCH_STOP_SIGNAL:-KILL}
 bench_dir=${BENCH_DIR:-target/bench-data}
 admin_token=bench-admin-token
@@ -64,7 +74,7 @@ if ! command -v wrk >/dev/null; then
 fi
 
 if [[ -z "${BENCH_NO_BUILD:-}" ]]; then
-    cargo build --release --bin paygate --example http_baseline
+    cargo build --release --bin paygate --example http_baseline --example webhook_sink
 fi
 
 mkdir -p "$bench_dir"
@@ -80,7 +90,8 @@ stop_server() {
     fi
     server_pid=""
 }
-trap 'stop_server KILL; rm -rf "$work"' EXIT
+sink_pid=""
+trap 'stop_server KILL; [[ -n "$sink_pid" ]] && kill "$sink_pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 # start_server LOG COMMAND...: runs it in the background and sets $server_pid
 # and $address from its "listening on http://ADDR" line.
@@ -151,13 +162,20 @@ stop_server TERM
 created_total=0 # the baseline stores nothing; only paygate's 201s are checked
 
 # 2. paygate on a fresh data dir: one WALLET merchant, limits out of the way
-#    (funded for disbursements; orders need no money).
+#    (funded for disbursements; orders need no money), its webhooks going to
+#    the local receiver.
+notify_field=""
+if [[ -z "${BENCH_NO_WEBHOOKS:-}" ]]; then
+    start_server "$work/sink.out" target/release/examples/webhook_sink 127.0.0.1:0
+    sink_pid=$server_pid sink_address=$address server_pid=""
+    notify_field="\"default_notify_url\": \"http://$sink_address/hook\","
+fi
 serve=(target/release/paygate serve --listen 127.0.0.1:0 --data-dir "$data_dir" --admin-token "$admin_token"
     --sandbox-disbursement-delay-ms "$delay_ms")
 start_server "$work/paygate.out" "${serve[@]}"
 admin=(-sS -H "Authorization: Bearer $admin_token" -H "Content-Type: application/json")
 merchant=$(curl "${admin[@]}" "http://$address/admin/v1/merchants" -d '{
-    "name": "HTTP bench", "settlement_type": "WALLET",
+    "name": "HTTP bench", "settlement_type": "WALLET", '"$notify_field"'
     "limits": {"daily_minor": 1000000000000000000, "rate_limit_per_second": 1000000, "rate_limit_burst": 1000000}}')
 merchant_id=$(json 'd["data"]["merchant"]["id"]' <<<"$merchant")
 api_key=$(json 'd["data"]["credentials"]["api_key"]' <<<"$merchant")
@@ -168,6 +186,27 @@ fi
 mkdir -p "$work/ids"
 export PAYGATE_API_KEY=$api_key BENCH_AMOUNT_MINOR=$amount_minor BENCH_IDS_DIR=$work/ids
 load paygate "paygate-$$"
+
+# Webhooks: every disbursement makes two events (ON_PROCESS, SUCCESS); wait
+# until all have arrived, or the limit.
+sink_stats() { curl -sS "http://$sink_address/stats"; }
+webhooks_expected=0 drain_seconds="" sink_json="{}"
+if [[ -n "$sink_pid" && "$target" == disbursements ]]; then
+    webhooks_expected=$((2 * created_total))
+    at_end=$(sink_stats | json 'd["received"]')
+    run_ended=$(date +%s.%N)
+    while :; do
+        sink_json=$(sink_stats)
+        received=$(json 'd["received"]' <<<"$sink_json")
+        waited=$(awk -v a="$run_ended" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+        if ((received >= webhooks_expected)); then
+            drain_seconds=$waited
+            break
+        fi
+        if awk -v w="$waited" -v l="$drain_limit" 'BEGIN {exit !(w >= l)}'; then break; fi
+        sleep 0.2
+    done
+fi
 stop_server "$stop_signal"
 
 # 3. Durability: restart on the same data dir; every 201 must be there.
@@ -195,6 +234,23 @@ python3 benches/http/report.py "$work/baseline.wrk" "$work/paygate.wrk"
 slow_lines=$(cat "$work/paygate.out.stderr" "$work/paygate.out" 2>/dev/null | grep "slow" || true)
 echo "slow journal steps logged by paygate (start, warm-up and run): $(grep -c . <<<"$slow_lines" || true)"
 if [[ -n "$slow_lines" ]]; then head -n 5 <<<"$slow_lines" | sed 's/^/  /'; fi
+
+if [[ -n "$sink_pid" && "$target" == disbursements ]]; then
+    received=$(json 'd["received"]' <<<"$sink_json")
+    lag_p99=$(json 'd["lag_p99_ms"]' <<<"$sink_json")
+    echo
+    echo "webhooks to a local receiver answering 200 (sandbox settles ${delay_ms} ms after hand-over):"
+    echo "  expected (2 a disbursement): $webhooks_expected; received by the end of the run: $at_end;" \
+        "in all: $received"
+    if [[ -n "$drain_seconds" ]]; then
+        echo "  the last arrived ${drain_seconds}s after the run ended"
+    else
+        echo "  still missing ${drain_limit}s after the run: $((webhooks_expected - received)) (backlog: MISS)"
+    fi
+    echo "  lag from change to receipt: p50 $(json 'd["lag_p50_ms"]' <<<"$sink_json") ms," \
+        "p99 $lag_p99 ms, max $(json 'd["lag_max_ms"]' <<<"$sink_json") ms" \
+        "(target p99 <= 1000 ms): $( ((lag_p99 <= 1000)) && [[ -n "$drain_seconds" ]] && echo PASS || echo MISS)"
+fi
 
 balance_ok=1
 echo
