@@ -38,6 +38,7 @@ pub mod disbursement_log;
 pub mod journal;
 pub mod overlay;
 pub mod record;
+pub mod runs;
 
 use crate::domain::catalog::{PaymentVendorConfig, PayoutRouting, VendorRouting};
 use crate::domain::{

@@ -1,0 +1,524 @@
+//! Sorted index runs on disk: how an index of all history (a disbursement's
+//! block, its ref code, its idempotency key, its creation time) lives in
+//! sled and is read on demand instead of being held in memory (DESIGN.md 1:
+//! memory bounded by live work).
+//!
+//! One sled key per index entry made sled's inserts at checkpoints half of
+//! all CPU; so each checkpoint writes its new entries as one run: fixed-size
+//! records (key, then value) sorted by key, cut into chunks of about
+//! `CHUNK_BYTES`, one sled value each. Memory keeps, per run, only the
+//! first key of each chunk (its fences) and, for indexes asked about keys
+//! they may not hold, a Bloom filter: about 1.3 bytes per entry in all.
+//! A lookup reads at most one chunk per run whose filter lets it through,
+//! newest run first; the newest entry of a key wins.
+//!
+//! Runs are merged so there stay few: when `FANOUT` runs of the same size
+//! tier are the newest, they become one (size-tiered, newest runs only, so
+//! "newer" stays "higher id"). A merge writes the new run's chunks, then
+//! swaps the metadata in one sled batch, then deletes the old chunks; an
+//! intent record names both sides, so a crash at any point is finished or
+//! undone when the set is loaded.
+
+use super::record::{decode_value, encode_value};
+use super::StoreError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Where a chunk is cut: small enough that sled keeps it inline in its
+/// leaf (a node over a quarter of a 512 KiB segment becomes a blob file).
+pub const CHUNK_BYTES: usize = 4 * 1024;
+/// Runs of one size tier merged together.
+const FANOUT: usize = 4;
+/// Bloom filter bits per entry, and probes: about 1% false positives.
+const BLOOM_BITS_PER_ENTRY: u64 = 10;
+const BLOOM_PROBES: u64 = 7;
+
+const CHUNK_MARK: u8 = b'C';
+const META_MARK: u8 = b'M';
+const INTENT_MARK: u8 = b'I';
+
+/// The shape of one index's records.
+#[derive(Clone, Copy, Debug)]
+pub struct RunSpec {
+    /// Tells this index's sled keys from other indexes' in the same tree.
+    pub tag: u8,
+    /// Bytes of a key.
+    pub key_len: usize,
+    /// Bytes of a value (0 for an index that is only keys).
+    pub value_len: usize,
+    /// Where in a key 8 uniformly random bytes start (an id's or a hash's),
+    /// which place the key in the Bloom filter without hashing it again;
+    /// `None` for an index only ever scanned by range.
+    pub random_at: Option<usize>,
+}
+
+impl RunSpec {
+    fn record_len(&self) -> usize {
+        self.key_len + self.value_len
+    }
+
+    fn records_per_chunk(&self) -> usize {
+        (CHUNK_BYTES / self.record_len()).max(1)
+    }
+}
+
+/// What memory keeps of a run.
+#[derive(Debug, Serialize, Deserialize)]
+struct RunMeta {
+    len: u64,
+    chunks: u32,
+    /// The first key of each chunk, concatenated.
+    fences: Vec<u8>,
+    /// The Bloom filter's words (empty without one).
+    bloom: Vec<u64>,
+}
+
+#[derive(Debug)]
+struct Run {
+    id: u64,
+    meta: RunMeta,
+}
+
+/// A merge in progress: the run it writes and the runs it replaces.
+#[derive(Serialize, Deserialize)]
+struct Intent {
+    writes: u64,
+    replaces: Vec<u64>,
+}
+
+/// One index's runs, oldest first.
+pub struct RunSet {
+    spec: RunSpec,
+    runs: Vec<Arc<Run>>,
+    next_id: u64,
+}
+
+/// Records gathered for a run: pushed in any order, sorted when written; of
+/// records with the same key, the last pushed wins.
+pub struct RunBuilder {
+    spec: RunSpec,
+    records: Vec<u8>,
+}
+
+impl RunBuilder {
+    /// An empty run of `spec`'s index.
+    pub fn new(spec: RunSpec) -> RunBuilder {
+        RunBuilder {
+            spec,
+            records: Vec::new(),
+        }
+    }
+
+    /// Adds a record. Panics if the key or value has the wrong size (a
+    /// caller's bug, never input).
+    pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        assert_eq!(key.len(), self.spec.key_len, "index key size");
+        assert_eq!(value.len(), self.spec.value_len, "index value size");
+        self.records.extend_from_slice(key);
+        self.records.extend_from_slice(value);
+    }
+
+    /// True when nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The records sorted by key, one per key (the last pushed).
+    fn sorted(&self) -> Vec<&[u8]> {
+        let (record_len, key_len) = (self.spec.record_len(), self.spec.key_len);
+        let mut records: Vec<&[u8]> = self.records.chunks_exact(record_len).collect();
+        // Stable: of equal keys, the last pushed stays last.
+        records.sort_by(|a, b| a[..key_len].cmp(&b[..key_len]));
+        let mut unique: Vec<&[u8]> = Vec::with_capacity(records.len());
+        for record in records {
+            match unique.last_mut() {
+                Some(last) if last[..key_len] == record[..key_len] => *last = record,
+                _ => unique.push(record),
+            }
+        }
+        unique
+    }
+}
+
+/// Writes one run's chunks as they fill, and builds what memory keeps of it.
+struct RunWriter<'a> {
+    spec: RunSpec,
+    id: u64,
+    meta: RunMeta,
+    chunk: Vec<u8>,
+    sink: &'a mut dyn FnMut(Vec<u8>, Vec<u8>) -> Result<(), StoreError>,
+}
+
+impl<'a> RunWriter<'a> {
+    fn new(
+        spec: RunSpec,
+        id: u64,
+        expected: u64,
+        sink: &'a mut dyn FnMut(Vec<u8>, Vec<u8>) -> Result<(), StoreError>,
+    ) -> RunWriter<'a> {
+        let bloom_words = match spec.random_at {
+            Some(_) => (expected * BLOOM_BITS_PER_ENTRY).div_ceil(64).max(1) as usize,
+            None => 0,
+        };
+        RunWriter {
+            spec,
+            id,
+            meta: RunMeta {
+                len: 0,
+                chunks: 0,
+                fences: Vec::new(),
+                bloom: vec![0; bloom_words],
+            },
+            chunk: Vec::with_capacity(spec.records_per_chunk() * spec.record_len()),
+            sink,
+        }
+    }
+
+    fn push(&mut self, record: &[u8]) -> Result<(), StoreError> {
+        let key = &record[..self.spec.key_len];
+        if self.chunk.is_empty() {
+            self.meta.fences.extend_from_slice(key);
+        }
+        if let Some(at) = self.spec.random_at {
+            for bit in bloom_bits(key, at, self.meta.bloom.len()) {
+                self.meta.bloom[bit / 64] |= 1 << (bit % 64);
+            }
+        }
+        self.chunk.extend_from_slice(record);
+        self.meta.len += 1;
+        if self.chunk.len() / self.spec.record_len() >= self.spec.records_per_chunk() {
+            self.cut()?;
+        }
+        Ok(())
+    }
+
+    fn cut(&mut self) -> Result<(), StoreError> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let key = chunk_key(self.spec.tag, self.id, self.meta.chunks).to_vec();
+        let chunk = std::mem::take(&mut self.chunk);
+        self.meta.chunks += 1;
+        (self.sink)(key, chunk)
+    }
+
+    fn finish(mut self) -> Result<Run, StoreError> {
+        self.cut()?;
+        Ok(Run {
+            id: self.id,
+            meta: self.meta,
+        })
+    }
+}
+
+impl RunSet {
+    /// The runs of `spec`'s index in `tree`, after finishing or undoing a
+    /// merge a crash interrupted.
+    pub fn load(tree: &sled::Tree, spec: RunSpec) -> Result<RunSet, StoreError> {
+        if let Some(intent) = tree.get([INTENT_MARK, spec.tag])? {
+            let intent: Intent = decode_value(&intent)?;
+            if tree.get(meta_key(spec.tag, intent.writes))?.is_some() {
+                for id in intent.replaces {
+                    remove_chunks(tree, spec.tag, id)?;
+                }
+            } else {
+                remove_chunks(tree, spec.tag, intent.writes)?;
+            }
+            tree.remove([INTENT_MARK, spec.tag])?;
+        }
+        let mut runs = Vec::new();
+        for item in tree.scan_prefix([META_MARK, spec.tag]) {
+            let (key, value) = item?;
+            let id = u64::from_be_bytes(key[2..10].try_into().map_err(|_| bad_key(&key))?);
+            runs.push(Arc::new(Run {
+                id,
+                meta: decode_value(&value)?,
+            }));
+        }
+        // Big-endian ids: the scan is oldest first already.
+        let next_id = runs.last().map_or(1, |run| run.id + 1);
+        Ok(RunSet { spec, runs, next_id })
+    }
+
+    /// Stages `records` as a new run into `batch` (applied with the
+    /// checkpoint that covers them); `add` it once the batch is applied.
+    pub fn stage(&mut self, records: &RunBuilder, batch: &mut sled::Batch) -> Result<StagedRun, StoreError> {
+        let sorted = records.sorted();
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+            batch.insert(key, chunk);
+            Ok(())
+        };
+        let mut writer = RunWriter::new(self.spec, id, sorted.len() as u64, &mut sink);
+        for record in sorted {
+            writer.push(record)?;
+        }
+        let run = writer.finish()?;
+        batch.insert(meta_key(self.spec.tag, id).to_vec(), encode_value(&run.meta));
+        Ok(StagedRun(run))
+    }
+
+    /// Makes a staged run visible (after its batch was applied).
+    pub fn add(&mut self, staged: StagedRun) {
+        self.runs.push(Arc::new(staged.0));
+    }
+
+    /// Merges the newest runs while `FANOUT` of them share a size tier.
+    /// Memory used: one chunk per merged run and the new run's fences and
+    /// filter, whatever the runs' size.
+    pub fn compact(&mut self, tree: &sled::Tree) -> Result<(), StoreError> {
+        loop {
+            let Some(newest) = self.runs.last() else {
+                return Ok(());
+            };
+            let tier = size_tier(newest.meta.len);
+            let same = self
+                .runs
+                .iter()
+                .rev()
+                .take_while(|run| size_tier(run.meta.len) <= tier)
+                .count();
+            if same < FANOUT {
+                return Ok(());
+            }
+            let merged: Vec<Arc<Run>> = self.runs[self.runs.len() - same..].to_vec();
+            let run = self.merge(tree, &merged)?;
+            self.runs.truncate(self.runs.len() - same);
+            self.runs.push(Arc::new(run));
+        }
+    }
+
+    fn merge(&mut self, tree: &sled::Tree, runs: &[Arc<Run>]) -> Result<Run, StoreError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let intent = Intent {
+            writes: id,
+            replaces: runs.iter().map(|run| run.id).collect(),
+        };
+        tree.insert([INTENT_MARK, self.spec.tag], encode_value(&intent))?;
+        let expected = runs.iter().map(|run| run.meta.len).sum();
+        let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+            tree.insert(key, chunk)?;
+            Ok(())
+        };
+        let mut writer = RunWriter::new(self.spec, id, expected, &mut sink);
+        // Newest first, so of equal keys the first met wins.
+        let mut cursors: Vec<Cursor> = runs.iter().rev().map(|run| Cursor::new(run.clone())).collect();
+        let key_len = self.spec.key_len;
+        loop {
+            let mut least: Option<(usize, Vec<u8>)> = None;
+            for (index, cursor) in cursors.iter_mut().enumerate() {
+                if let Some(record) = cursor.peek(tree, self.spec)? {
+                    if least
+                        .as_ref()
+                        .is_none_or(|(_, best)| record[..key_len] < best[..key_len])
+                    {
+                        least = Some((index, record.to_vec()));
+                    }
+                }
+            }
+            let Some((_, record)) = least else { break };
+            for cursor in cursors.iter_mut() {
+                if cursor
+                    .peek(tree, self.spec)?
+                    .is_some_and(|r| r[..key_len] == record[..key_len])
+                {
+                    cursor.advance(self.spec);
+                }
+            }
+            writer.push(&record)?;
+        }
+        let run = writer.finish()?;
+        let mut swap = sled::Batch::default();
+        swap.insert(meta_key(self.spec.tag, id).to_vec(), encode_value(&run.meta));
+        for old in runs {
+            swap.remove(meta_key(self.spec.tag, old.id).to_vec());
+        }
+        tree.apply_batch(swap)?;
+        for old in runs {
+            remove_chunks(tree, self.spec.tag, old.id)?;
+        }
+        tree.remove([INTENT_MARK, self.spec.tag])?;
+        Ok(run)
+    }
+
+    /// The newest value of `key`, if any run has it.
+    pub fn get(&self, tree: &sled::Tree, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let spec = self.spec;
+        for run in self.runs.iter().rev() {
+            if let Some(at) = spec.random_at {
+                let bloom = &run.meta.bloom;
+                if !bloom_bits(key, at, bloom.len()).all(|bit| bloom[bit / 64] & (1 << (bit % 64)) != 0) {
+                    continue;
+                }
+            }
+            let fences = run.meta.fences.chunks_exact(spec.key_len);
+            let after = fences.clone().take_while(|fence| *fence <= key).count();
+            if after == 0 {
+                continue;
+            }
+            let chunk = read_chunk(tree, spec.tag, run.id, after as u32 - 1)?;
+            let records: Vec<&[u8]> = chunk.chunks_exact(spec.record_len()).collect();
+            if let Ok(found) = records.binary_search_by(|record| record[..spec.key_len].cmp(key)) {
+                return Ok(Some(records[found][spec.key_len..].to_vec()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every key in `[from, to)` with its newest value, in key order.
+    pub fn range(&self, tree: &sled::Tree, from: &[u8], to: &[u8]) -> Result<Vec<IndexRecord>, StoreError> {
+        let spec = self.spec;
+        let mut found: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        // Oldest first: a newer run's value replaces an older one's.
+        for run in &self.runs {
+            let fences: Vec<&[u8]> = run.meta.fences.chunks_exact(spec.key_len).collect();
+            let first = fences.partition_point(|fence| *fence <= from).saturating_sub(1);
+            let last = fences.partition_point(|fence| *fence < to);
+            for chunk_index in first..last {
+                let chunk = read_chunk(tree, spec.tag, run.id, chunk_index as u32)?;
+                for record in chunk.chunks_exact(spec.record_len()) {
+                    let key = &record[..spec.key_len];
+                    if key >= from && key < to {
+                        found.insert(key.to_vec(), record[spec.key_len..].to_vec());
+                    }
+                }
+            }
+        }
+        Ok(found.into_iter().collect())
+    }
+
+    /// Entries in all runs (a key in several runs counts in each).
+    pub fn entries(&self) -> u64 {
+        self.runs.iter().map(|run| run.meta.len).sum()
+    }
+
+    /// How many runs there are.
+    pub fn run_count(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Bytes memory holds for these runs (fences and filters).
+    pub fn memory_bytes(&self) -> usize {
+        self.runs
+            .iter()
+            .map(|run| run.meta.fences.len() + run.meta.bloom.len() * 8)
+            .sum()
+    }
+}
+
+/// An index record read back: its key and its value.
+pub type IndexRecord = (Vec<u8>, Vec<u8>);
+
+/// A run staged in a batch, not yet visible.
+pub struct StagedRun(Run);
+
+/// A position in a run being merged: its current chunk and record.
+struct Cursor {
+    run: Arc<Run>,
+    chunk_index: u32,
+    chunk: Option<sled::IVec>,
+    at: usize,
+}
+
+impl Cursor {
+    fn new(run: Arc<Run>) -> Cursor {
+        Cursor {
+            run,
+            chunk_index: 0,
+            chunk: None,
+            at: 0,
+        }
+    }
+
+    fn peek(&mut self, tree: &sled::Tree, spec: RunSpec) -> Result<Option<&[u8]>, StoreError> {
+        loop {
+            if self.chunk_index >= self.run.meta.chunks {
+                return Ok(None);
+            }
+            if self.chunk.is_none() {
+                self.chunk = Some(read_chunk(tree, spec.tag, self.run.id, self.chunk_index)?);
+                self.at = 0;
+            }
+            let chunk = self.chunk.as_ref().expect("loaded above");
+            if self.at + spec.record_len() <= chunk.len() {
+                return Ok(Some(
+                    &self.chunk.as_ref().expect("loaded above")[self.at..self.at + spec.record_len()],
+                ));
+            }
+            self.chunk = None;
+            self.chunk_index += 1;
+        }
+    }
+
+    fn advance(&mut self, spec: RunSpec) {
+        self.at += spec.record_len();
+    }
+}
+
+/// A run's size tier: runs within a factor of `FANOUT` share one.
+fn size_tier(len: u64) -> u32 {
+    let mut tier = 0;
+    let mut bound = FANOUT as u64;
+    while len >= bound {
+        tier += 1;
+        bound = bound.saturating_mul(FANOUT as u64);
+    }
+    tier
+}
+
+/// The filter bits of `key`: double hashing on its random bytes at `at`.
+fn bloom_bits(key: &[u8], at: usize, words: usize) -> impl Iterator<Item = usize> {
+    let mut random = [0u8; 8];
+    random.copy_from_slice(&key[at..at + 8]);
+    let random = u64::from_le_bytes(random);
+    let (h1, h2) = (random & 0xffff_ffff, (random >> 32) | 1);
+    let bits = (words * 64) as u64;
+    (0..BLOOM_PROBES).map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) % bits) as usize)
+}
+
+fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 14] {
+    let mut key = [0u8; 14];
+    key[0] = CHUNK_MARK;
+    key[1] = tag;
+    key[2..10].copy_from_slice(&id.to_be_bytes());
+    key[10..].copy_from_slice(&chunk.to_be_bytes());
+    key
+}
+
+fn meta_key(tag: u8, id: u64) -> [u8; 10] {
+    let mut key = [0u8; 10];
+    key[0] = META_MARK;
+    key[1] = tag;
+    key[2..].copy_from_slice(&id.to_be_bytes());
+    key
+}
+
+fn read_chunk(tree: &sled::Tree, tag: u8, id: u64, chunk: u32) -> Result<sled::IVec, StoreError> {
+    tree.get(chunk_key(tag, id, chunk))?.ok_or_else(|| {
+        StoreError::Format(format!(
+            "index run {id} of index {} is missing chunk {chunk}",
+            tag as char
+        ))
+    })
+}
+
+fn remove_chunks(tree: &sled::Tree, tag: u8, id: u64) -> Result<(), StoreError> {
+    let mut prefix = vec![CHUNK_MARK, tag];
+    prefix.extend_from_slice(&id.to_be_bytes());
+    let mut batch = sled::Batch::default();
+    for item in tree.scan_prefix(&prefix).keys() {
+        batch.remove(item?);
+    }
+    tree.apply_batch(batch)?;
+    Ok(())
+}
+
+fn bad_key(key: &[u8]) -> StoreError {
+    StoreError::Format(format!("unreadable index run key {key:?}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,263 @@
+//! Index runs against a `BTreeMap` model: lookups, ranges, newest-wins,
+//! merges, reloads, and merges a crash cut short.
+
+use super::*;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+/// 16-byte random keys (ids, hashes) with 16-byte values, filtered.
+const LOOKUP: RunSpec = RunSpec {
+    tag: b'l',
+    key_len: 16,
+    value_len: 16,
+    random_at: Some(8),
+};
+
+/// 8-byte ordered keys, no values, scanned by range only.
+const SCANNED: RunSpec = RunSpec {
+    tag: b's',
+    key_len: 8,
+    value_len: 0,
+    random_at: None,
+};
+
+fn tree() -> sled::Tree {
+    sled::Config::new()
+        .temporary(true)
+        .open()
+        .unwrap()
+        .open_tree("runs")
+        .unwrap()
+}
+
+fn key(n: u64) -> [u8; 16] {
+    // Low bytes ordered, high bytes spread like a hash's.
+    let mut key = [0u8; 16];
+    key[..8].copy_from_slice(&n.to_be_bytes());
+    key[8..].copy_from_slice(&n.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+    key
+}
+
+fn value(n: u64, version: u64) -> [u8; 16] {
+    let mut value = [0u8; 16];
+    value[..8].copy_from_slice(&n.to_be_bytes());
+    value[8..].copy_from_slice(&version.to_be_bytes());
+    value
+}
+
+/// Writes `entries` as one run, as a checkpoint would.
+fn write_run(set: &mut RunSet, tree: &sled::Tree, entries: &[(u64, u64)]) {
+    let mut builder = RunBuilder::new(set.spec);
+    for (n, version) in entries {
+        builder.push(&key(*n), &value(*n, *version));
+    }
+    let mut batch = sled::Batch::default();
+    let staged = set.stage(&builder, &mut batch).unwrap();
+    tree.apply_batch(batch).unwrap();
+    set.add(staged);
+}
+
+fn assert_matches(set: &RunSet, tree: &sled::Tree, model: &BTreeMap<u64, u64>, space: u64) {
+    for n in 0..space {
+        let expected = model.get(&n).map(|version| value(n, *version).to_vec());
+        assert_eq!(set.get(tree, &key(n)).unwrap(), expected, "key {n}");
+    }
+    let all = set.range(tree, &[0u8; 16], &[0xffu8; 16]).unwrap();
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = model
+        .iter()
+        .map(|(n, version)| (key(*n).to_vec(), value(*n, *version).to_vec()))
+        .collect();
+    assert_eq!(all, expected);
+}
+
+#[test]
+fn a_run_answers_every_key_it_holds_and_none_it_does_not() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    let entries: Vec<(u64, u64)> = (0..5_000).map(|n| (n * 2, 1)).collect();
+    write_run(&mut set, &tree, &entries);
+    assert!(set.runs[0].meta.chunks > 1, "cut into chunks");
+    for n in 0..10_000u64 {
+        let found = set.get(&tree, &key(n)).unwrap();
+        assert_eq!(found, (n % 2 == 0).then(|| value(n, 1).to_vec()), "key {n}");
+    }
+    let middle = set.range(&tree, &key(1_000), &key(1_010)).unwrap();
+    let keys: Vec<Vec<u8>> = middle.into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, [1_000, 1_002, 1_004, 1_006, 1_008].map(|n| key(n).to_vec()));
+}
+
+#[test]
+fn the_newest_run_wins_and_a_reload_sees_the_same() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    write_run(&mut set, &tree, &[(1, 1), (2, 1), (3, 1)]);
+    write_run(&mut set, &tree, &[(2, 2), (4, 2)]);
+    // In one run, the last pushed of a key wins.
+    write_run(&mut set, &tree, &[(3, 3), (3, 4)]);
+    let model = BTreeMap::from([(1, 1), (2, 2), (3, 4), (4, 2)]);
+    assert_matches(&set, &tree, &model, 6);
+    let reloaded = RunSet::load(&tree, LOOKUP).unwrap();
+    assert_eq!(reloaded.run_count(), 3);
+    assert_matches(&reloaded, &tree, &model, 6);
+}
+
+#[test]
+fn merges_keep_every_answer_and_few_runs() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    let mut model = BTreeMap::new();
+    for checkpoint in 0..64u64 {
+        let entries: Vec<(u64, u64)> = (0..50)
+            .map(|i| ((checkpoint * 37 + i * 11) % 1_500, checkpoint))
+            .collect();
+        for (n, version) in &entries {
+            model.insert(*n, *version);
+        }
+        write_run(&mut set, &tree, &entries);
+        set.compact(&tree).unwrap();
+    }
+    assert!(set.run_count() <= 2 * FANOUT, "{} runs", set.run_count());
+    assert_matches(&set, &tree, &model, 1_600);
+    let reloaded = RunSet::load(&tree, LOOKUP).unwrap();
+    assert_matches(&reloaded, &tree, &model, 1_600);
+    // Replaced runs leave nothing behind.
+    let chunks = tree.scan_prefix([CHUNK_MARK, LOOKUP.tag]).count() as u32;
+    assert_eq!(chunks, set.runs.iter().map(|run| run.meta.chunks).sum::<u32>());
+}
+
+#[test]
+fn a_merge_cut_short_is_undone_or_finished_on_load() {
+    for finished_swap in [false, true] {
+        let tree = tree();
+        let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+        write_run(&mut set, &tree, &[(1, 1), (2, 1)]);
+        write_run(&mut set, &tree, &[(2, 2), (3, 2)]);
+        let model = BTreeMap::from([(1, 1), (2, 2), (3, 2)]);
+        let old: Vec<u64> = set.runs.iter().map(|run| run.id).collect();
+        // A merge wrote its run's chunk and intent, then the crash: with
+        // the metadata swapped or not.
+        let new_id = set.next_id;
+        let intent = Intent {
+            writes: new_id,
+            replaces: old.clone(),
+        };
+        tree.insert([INTENT_MARK, LOOKUP.tag], encode_value(&intent)).unwrap();
+        let mut chunk = Vec::new();
+        for (n, version) in &model {
+            chunk.extend_from_slice(&key(*n));
+            chunk.extend_from_slice(&value(*n, *version));
+        }
+        tree.insert(chunk_key(LOOKUP.tag, new_id, 0), chunk).unwrap();
+        if finished_swap {
+            let meta = RunMeta {
+                len: 3,
+                chunks: 1,
+                fences: key(1).to_vec(),
+                bloom: set.runs[0]
+                    .meta
+                    .bloom
+                    .iter()
+                    .zip(&set.runs[1].meta.bloom)
+                    .map(|(a, b)| a | b)
+                    .collect(),
+            };
+            let mut swap = sled::Batch::default();
+            swap.insert(meta_key(LOOKUP.tag, new_id).to_vec(), encode_value(&meta));
+            for id in &old {
+                swap.remove(meta_key(LOOKUP.tag, *id).to_vec());
+            }
+            tree.apply_batch(swap).unwrap();
+        }
+        let loaded = RunSet::load(&tree, LOOKUP).unwrap();
+        let ids: Vec<u64> = loaded.runs.iter().map(|run| run.id).collect();
+        assert_eq!(ids, if finished_swap { vec![new_id] } else { old.clone() });
+        assert_matches(&loaded, &tree, &model, 5);
+        assert!(tree.get([INTENT_MARK, LOOKUP.tag]).unwrap().is_none());
+        let chunk_ids: std::collections::BTreeSet<u64> = tree
+            .scan_prefix([CHUNK_MARK, LOOKUP.tag])
+            .keys()
+            .map(|k| u64::from_be_bytes(k.unwrap()[2..10].try_into().unwrap()))
+            .collect();
+        assert_eq!(chunk_ids, ids.into_iter().collect());
+    }
+}
+
+#[test]
+fn an_index_without_a_filter_is_scanned_by_range() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, SCANNED).unwrap();
+    for part in 0..6u64 {
+        let mut builder = RunBuilder::new(SCANNED);
+        for n in (part..3_000).step_by(6) {
+            builder.push(&n.to_be_bytes(), &[]);
+        }
+        let mut batch = sled::Batch::default();
+        let staged = set.stage(&builder, &mut batch).unwrap();
+        tree.apply_batch(batch).unwrap();
+        set.add(staged);
+        set.compact(&tree).unwrap();
+    }
+    let found = set.range(&tree, &100u64.to_be_bytes(), &200u64.to_be_bytes()).unwrap();
+    let found: Vec<u64> = found
+        .iter()
+        .map(|(k, _)| u64::from_be_bytes(k[..].try_into().unwrap()))
+        .collect();
+    assert_eq!(found, (100..200).collect::<Vec<_>>());
+    assert!(set.runs.iter().all(|run| run.meta.bloom.is_empty()));
+}
+
+#[test]
+fn memory_per_entry_stays_small() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    for checkpoint in 0..20u64 {
+        let entries: Vec<(u64, u64)> = (0..5_000).map(|i| (checkpoint * 5_000 + i, 1)).collect();
+        write_run(&mut set, &tree, &entries);
+        set.compact(&tree).unwrap();
+    }
+    let per_entry = set.memory_bytes() as f64 / set.entries() as f64;
+    // 10 filter bits and a 16-byte fence per chunk of 128 records.
+    assert!(per_entry < 1.5, "{per_entry} bytes an entry");
+}
+
+/// What a test run does to the index.
+#[derive(Clone, Debug)]
+enum Step {
+    /// A checkpoint's run: (key, version) pairs.
+    Run(Vec<(u64, u64)>),
+    Compact,
+    Reload,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => proptest::collection::vec((0u64..400, 0u64..1_000), 0..200).prop_map(Step::Run),
+        2 => Just(Step::Compact),
+        1 => Just(Step::Reload),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Any sequence of runs, merges and reloads answers as the model does.
+    #[test]
+    fn runs_answer_as_the_model_does(steps in proptest::collection::vec(step(), 1..30)) {
+        let tree = tree();
+        let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+        let mut model = BTreeMap::new();
+        for step in steps {
+            match step {
+                Step::Run(entries) => {
+                    for (n, version) in &entries {
+                        model.insert(*n, *version);
+                    }
+                    write_run(&mut set, &tree, &entries);
+                }
+                Step::Compact => set.compact(&tree).unwrap(),
+                Step::Reload => set = RunSet::load(&tree, LOOKUP).unwrap(),
+            }
+        }
+        assert_matches(&set, &tree, &model, 410);
+    }
+}
