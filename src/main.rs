@@ -1,6 +1,8 @@
-//! The `paygate` binary: parse config -> open the engine -> serve HTTP.
+//! The `paygate` binary: parse config -> open the engine -> serve HTTP, or
+//! benchmark disbursements against the same server started in process.
 
 mod allocator;
+mod benchmark;
 mod config;
 mod server;
 
@@ -11,20 +13,29 @@ use std::io::Write;
 fn main() -> anyhow::Result<()> {
     allocator::keep_freed_memory();
     let cli = Cli::parse();
+    let command = cli.command.unwrap_or_default();
+    // The benchmark prints figures on stdout: the server's routine logs
+    // would bury them, so by default it logs warnings only.
+    let default_filter = match command {
+        Command::Serve(_) => "info,sled=warn",
+        Command::Benchmark(_) => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PAYGATE_LOG").unwrap_or_else(|_| "info,sled=warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("PAYGATE_LOG").unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal, not in log files.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let Command::Serve(args) = cli.command.unwrap_or_default();
-    let settings = Settings::resolve(args)?;
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(serve(settings))
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match command {
+        Command::Serve(args) => {
+            let settings = Settings::resolve(args)?;
+            runtime.block_on(serve(settings))
+        }
+        Command::Benchmark(args) => runtime.block_on(benchmark::run(args)),
+    }
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {

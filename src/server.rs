@@ -96,13 +96,27 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
 impl RunningServer {
     /// Stops serving, then the dispatcher, then the engine with a final checkpoint.
     pub async fn stop(self) -> anyhow::Result<()> {
+        self.finish(true).await
+    }
+
+    /// As `stop`, but the engine skips its final checkpoint: the next start
+    /// recovers by replaying the journal, as after a crash.
+    pub async fn stop_without_checkpoint(self) -> anyhow::Result<()> {
+        self.finish(false).await
+    }
+
+    async fn finish(self, final_checkpoint: bool) -> anyhow::Result<()> {
         let _ = self.stop_http.send(());
         let served = self.http.await.context("HTTP server task")?;
         // Deliveries still in flight are not waited for: their events stay due
         // and are delivered after the next start.
         self.stop_dispatcher.send_replace(true);
         let _ = self.dispatcher.await;
-        self.engine.shutdown().await;
+        if final_checkpoint {
+            self.engine.shutdown().await;
+        } else {
+            self.engine.halt_without_checkpoint().await;
+        }
         tracing::info!("stopped");
         Ok(served?)
     }
