@@ -70,7 +70,7 @@ pub struct ServeArgs {
 #[derive(Args, Debug)]
 pub struct BenchmarkArgs {
     /// Disbursements to create.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub disbursements: u64,
     /// WALLET merchants the disbursements are spread over.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=100_000))]

@@ -135,8 +135,14 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         println!("  not created   {} ({})", thousands(refused), reasons.join("; "));
     }
     println!("lifecycle (creation, the sandbox vendor's payout, webhooks to the sink)");
-    let (last_webhook_at, events, duplicates) =
-        sink.with_receipts(|receipts| (receipts.last_at, receipts.events, receipts.duplicates));
+    let (first_webhook_at, last_webhook_at, events, duplicates) = sink.with_receipts(|receipts| {
+        (
+            receipts.first_at,
+            receipts.last_at,
+            receipts.events,
+            receipts.duplicates,
+        )
+    });
     let first_creation = load.finished - load.elapsed;
     match last_webhook_at {
         Some(last) if all_final => {
@@ -155,10 +161,17 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         ),
     }
     let lag = sink.with_receipts(|receipts| quantiles(&receipts.lag_us, false));
+    // The sink's own rate: how fast the dispatcher delivered, whatever
+    // the creations before it.
+    let webhook_rate = match (first_webhook_at, last_webhook_at) {
+        (Some(first), Some(last)) if last > first => (events as f64 / (last - first).as_secs_f64()) as u64,
+        _ => 0,
+    };
     println!(
-        "  webhooks      {} events ({} repeated), lag from event_at to receipt: {lag}",
+        "  webhooks      {} events ({} repeated) at {}/s, lag from event_at to receipt: {lag}",
         thousands(events),
-        thousands(duplicates)
+        thousands(duplicates),
+        thousands(webhook_rate)
     );
     if let Some(last) = last_webhook_at {
         println!(

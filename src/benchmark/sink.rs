@@ -36,6 +36,8 @@ pub struct Receipts {
     pub refusal_reasons: Vec<String>,
     /// From the event's `event_at` to its receipt, in microseconds.
     pub lag_us: Histogram<u64>,
+    /// When the first distinct event arrived.
+    pub first_at: Option<Instant>,
     /// When the last distinct event arrived.
     pub last_at: Option<Instant>,
     event_ids: HashSet<String>,
@@ -79,6 +81,7 @@ impl Sink {
                 refused: 0,
                 refusal_reasons: Vec::new(),
                 lag_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds"),
+                first_at: None,
                 last_at: None,
                 event_ids: HashSet::new(),
             }),
@@ -171,6 +174,7 @@ async fn receive(
     }
     receipts.events += 1;
     receipts.lag_us.saturating_record(lag_us);
+    receipts.first_at.get_or_insert(arrived);
     receipts.last_at = Some(arrived);
     if is_final(&event.status)
         && receipts
