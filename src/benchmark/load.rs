@@ -55,6 +55,11 @@ pub fn merchant_of(index: usize, merchants: usize) -> usize {
     index % merchants
 }
 
+/// How many of `count` disbursements `merchant_of` gives `merchant`.
+pub fn share_of(merchant: usize, merchants: usize, count: usize) -> usize {
+    count / merchants + usize::from(merchant < count % merchants)
+}
+
 /// Creates `count` disbursements over `connections` concurrent connections.
 pub async fn create_disbursements(
     gateway: Arc<Gateway>,
@@ -181,4 +186,24 @@ async fn create_one(
         }
     }
     Err(format!("{last_failure} ({ATTEMPTS_MAX} attempts)"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_merchant_is_funded_for_exactly_the_disbursements_it_gets() {
+        for (merchants, count) in [(1, 1), (3, 300), (3, 301), (7, 5), (1000, 50_000), (1000, 49_999)] {
+            let mut counted = vec![0; merchants];
+            for index in 0..count {
+                counted[super::merchant_of(index, merchants)] += 1;
+            }
+            for (merchant, counted) in counted.into_iter().enumerate() {
+                assert_eq!(
+                    super::share_of(merchant, merchants, count),
+                    counted,
+                    "{merchants} {count}"
+                );
+            }
+        }
+    }
 }

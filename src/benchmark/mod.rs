@@ -68,28 +68,9 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     let gateway = Arc::new(Gateway::new(server.address, &admin_token, connections)?);
 
     let setup_started = Instant::now();
-    let bar = progress_bar(merchant_count as u64, "merchants");
-    let merchants = {
-        let (gateway, bar) = (gateway.clone(), bar.clone());
-        in_parallel(merchant_count, connections, move |index| {
-            let (gateway, bar) = (gateway.clone(), bar.clone());
-            async move {
-                let share = (count / merchant_count + usize::from(index < count % merchant_count)) as u64;
-                let made = gateway
-                    .create_merchant(index, &sink::notify_url(sink_address, index), share)
-                    .await;
-                bar.inc(1);
-                made
-            }
-        })
-        .await
-        .into_iter()
-        .collect::<anyhow::Result<Vec<_>>>()?
-    };
-    bar.finish_and_clear();
+    let merchants = Arc::new(set_up_merchants(&gateway, merchant_count, count, connections, sink_address).await?);
     let secrets: Vec<&str> = merchants.iter().map(|m| m.webhook_secret.as_str()).collect();
     sink.set_secrets(&secrets)?;
-    let merchants = Arc::new(merchants);
     println!(
         "setup: {} WALLET merchants created, funded and given the webhook sink in {:.1} s\n",
         thousands(merchant_count as u64),
@@ -100,101 +81,29 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     let cpu_before = cpu_seconds();
     let load = load::create_disbursements(gateway.clone(), merchants.clone(), count, connections, bar.clone()).await;
     bar.finish_and_clear();
-    let cpu_creation = cpu_seconds() - cpu_before;
+    let cpu_per_second = (cpu_seconds() - cpu_before) / load.elapsed.as_secs_f64();
     let memory_after_creation = memory_kib("VmRSS");
-    let created = Arc::new(load.created);
-    let created_count = created.len() as u64;
-
-    let bar = progress_bar(created_count, "settling");
-    let mut last_count = sink.final_count();
-    let mut last_progress = Instant::now();
-    while last_count < created_count && last_progress.elapsed() < STALL_LIMIT + Duration::from_millis(delay_ms) {
-        tokio::time::sleep(POLL_INTERVAL).await;
-        let now_count = sink.final_count();
-        if now_count != last_count {
-            (last_count, last_progress) = (now_count, Instant::now());
-        }
-        bar.set_position(now_count);
-    }
-    bar.finish_and_clear();
-    let all_final = last_count >= created_count;
-    let memory_at_end = memory_kib("VmRSS");
-
-    println!("creation (POST /v1/disbursements, each answered 201 once durable)");
-    let creation_seconds = load.elapsed.as_secs_f64();
-    println!(
-        "  created       {} in {creation_seconds:.2} s: {} disbursements/s (process CPU {:.1} of {cores} cores)",
-        thousands(created_count),
-        thousands((created_count as f64 / creation_seconds) as u64),
-        cpu_creation / creation_seconds
-    );
-    println!("  latency       {}", quantiles(&load.latency_us, true));
-    let refused: u64 = load.refused.values().sum();
-    if refused > 0 {
-        let reasons: Vec<String> = load.refused.iter().map(|(r, n)| format!("{n}: {r}")).collect();
-        println!("  not created   {} ({})", thousands(refused), reasons.join("; "));
-    }
-    println!("lifecycle (creation, the sandbox vendor's payout, webhooks to the sink)");
-    let (first_webhook_at, last_webhook_at, events, duplicates) = sink.with_receipts(|receipts| {
-        (
-            receipts.first_at,
-            receipts.last_at,
-            receipts.events,
-            receipts.duplicates,
-        )
-    });
-    let first_creation = load.finished - load.elapsed;
-    match last_webhook_at {
-        Some(last) if all_final => {
-            let seconds = (last - first_creation).as_secs_f64();
-            println!(
-                "  all final     {} in {seconds:.2} s from the first creation: {} disbursements/s end to end",
-                thousands(created_count),
-                thousands((created_count as f64 / seconds) as u64)
-            );
-        }
-        _ => println!(
-            "  all final     no: {} of {} final webhooks came; none for {} s",
-            thousands(last_count),
-            thousands(created_count),
-            last_progress.elapsed().as_secs()
-        ),
-    }
-    let lag = sink.with_receipts(|receipts| quantiles(&receipts.lag_us, false));
-    // The sink's own rate: how fast the dispatcher delivered, whatever
-    // the creations before it.
-    let webhook_rate = match (first_webhook_at, last_webhook_at) {
-        (Some(first), Some(last)) if last > first => (events as f64 / (last - first).as_secs_f64()) as u64,
-        _ => 0,
-    };
-    println!(
-        "  webhooks      {} events ({} repeated) at {}/s, lag from event_at to receipt: {lag}",
-        thousands(events),
-        thousands(duplicates),
-        thousands(webhook_rate)
-    );
-    if let Some(last) = last_webhook_at {
-        println!(
-            "  last webhook  {:.2} s after the last creation",
-            last.saturating_duration_since(load.finished).as_secs_f64()
-        );
-    }
+    let settled = await_finals(&sink, load.created.len() as u64, delay_ms).await;
+    print_creation(&load, cpu_per_second, cores);
+    print_lifecycle(&load, &sink, &settled);
     println!("memory (VmRSS of this one process: server, load generator and sink)");
     println!(
         "  {} MiB after creation, {} MiB after the lifecycle, peak {} MiB",
         memory_after_creation / 1024,
-        memory_at_end / 1024,
+        memory_kib("VmRSS") / 1024,
         memory_kib("VmHWM") / 1024
     );
 
     println!("checks");
+    let created = Arc::new(load.created);
+    let refused: u64 = load.refused.values().sum();
     let lookups = checks::look_up(&gateway, &merchants, &created, connections).await;
     let mut verdicts = vec![
         Verdict {
             passed: refused == 0,
             line: format!(
                 "every creation answered 201: {} of {}",
-                thousands(created_count),
+                thousands(created.len() as u64),
                 thousands(count as u64)
             ),
         },
@@ -238,6 +147,132 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     }
     println!("all {} checks passed", verdicts.len());
     Ok(())
+}
+
+/// Creates the run's merchants, merchant `i` funded for the disbursements
+/// `load::merchant_of` gives it, its webhooks going to the sink's `/webhooks/i`.
+async fn set_up_merchants(
+    gateway: &Arc<Gateway>,
+    merchant_count: usize,
+    count: usize,
+    connections: usize,
+    sink_address: std::net::SocketAddr,
+) -> anyhow::Result<Vec<client::BenchMerchant>> {
+    let bar = progress_bar(merchant_count as u64, "merchants");
+    let (gateway, progress) = (gateway.clone(), bar.clone());
+    let made = in_parallel(merchant_count, connections, move |index| {
+        let (gateway, progress) = (gateway.clone(), progress.clone());
+        async move {
+            let share = load::share_of(index, merchant_count, count) as u64;
+            let made = gateway
+                .create_merchant(index, &sink::notify_url(sink_address, index), share)
+                .await;
+            progress.inc(1);
+            made
+        }
+    })
+    .await;
+    bar.finish_and_clear();
+    made.into_iter().collect()
+}
+
+/// How the wait for final webhooks ended.
+struct Settled {
+    /// Disbursements whose final webhook came.
+    finals: u64,
+    /// Every created one's came.
+    complete: bool,
+    /// How long the wait saw none come at its end.
+    quiet_for: Duration,
+}
+
+/// Waits until `expected` final webhooks came, or none came for
+/// `STALL_LIMIT` beyond the vendor's delay.
+async fn await_finals(sink: &Sink, expected: u64, delay_ms: u64) -> Settled {
+    let bar = progress_bar(expected, "settling");
+    let mut finals = sink.final_count();
+    let mut last_progress = Instant::now();
+    while finals < expected && last_progress.elapsed() < STALL_LIMIT + Duration::from_millis(delay_ms) {
+        tokio::time::sleep(POLL_INTERVAL).await;
+        let now = sink.final_count();
+        if now != finals {
+            (finals, last_progress) = (now, Instant::now());
+        }
+        bar.set_position(now);
+    }
+    bar.finish_and_clear();
+    Settled {
+        finals,
+        complete: finals >= expected,
+        quiet_for: last_progress.elapsed(),
+    }
+}
+
+fn print_creation(load: &load::LoadResult, cpu_per_second: f64, cores: usize) {
+    let created = load.created.len() as u64;
+    let seconds = load.elapsed.as_secs_f64();
+    println!("creation (POST /v1/disbursements, each answered 201 once durable)");
+    println!(
+        "  created       {} in {seconds:.2} s: {} disbursements/s (process CPU {cpu_per_second:.1} of {cores} cores)",
+        thousands(created),
+        thousands((created as f64 / seconds) as u64),
+    );
+    println!("  latency       {}", quantiles(&load.latency_us, true));
+    if !load.refused.is_empty() {
+        let refused: u64 = load.refused.values().sum();
+        let reasons: Vec<String> = load.refused.iter().map(|(r, n)| format!("{n}: {r}")).collect();
+        println!("  not created   {} ({})", thousands(refused), reasons.join("; "));
+    }
+}
+
+fn print_lifecycle(load: &load::LoadResult, sink: &Sink, settled: &Settled) {
+    let created = load.created.len() as u64;
+    println!("lifecycle (creation, the sandbox vendor's payout, webhooks to the sink)");
+    let (first_webhook, last_webhook, events, duplicates, lag) = sink.with_receipts(|receipts| {
+        let lag = quantiles(&receipts.lag_us, false);
+        (
+            receipts.first_at,
+            receipts.last_at,
+            receipts.events,
+            receipts.duplicates,
+            lag,
+        )
+    });
+    let first_creation = load.finished - load.elapsed;
+    match last_webhook {
+        Some(last) if settled.complete => {
+            let seconds = (last - first_creation).as_secs_f64();
+            println!(
+                "  all final     {} in {seconds:.2} s from the first creation: {} disbursements/s end to end",
+                thousands(created),
+                thousands((created as f64 / seconds) as u64)
+            );
+        }
+        _ => println!(
+            "  all final     no: {} of {} final webhooks came; none for {} s",
+            thousands(settled.finals),
+            thousands(created),
+            settled.quiet_for.as_secs()
+        ),
+    }
+    // The sink's own rate: how fast the dispatcher delivered, whatever
+    // the creations before it.
+    let webhook_rate = match (first_webhook, last_webhook) {
+        (Some(first), Some(last)) if last > first => (events as f64 / (last - first).as_secs_f64()) as u64,
+        _ => 0,
+    };
+    println!(
+        "  webhooks      {} events ({} repeated) at {}/s, lag from event_at to receipt: {lag}",
+        thousands(events),
+        thousands(duplicates),
+        thousands(webhook_rate)
+    );
+    if let Some(last) = last_webhook {
+        println!(
+            "  last webhook  {:.2} s after the last creation",
+            last.saturating_duration_since(load.finished).as_secs_f64()
+        );
+    }
 }
 
 fn print_verdicts(verdicts: &[Verdict]) {
