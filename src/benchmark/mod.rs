@@ -85,7 +85,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     let memory_after_creation = memory_kib("VmRSS");
     let settled = await_finals(&sink, load.created.len() as u64, delay_ms).await;
     print_creation(&load, cpu_per_second, cores);
-    print_lifecycle(&load, &sink, &settled);
+    print_lifecycle(&load, &sink, &settled, cores);
     println!("memory (VmRSS of this one process: server, load generator and sink)");
     println!(
         "  {} MiB after creation, {} MiB after the lifecycle, peak {} MiB",
@@ -184,12 +184,16 @@ struct Settled {
     complete: bool,
     /// How long the wait saw none come at its end.
     quiet_for: Duration,
+    /// Cores' worth of CPU the process used while waiting: the load
+    /// generator is idle then, so this is the server's delivery work.
+    cpu_per_second: f64,
 }
 
 /// Waits until `expected` final webhooks came, or none came for
 /// `STALL_LIMIT` beyond the vendor's delay.
 async fn await_finals(sink: &Sink, expected: u64, delay_ms: u64) -> Settled {
     let bar = progress_bar(expected, "settling");
+    let (started, cpu_before) = (Instant::now(), cpu_seconds());
     let mut finals = sink.final_count();
     let mut last_progress = Instant::now();
     while finals < expected && last_progress.elapsed() < STALL_LIMIT + Duration::from_millis(delay_ms) {
@@ -205,6 +209,7 @@ async fn await_finals(sink: &Sink, expected: u64, delay_ms: u64) -> Settled {
         finals,
         complete: finals >= expected,
         quiet_for: last_progress.elapsed(),
+        cpu_per_second: (cpu_seconds() - cpu_before) / started.elapsed().as_secs_f64(),
     }
 }
 
@@ -225,7 +230,7 @@ fn print_creation(load: &load::LoadResult, cpu_per_second: f64, cores: usize) {
     }
 }
 
-fn print_lifecycle(load: &load::LoadResult, sink: &Sink, settled: &Settled) {
+fn print_lifecycle(load: &load::LoadResult, sink: &Sink, settled: &Settled, cores: usize) {
     let created = load.created.len() as u64;
     println!("lifecycle (creation, the sandbox vendor's payout, webhooks to the sink)");
     let (first_webhook, last_webhook, events, duplicates, lag) = sink.with_receipts(|receipts| {
@@ -269,8 +274,9 @@ fn print_lifecycle(load: &load::LoadResult, sink: &Sink, settled: &Settled) {
     );
     if let Some(last) = last_webhook {
         println!(
-            "  last webhook  {:.2} s after the last creation",
-            last.saturating_duration_since(load.finished).as_secs_f64()
+            "  last webhook  {:.2} s after the last creation (process CPU {:.1} of {cores} cores meanwhile)",
+            last.saturating_duration_since(load.finished).as_secs_f64(),
+            settled.cpu_per_second
         );
     }
 }
