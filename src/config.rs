@@ -24,6 +24,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the HTTP service.
     Serve(ServeArgs),
+    /// Measure disbursements end to end against an in-process sandbox server.
+    Benchmark(BenchmarkArgs),
 }
 
 impl Default for Command {
@@ -62,6 +64,27 @@ pub struct ServeArgs {
     /// Multiplier of the payout vendor inquiry schedule [default: 1].
     #[arg(long, env = "PAYGATE_VENDOR_RETRY_SCALE")]
     pub vendor_retry_scale: Option<f64>,
+}
+
+/// Flags of `paygate benchmark`.
+#[derive(Args, Debug)]
+pub struct BenchmarkArgs {
+    /// Disbursements to create.
+    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub disbursements: u64,
+    /// WALLET merchants the disbursements are spread over.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub merchants: u64,
+    /// Concurrent HTTP connections of the load generator.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4_096))]
+    pub connections: u64,
+    /// Data directory [default: a temporary directory, removed at the end].
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Sandbox vendor's completion delay, so payouts settle during the run.
+    #[arg(long, alias = "sandbox-delay-ms", default_value_t = 500,
+          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub sandbox_disbursement_delay_ms: u64,
 }
 
 #[derive(Deserialize, Default)]

@@ -1,99 +1,52 @@
-//! The `paygate` binary: parse config -> open the engine -> serve HTTP.
+//! The `paygate` binary: parse config -> open the engine -> serve HTTP, or
+//! benchmark disbursements against the same server started in process.
 
 mod allocator;
+mod benchmark;
 mod config;
+mod server;
 
-use anyhow::Context;
 use clap::Parser;
 use config::{Cli, Command, Settings};
-use paygate_api::{router, ApiConfig, AppState, Mode};
-use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::SettlementType;
-use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
 use std::io::Write;
-use std::path::Path;
-use std::sync::Arc;
-
-/// Sandbox demo merchant's starting balance: IDR 100,000,000 of test money.
-const DEMO_FUNDING_MINOR: i64 = 10_000_000_000;
 
 fn main() -> anyhow::Result<()> {
     allocator::keep_freed_memory();
     let cli = Cli::parse();
+    let command = cli.command.unwrap_or_default();
+    // The benchmark prints figures on stdout: the server's routine logs
+    // would bury them, so by default it logs warnings only.
+    let default_filter = match command {
+        Command::Serve(_) => "info,sled=warn",
+        Command::Benchmark(_) => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PAYGATE_LOG").unwrap_or_else(|_| "info,sled=warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("PAYGATE_LOG").unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal, not in log files.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let Command::Serve(args) = cli.command.unwrap_or_default();
-    let settings = Settings::resolve(args)?;
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(serve(settings))
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match command {
+        Command::Serve(args) => {
+            let settings = Settings::resolve(args)?;
+            runtime.block_on(serve(settings))
+        }
+        Command::Benchmark(args) => runtime.block_on(benchmark::run(args)),
+    }
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
-    let mut engine_config = EngineConfig::new(&settings.data_dir);
-    engine_config.vendor_retry_scale = settings.vendor_retry_scale;
-    if settings.mode == Mode::Sandbox {
-        let delay = std::time::Duration::from_millis(settings.sandbox_disbursement_delay_ms);
-        engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));
-        // Sandbox refunds take as long as sandbox payouts.
-        engine_config.sandbox_refund_delay = Some(delay);
-        engine_config.allow_private_notify_urls = true;
-    }
-    let engine = Engine::open(engine_config, Arc::new(SystemClock))
-        .await
-        .with_context(|| format!("opening data dir {}", settings.data_dir.display()))?;
-    let admin_token = match &settings.admin_token {
-        Some(token) => token.clone(),
-        None => load_or_create_admin_token(&settings.data_dir)?,
-    };
-    // Not "the data dir was new": a start killed before the demo merchant
-    // was made would leave a data dir without one for good.
-    if settings.mode == Mode::Sandbox && engine.merchant_ids().is_empty() {
-        create_demo_merchant(&engine, &settings).await?;
-    }
-    let listener = tokio::net::TcpListener::bind(&settings.listen)
-        .await
-        .with_context(|| format!("binding {}", settings.listen))?;
-    let address = listener.local_addr()?;
-    let public_url = settings
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{address}"));
-    let state = AppState::new(
-        engine.clone(),
-        ApiConfig {
-            mode: settings.mode,
-            public_url,
-            admin_token,
-            cdn_url: config::CDN_URL.into(),
-            webhook_retry_scale: settings.webhook_retry_scale,
-            sandbox_disbursement_delay_ms: settings.sandbox_disbursement_delay_ms,
-        },
-    );
+    let server = server::start(&settings).await?;
+    let address = server.address;
     // Tests and scripts read this line to learn the port chosen for :0.
     println!("paygate listening on http://{address}");
     std::io::stdout().flush()?;
     tracing::info!(%address, mode = ?settings.mode, data_dir = %settings.data_dir.display(), "serving");
-    let (stop_dispatcher, dispatcher_stop) = tokio::sync::watch::channel(false);
-    let dispatcher = tokio::spawn(paygate_api::webhooks::run(state.clone(), dispatcher_stop));
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
-    // Deliveries still in flight are not waited for: their events stay due
-    // and are delivered after the next start.
-    stop_dispatcher.send_replace(true);
-    let _ = dispatcher.await;
-    engine.shutdown().await;
-    tracing::info!("stopped");
-    Ok(())
+    shutdown_signal().await;
+    server.stop().await
 }
 
 async fn shutdown_signal() {
@@ -104,65 +57,4 @@ async fn shutdown_signal() {
         _ = interrupt => {}
         _ = terminate.recv() => {}
     }
-}
-
-fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(contents.as_bytes())?;
-    file.sync_all()?;
-    Ok(())
-}
-
-/// DESIGN.md 7: without `--admin-token` the token is generated once and kept
-/// in `<data-dir>/admin-token` (mode 0600).
-fn load_or_create_admin_token(data_dir: &Path) -> anyhow::Result<String> {
-    let path = data_dir.join("admin-token");
-    if let Ok(token) = std::fs::read_to_string(&path) {
-        let token = token.trim().to_string();
-        if !token.is_empty() {
-            return Ok(token);
-        }
-    }
-    let token = config::random_token();
-    write_private_file(&path, &format!("{token}\n"))?;
-    tracing::info!(path = %path.display(), "generated admin token");
-    Ok(token)
-}
-
-/// Sandbox first start: a funded WALLET merchant whose credentials land in
-/// `<data-dir>/demo-credentials.json` (0600), so the service is usable at once.
-async fn create_demo_merchant(engine: &Engine, settings: &Settings) -> anyhow::Result<()> {
-    let (merchant, credentials) = engine
-        .create_merchant(NewMerchant {
-            name: "Demo Merchant".into(),
-            settlement_type: Some(SettlementType::Wallet),
-            ..Default::default()
-        })
-        .await?;
-    engine
-        .credit_wallet(
-            merchant.id,
-            MinorUnits::new(DEMO_FUNDING_MINOR),
-            "sandbox demo funding",
-            Some("demo-funding".into()),
-        )
-        .await?;
-    let document = serde_json::json!({
-        "merchant_id": merchant.id,
-        "settlement_type": "WALLET",
-        "api_key": credentials.api_key,
-        "client_id": credentials.client_id,
-        "client_secret": credentials.client_secret,
-        "webhook_secret": credentials.webhook_secret,
-    });
-    let path = settings.data_dir.join("demo-credentials.json");
-    write_private_file(&path, &serde_json::to_string_pretty(&document)?)?;
-    tracing::info!(path = %path.display(), "created sandbox demo merchant");
-    Ok(())
 }

@@ -1,0 +1,188 @@
+//! The webhook sink: a small axum server on loopback standing in for the
+//! merchants' endpoints. It checks each delivery's Standard Webhooks
+//! signature with its merchant's secret and records when it arrived.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::Router;
+use hdrhistogram::Histogram;
+use serde::Deserialize;
+use standardwebhooks::Webhook;
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// A disbursement's final webhook as received.
+pub struct FinalWebhook {
+    /// `status` in its body.
+    pub status: String,
+}
+
+/// What the sink has seen.
+pub struct Receipts {
+    /// Final webhooks by disbursement id.
+    pub finals: HashMap<String, FinalWebhook>,
+    /// Distinct events received (a retried event counts once).
+    pub events: u64,
+    /// Events received again after a first delivery was answered 2xx.
+    pub duplicates: u64,
+    /// Deliveries refused: unknown path, bad signature, or unreadable body.
+    pub refused: u64,
+    /// The first few reasons for refusals.
+    pub refusal_reasons: Vec<String>,
+    /// From the event's `event_at` to its receipt, in microseconds.
+    pub lag_us: Histogram<u64>,
+    /// When the first distinct event arrived.
+    pub first_at: Option<Instant>,
+    /// When the last distinct event arrived.
+    pub last_at: Option<Instant>,
+    event_ids: HashSet<String>,
+}
+
+/// The sink's shared state.
+pub struct Sink {
+    /// Each merchant's verifier, by the index in its notify URL; set once the
+    /// merchants exist (no webhook can come before).
+    verifiers: OnceLock<Vec<Webhook>>,
+    receipts: Mutex<Receipts>,
+    final_count: AtomicU64,
+}
+
+/// The fields of a V1 disbursement webhook the benchmark reads.
+#[derive(Deserialize)]
+struct Event {
+    event_id: String,
+    event_at: String,
+    id: String,
+    status: String,
+}
+
+/// Statuses after which a disbursement never moves again.
+pub fn is_final(status: &str) -> bool {
+    matches!(status, "SUCCESS" | "FAILED" | "REJECTED")
+}
+
+/// Refusal reasons kept for the report.
+const REASONS_KEPT: usize = 5;
+
+impl Sink {
+    /// An empty sink with lag histogram bounds of an hour.
+    pub fn new() -> Arc<Sink> {
+        Arc::new(Sink {
+            verifiers: OnceLock::new(),
+            receipts: Mutex::new(Receipts {
+                finals: HashMap::new(),
+                events: 0,
+                duplicates: 0,
+                refused: 0,
+                refusal_reasons: Vec::new(),
+                lag_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds"),
+                first_at: None,
+                last_at: None,
+                event_ids: HashSet::new(),
+            }),
+            final_count: AtomicU64::new(0),
+        })
+    }
+
+    /// Sets the merchants' webhook secrets (`whsec_...`), in the order of
+    /// the indexes in their notify URLs.
+    pub fn set_secrets(&self, secrets: &[&str]) -> anyhow::Result<()> {
+        let verifiers = secrets
+            .iter()
+            .map(|secret| Webhook::new(secret).map_err(|error| anyhow::anyhow!("webhook secret: {error}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        self.verifiers
+            .set(verifiers)
+            .map_err(|_| anyhow::anyhow!("sink secrets set twice"))
+    }
+
+    /// Disbursements whose final webhook has arrived.
+    pub fn final_count(&self) -> u64 {
+        self.final_count.load(Ordering::Relaxed)
+    }
+
+    /// Runs `read` on what was received.
+    pub fn with_receipts<R>(&self, read: impl FnOnce(&Receipts) -> R) -> R {
+        read(&self.receipts.lock().expect("sink lock"))
+    }
+
+    fn refuse(&self, reason: String) -> StatusCode {
+        let mut receipts = self.receipts.lock().expect("sink lock");
+        receipts.refused += 1;
+        if receipts.refusal_reasons.len() < REASONS_KEPT {
+            receipts.refusal_reasons.push(reason);
+        }
+        StatusCode::BAD_REQUEST
+    }
+}
+
+/// Serves the sink on a free loopback port; returns its address and the
+/// task, which runs until aborted.
+pub async fn start(sink: Arc<Sink>) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let app = Router::new()
+        .route("/webhooks/{merchant}", post(receive))
+        .with_state(sink);
+    let task = tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "webhook sink stopped");
+        }
+    });
+    Ok((address, task))
+}
+
+/// The notify URL of merchant `index`.
+pub fn notify_url(address: SocketAddr, index: usize) -> String {
+    format!("http://{address}/webhooks/{index}")
+}
+
+/// POST /webhooks/{merchant}: 204 once the signature is good and the body read.
+async fn receive(
+    State(sink): State<Arc<Sink>>,
+    Path(merchant): Path<usize>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let arrived = Instant::now();
+    let arrived_unix_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_micros() as i64);
+    let Some(verifier) = sink.verifiers.get().and_then(|all| all.get(merchant)) else {
+        return sink.refuse(format!("webhook for unknown merchant {merchant}"));
+    };
+    if let Err(error) = verifier.verify(&body, &headers) {
+        return sink.refuse(format!("merchant {merchant}: signature refused: {error}"));
+    }
+    let event: Event = match serde_json::from_slice(&body) {
+        Ok(event) => event,
+        Err(error) => return sink.refuse(format!("merchant {merchant}: unreadable body: {error}")),
+    };
+    let Ok(event_at) = chrono::DateTime::parse_from_rfc3339(&event.event_at) else {
+        return sink.refuse(format!("event_at {:?} is not RFC 3339", event.event_at));
+    };
+    let lag_us = (arrived_unix_us - event_at.timestamp_micros()).max(0) as u64;
+    let mut receipts = sink.receipts.lock().expect("sink lock");
+    if !receipts.event_ids.insert(event.event_id) {
+        receipts.duplicates += 1;
+        return StatusCode::NO_CONTENT;
+    }
+    receipts.events += 1;
+    receipts.lag_us.saturating_record(lag_us);
+    receipts.first_at.get_or_insert(arrived);
+    receipts.last_at = Some(arrived);
+    if is_final(&event.status)
+        && receipts
+            .finals
+            .insert(event.id, FinalWebhook { status: event.status })
+            .is_none()
+    {
+        sink.final_count.fetch_add(1, Ordering::Relaxed);
+    }
+    StatusCode::NO_CONTENT
+}

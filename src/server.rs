@@ -1,0 +1,184 @@
+//! The service in this process: the engine on its data dir, the HTTP listener
+//! and the webhook dispatcher, started and stopped as one. `paygate serve`
+//! and `paygate benchmark` both run it from here.
+
+use crate::config::{self, Settings};
+use anyhow::Context;
+use paygate_api::{router, ApiConfig, AppState, Mode};
+use paygate_engine::clock::SystemClock;
+use paygate_engine::domain::SettlementType;
+use paygate_engine::vendor::SandboxPayoutVendor;
+use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// Sandbox demo merchant's starting balance: IDR 100,000,000 of test money.
+const DEMO_FUNDING_MINOR: i64 = 10_000_000_000;
+
+/// A started service; `stop` ends it.
+pub struct RunningServer {
+    /// Where it listens (the port chosen for `:0`).
+    pub address: SocketAddr,
+    engine: Engine,
+    stop_http: oneshot::Sender<()>,
+    http: JoinHandle<std::io::Result<()>>,
+    stop_dispatcher: watch::Sender<bool>,
+    dispatcher: JoinHandle<()>,
+}
+
+/// Opens the engine on `settings.data_dir`, binds `settings.listen` and
+/// starts serving HTTP and delivering webhooks.
+pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
+    let mut engine_config = EngineConfig::new(&settings.data_dir);
+    engine_config.vendor_retry_scale = settings.vendor_retry_scale;
+    if settings.mode == Mode::Sandbox {
+        let delay = std::time::Duration::from_millis(settings.sandbox_disbursement_delay_ms);
+        engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));
+        // Sandbox refunds take as long as sandbox payouts.
+        engine_config.sandbox_refund_delay = Some(delay);
+        engine_config.allow_private_notify_urls = true;
+    }
+    let engine = Engine::open(engine_config, Arc::new(SystemClock))
+        .await
+        .with_context(|| format!("opening data dir {}", settings.data_dir.display()))?;
+    let admin_token = match &settings.admin_token {
+        Some(token) => token.clone(),
+        None => load_or_create_admin_token(&settings.data_dir)?,
+    };
+    // Not "the data dir was new": a start killed before the demo merchant
+    // was made would leave a data dir without one for good.
+    if settings.mode == Mode::Sandbox && engine.merchant_ids().is_empty() {
+        create_demo_merchant(&engine, settings).await?;
+    }
+    let listener = tokio::net::TcpListener::bind(&settings.listen)
+        .await
+        .with_context(|| format!("binding {}", settings.listen))?;
+    let address = listener.local_addr()?;
+    let public_url = settings
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{address}"));
+    let state = AppState::new(
+        engine.clone(),
+        ApiConfig {
+            mode: settings.mode,
+            public_url,
+            admin_token,
+            cdn_url: config::CDN_URL.into(),
+            webhook_retry_scale: settings.webhook_retry_scale,
+            sandbox_disbursement_delay_ms: settings.sandbox_disbursement_delay_ms,
+        },
+    );
+    let (stop_dispatcher, dispatcher_stop) = watch::channel(false);
+    let dispatcher = tokio::spawn(paygate_api::webhooks::run(state.clone(), dispatcher_stop));
+    let (stop_http, http_stop) = oneshot::channel::<()>();
+    let http = tokio::spawn(async move {
+        axum::serve(listener, router(state))
+            .with_graceful_shutdown(async move {
+                let _ = http_stop.await;
+            })
+            .await
+    });
+    Ok(RunningServer {
+        address,
+        engine,
+        stop_http,
+        http,
+        stop_dispatcher,
+        dispatcher,
+    })
+}
+
+impl RunningServer {
+    /// Stops serving, then the dispatcher, then the engine with a final checkpoint.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.finish(true).await
+    }
+
+    /// As `stop`, but the engine skips its final checkpoint: the next start
+    /// recovers by replaying the journal, as after a crash.
+    pub async fn stop_without_checkpoint(self) -> anyhow::Result<()> {
+        self.finish(false).await
+    }
+
+    async fn finish(self, final_checkpoint: bool) -> anyhow::Result<()> {
+        let _ = self.stop_http.send(());
+        let served = self.http.await.context("HTTP server task")?;
+        // Deliveries still in flight are not waited for: their events stay due
+        // and are delivered after the next start.
+        self.stop_dispatcher.send_replace(true);
+        let _ = self.dispatcher.await;
+        if final_checkpoint {
+            self.engine.shutdown().await;
+        } else {
+            self.engine.halt_without_checkpoint().await;
+        }
+        tracing::info!("stopped");
+        Ok(served?)
+    }
+}
+
+fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(contents.as_bytes())?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// DESIGN.md 7: without `--admin-token` the token is generated once and kept
+/// in `<data-dir>/admin-token` (mode 0600).
+fn load_or_create_admin_token(data_dir: &Path) -> anyhow::Result<String> {
+    let path = data_dir.join("admin-token");
+    if let Ok(token) = std::fs::read_to_string(&path) {
+        let token = token.trim().to_string();
+        if !token.is_empty() {
+            return Ok(token);
+        }
+    }
+    let token = config::random_token();
+    write_private_file(&path, &format!("{token}\n"))?;
+    tracing::info!(path = %path.display(), "generated admin token");
+    Ok(token)
+}
+
+/// Sandbox first start: a funded WALLET merchant whose credentials land in
+/// `<data-dir>/demo-credentials.json` (0600), so the service is usable at once.
+async fn create_demo_merchant(engine: &Engine, settings: &Settings) -> anyhow::Result<()> {
+    let (merchant, credentials) = engine
+        .create_merchant(NewMerchant {
+            name: "Demo Merchant".into(),
+            settlement_type: Some(SettlementType::Wallet),
+            ..Default::default()
+        })
+        .await?;
+    engine
+        .credit_wallet(
+            merchant.id,
+            MinorUnits::new(DEMO_FUNDING_MINOR),
+            "sandbox demo funding",
+            Some("demo-funding".into()),
+        )
+        .await?;
+    let document = serde_json::json!({
+        "merchant_id": merchant.id,
+        "settlement_type": "WALLET",
+        "api_key": credentials.api_key,
+        "client_id": credentials.client_id,
+        "client_secret": credentials.client_secret,
+        "webhook_secret": credentials.webhook_secret,
+    });
+    let path = settings.data_dir.join("demo-credentials.json");
+    write_private_file(&path, &serde_json::to_string_pretty(&document)?)?;
+    tracing::info!(path = %path.display(), "created sandbox demo merchant");
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! `paygate benchmark` runs a small load through whole disbursement
+//! lifecycles against its in-process server, prints the figures and passes
+//! its own checks, with the real binary the other tests start.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `paygate benchmark` with `args`; returns (exit success, stdout, stderr).
+/// A run still going after a minute is killed and counted as a failure.
+fn benchmark(args: &[&str]) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_paygate"))
+        .arg("benchmark")
+        .args(args)
+        .env("PAYGATE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("paygate runs");
+    let mut stdout_pipe = child.stdout.take().unwrap();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    // Read both pipes while it runs, so neither fills and blocks it.
+    let stdout = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout_pipe.read_to_string(&mut text).unwrap();
+        text
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr_pipe.read_to_string(&mut text).unwrap();
+        text
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let success = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.success();
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (success, stdout.join().unwrap(), stderr.join().unwrap())
+}
+
+#[test]
+fn a_small_benchmark_prints_its_figures_and_passes_every_check() {
+    let (success, stdout, stderr) = benchmark(&[
+        "--disbursements",
+        "300",
+        "--merchants",
+        "3",
+        "--connections",
+        "8",
+        "--sandbox-delay-ms",
+        "50",
+    ]);
+    assert!(success, "benchmark failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    for figure in [
+        "created       300 in ",
+        " disbursements/s (process CPU ",
+        "latency       p50 ",
+        "  p99 ",
+        "  p999 ",
+        "  max ",
+        "all final     300 in ",
+        " disbursements/s end to end",
+        "webhooks      600 events",
+        "lag from event_at to receipt: p50 ",
+        "last webhook  ",
+        " MiB after creation, ",
+        "listening again after ",
+    ] {
+        assert!(stdout.contains(figure), "no {figure:?} in\n{stdout}");
+    }
+    for check in [
+        "ok    every creation answered 201: 300 of 300",
+        "ok    every 201 found by GET: 300 of 300",
+        "ok    every disbursement final and SUCCESS: 300 of 300",
+        "ok    each balance = funding - final amounts paid: 3 of 3 merchants",
+        "ok    ledger verify: balanced true",
+        "ok    final webhook received for every disbursement, signature checked: 300 of 300",
+        "ok    every 201 found again with its status: 300 of 300",
+    ] {
+        assert!(stdout.contains(check), "no {check:?} in\n{stdout}");
+    }
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    assert!(stdout.contains("all 9 checks passed"), "{stdout}");
+
+    // The temporary data dir it named is gone.
+    let data_dir = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("data dir: ")?.strip_suffix(" (temporary)"))
+        .unwrap_or_else(|| panic!("no temporary data dir line in\n{stdout}"));
+    assert!(!std::path::Path::new(data_dir).exists(), "{data_dir} left behind");
+}
+
+#[test]
+fn a_benchmark_keeps_a_data_dir_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("bench");
+    let (success, stdout, stderr) = benchmark(&[
+        "--disbursements",
+        "20",
+        "--merchants",
+        "2",
+        "--connections",
+        "4",
+        "--sandbox-delay-ms",
+        "0",
+        "--data-dir",
+        data_dir.to_str().unwrap(),
+    ]);
+    assert!(success, "benchmark failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("(kept)"), "{stdout}");
+    assert!(data_dir.join("journal").is_dir(), "the data dir holds the journal");
+}
