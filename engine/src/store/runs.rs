@@ -74,8 +74,9 @@ struct RunMeta {
     bloom: Vec<u64>,
 }
 
+/// One run: its id (newer runs have higher ids) and what memory keeps.
 #[derive(Debug)]
-struct Run {
+pub struct Run {
     id: u64,
     meta: RunMeta,
 }
@@ -241,107 +242,141 @@ impl RunSet {
         Ok(RunSet { spec, runs, next_id })
     }
 
-    /// Stages `records` as a new run into `batch` (applied with the
-    /// checkpoint that covers them); `add` it once the batch is applied.
-    pub fn stage(&mut self, records: &RunBuilder, batch: &mut sled::Batch) -> Result<StagedRun, StoreError> {
+    /// Writes `records` as a new run's chunks through `sink` (a checkpoint's
+    /// own small batches); the run is visible once its `meta_entry` is
+    /// applied (with the checkpoint's marker) and it is `add`ed. A run
+    /// staged and never added leaves chunks under an id the next one reuses.
+    pub fn stage(
+        &self,
+        records: &RunBuilder,
+        sink: &mut dyn FnMut(Vec<u8>, Vec<u8>) -> Result<(), StoreError>,
+    ) -> Result<StagedRun, StoreError> {
         let sorted = records.sorted();
-        let id = self.next_id;
-        self.next_id += 1;
-        let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
-            batch.insert(key, chunk);
-            Ok(())
-        };
-        let mut writer = RunWriter::new(self.spec, id, sorted.len() as u64, &mut sink);
+        let mut writer = RunWriter::new(self.spec, self.next_id, sorted.len() as u64, sink);
         for record in sorted {
             writer.push(record)?;
         }
-        let run = writer.finish()?;
-        batch.insert(meta_key(self.spec.tag, id).to_vec(), encode_value(&run.meta));
-        Ok(StagedRun(run))
+        Ok(StagedRun {
+            tag: self.spec.tag,
+            run: writer.finish()?,
+        })
     }
 
-    /// Makes a staged run visible (after its batch was applied).
+    /// Makes a staged run visible (after its metadata was applied).
     pub fn add(&mut self, staged: StagedRun) {
-        self.runs.push(Arc::new(staged.0));
+        self.next_id = self.next_id.max(staged.run.id + 1);
+        self.runs.push(Arc::new(staged.run));
     }
 
-    /// Merges the newest runs while `FANOUT` of them share a size tier.
-    /// Memory used: one chunk per merged run and the new run's fences and
-    /// filter, whatever the runs' size.
-    pub fn compact(&mut self, tree: &sled::Tree) -> Result<(), StoreError> {
-        loop {
-            let Some(newest) = self.runs.last() else {
-                return Ok(());
-            };
-            let tier = size_tier(newest.meta.len);
-            let same = self
-                .runs
-                .iter()
-                .rev()
-                .take_while(|run| size_tier(run.meta.len) <= tier)
-                .count();
-            if same < FANOUT {
-                return Ok(());
-            }
-            let merged: Vec<Arc<Run>> = self.runs[self.runs.len() - same..].to_vec();
-            let run = self.merge(tree, &merged)?;
-            self.runs.truncate(self.runs.len() - same);
-            self.runs.push(Arc::new(run));
-        }
+    /// The runs the next merge would replace: the newest runs while
+    /// `FANOUT` or more of them share a size tier.
+    pub fn plan_merge(&self) -> Option<Vec<Arc<Run>>> {
+        let newest = self.runs.last()?;
+        let tier = size_tier(newest.meta.len);
+        let same = self
+            .runs
+            .iter()
+            .rev()
+            .take_while(|run| size_tier(run.meta.len) <= tier)
+            .count();
+        (same >= FANOUT).then(|| self.runs[self.runs.len() - same..].to_vec())
     }
 
-    fn merge(&mut self, tree: &sled::Tree, runs: &[Arc<Run>]) -> Result<Run, StoreError> {
+    /// An id for a merge's run.
+    pub fn reserve_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
+        id
+    }
+
+    /// Writes the merge of `runs` (the newest, as `plan_merge` gave them) as
+    /// run `id`, with its intent; readers may go on meanwhile.
+    pub fn write_merge(spec: RunSpec, tree: &sled::Tree, id: u64, runs: &[Arc<Run>]) -> Result<MergedRun, StoreError> {
         let intent = Intent {
             writes: id,
             replaces: runs.iter().map(|run| run.id).collect(),
         };
-        tree.insert([INTENT_MARK, self.spec.tag], encode_value(&intent))?;
+        tree.insert([INTENT_MARK, spec.tag], encode_value(&intent))?;
         let expected = runs.iter().map(|run| run.meta.len).sum();
         let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
             tree.insert(key, chunk)?;
             Ok(())
         };
-        let mut writer = RunWriter::new(self.spec, id, expected, &mut sink);
+        let mut writer = RunWriter::new(spec, id, expected, &mut sink);
         // Newest first, so of equal keys the first met wins.
         let mut cursors: Vec<Cursor> = runs.iter().rev().map(|run| Cursor::new(run.clone())).collect();
-        let key_len = self.spec.key_len;
+        let key_len = spec.key_len;
         loop {
-            let mut least: Option<(usize, Vec<u8>)> = None;
-            for (index, cursor) in cursors.iter_mut().enumerate() {
-                if let Some(record) = cursor.peek(tree, self.spec)? {
-                    if least
-                        .as_ref()
-                        .is_none_or(|(_, best)| record[..key_len] < best[..key_len])
-                    {
-                        least = Some((index, record.to_vec()));
+            let mut least: Option<Vec<u8>> = None;
+            for cursor in cursors.iter_mut() {
+                if let Some(record) = cursor.peek(tree, spec)? {
+                    if least.as_ref().is_none_or(|best| record[..key_len] < best[..key_len]) {
+                        least = Some(record.to_vec());
                     }
                 }
             }
-            let Some((_, record)) = least else { break };
+            let Some(record) = least else { break };
             for cursor in cursors.iter_mut() {
                 if cursor
-                    .peek(tree, self.spec)?
+                    .peek(tree, spec)?
                     .is_some_and(|r| r[..key_len] == record[..key_len])
                 {
-                    cursor.advance(self.spec);
+                    cursor.advance(spec);
                 }
             }
             writer.push(&record)?;
         }
-        let run = writer.finish()?;
+        Ok(MergedRun {
+            run: writer.finish()?,
+            replaces: runs.iter().map(|run| run.id).collect(),
+        })
+    }
+
+    /// Puts a written merge in place of the runs it replaces, on disk (one
+    /// batch) and here. No reader may be inside `get` or `range` (the
+    /// caller holds the write lock); `finish_merge` then deletes the old
+    /// chunks once the lock is let go.
+    pub fn install_merge(&mut self, tree: &sled::Tree, merged: MergedRun) -> Result<Vec<u64>, StoreError> {
         let mut swap = sled::Batch::default();
-        swap.insert(meta_key(self.spec.tag, id).to_vec(), encode_value(&run.meta));
-        for old in runs {
-            swap.remove(meta_key(self.spec.tag, old.id).to_vec());
+        swap.insert(
+            meta_key(self.spec.tag, merged.run.id).to_vec(),
+            encode_value(&merged.run.meta),
+        );
+        for old in &merged.replaces {
+            swap.remove(meta_key(self.spec.tag, *old).to_vec());
         }
         tree.apply_batch(swap)?;
-        for old in runs {
-            remove_chunks(tree, self.spec.tag, old.id)?;
+        self.runs.retain(|run| !merged.replaces.contains(&run.id));
+        self.runs.push(Arc::new(merged.run));
+        Ok(merged.replaces)
+    }
+
+    /// Deletes the chunks of runs a merge replaced, and its intent.
+    pub fn finish_merge(spec: RunSpec, tree: &sled::Tree, replaced: &[u64]) -> Result<(), StoreError> {
+        for id in replaced {
+            remove_chunks(tree, spec.tag, *id)?;
         }
-        tree.remove([INTENT_MARK, self.spec.tag])?;
-        Ok(run)
+        tree.remove([INTENT_MARK, spec.tag])?;
+        Ok(())
+    }
+
+    /// This index's shape.
+    pub fn spec(&self) -> RunSpec {
+        self.spec
+    }
+
+    /// Merges the newest runs while `FANOUT` of them share a size tier,
+    /// all under `&mut self` (see `plan_merge` for merging beside readers).
+    /// Memory used: one chunk per merged run and the new run's fences and
+    /// filter, whatever the runs' size.
+    pub fn compact(&mut self, tree: &sled::Tree) -> Result<(), StoreError> {
+        while let Some(runs) = self.plan_merge() {
+            let id = self.reserve_id();
+            let merged = RunSet::write_merge(self.spec, tree, id, &runs)?;
+            let replaced = self.install_merge(tree, merged)?;
+            RunSet::finish_merge(self.spec, tree, &replaced)?;
+        }
+        Ok(())
     }
 
     /// The newest value of `key`, if any run has it.
@@ -370,6 +405,17 @@ impl RunSet {
 
     /// Every key in `[from, to)` with its newest value, in key order.
     pub fn range(&self, tree: &sled::Tree, from: &[u8], to: &[u8]) -> Result<Vec<IndexRecord>, StoreError> {
+        Ok(self.range_within(tree, from, to, usize::MAX)?.unwrap_or_default())
+    }
+
+    /// Like `range`, or `None` as soon as more than `limit` keys are found.
+    pub fn range_within(
+        &self,
+        tree: &sled::Tree,
+        from: &[u8],
+        to: &[u8],
+        limit: usize,
+    ) -> Result<Option<Vec<IndexRecord>>, StoreError> {
         let spec = self.spec;
         let mut found: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         // Oldest first: a newer run's value replaces an older one's.
@@ -383,11 +429,14 @@ impl RunSet {
                     let key = &record[..spec.key_len];
                     if key >= from && key < to {
                         found.insert(key.to_vec(), record[spec.key_len..].to_vec());
+                        if found.len() > limit {
+                            return Ok(None);
+                        }
                     }
                 }
             }
         }
-        Ok(found.into_iter().collect())
+        Ok(Some(found.into_iter().collect()))
     }
 
     /// Entries in all runs (a key in several runs counts in each).
@@ -412,8 +461,24 @@ impl RunSet {
 /// An index record read back: its key and its value.
 pub type IndexRecord = (Vec<u8>, Vec<u8>);
 
-/// A run staged in a batch, not yet visible.
-pub struct StagedRun(Run);
+/// A run whose chunks are written, not yet visible.
+pub struct StagedRun {
+    tag: u8,
+    run: Run,
+}
+
+impl StagedRun {
+    /// The sled entry that makes it part of its index.
+    pub fn meta_entry(&self) -> (Vec<u8>, Vec<u8>) {
+        (meta_key(self.tag, self.run.id).to_vec(), encode_value(&self.run.meta))
+    }
+}
+
+/// A merge's run, written, not yet in place of the runs it replaces.
+pub struct MergedRun {
+    run: Run,
+    replaces: Vec<u64>,
+}
 
 /// A position in a run being merged: its current chunk and record.
 struct Cursor {

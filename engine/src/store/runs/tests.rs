@@ -51,9 +51,18 @@ fn write_run(set: &mut RunSet, tree: &sled::Tree, entries: &[(u64, u64)]) {
     for (n, version) in entries {
         builder.push(&key(*n), &value(*n, *version));
     }
-    let mut batch = sled::Batch::default();
-    let staged = set.stage(&builder, &mut batch).unwrap();
-    tree.apply_batch(batch).unwrap();
+    stage_and_add(set, tree, &builder);
+}
+
+/// What a checkpoint does with a run: chunks, then its metadata, then visible.
+fn stage_and_add(set: &mut RunSet, tree: &sled::Tree, builder: &RunBuilder) {
+    let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+        tree.insert(key, chunk)?;
+        Ok(())
+    };
+    let staged = set.stage(builder, &mut sink).unwrap();
+    let (key, meta) = staged.meta_entry();
+    tree.insert(key, meta).unwrap();
     set.add(staged);
 }
 
@@ -183,6 +192,41 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
 }
 
 #[test]
+fn a_run_staged_but_never_made_visible_is_not_seen_and_its_id_is_reused() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    write_run(&mut set, &tree, &[(1, 1)]);
+    // A checkpoint wrote chunks, then failed before its marker.
+    let mut builder = RunBuilder::new(LOOKUP);
+    for n in 0..1_000 {
+        builder.push(&key(n), &value(n, 9));
+    }
+    let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+        tree.insert(key, chunk)?;
+        Ok(())
+    };
+    let abandoned = set.stage(&builder, &mut sink).unwrap();
+    drop(abandoned);
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    assert_matches(&set, &tree, &BTreeMap::from([(1, 1)]), 1_000);
+    write_run(&mut set, &tree, &[(2, 2)]);
+    let model = BTreeMap::from([(1, 1), (2, 2)]);
+    assert_matches(&set, &tree, &model, 1_000);
+    assert_matches(&RunSet::load(&tree, LOOKUP).unwrap(), &tree, &model, 1_000);
+}
+
+#[test]
+fn a_range_within_a_limit_gives_up_past_it() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    write_run(&mut set, &tree, &(0..100).map(|n| (n, 1)).collect::<Vec<_>>());
+    write_run(&mut set, &tree, &(100..200).map(|n| (n, 1)).collect::<Vec<_>>());
+    let (from, to) = (key(50), key(150));
+    assert_eq!(set.range_within(&tree, &from, &to, 100).unwrap().unwrap().len(), 100);
+    assert_eq!(set.range_within(&tree, &from, &to, 99).unwrap(), None);
+}
+
+#[test]
 fn an_index_without_a_filter_is_scanned_by_range() {
     let tree = tree();
     let mut set = RunSet::load(&tree, SCANNED).unwrap();
@@ -191,10 +235,7 @@ fn an_index_without_a_filter_is_scanned_by_range() {
         for n in (part..3_000).step_by(6) {
             builder.push(&n.to_be_bytes(), &[]);
         }
-        let mut batch = sled::Batch::default();
-        let staged = set.stage(&builder, &mut batch).unwrap();
-        tree.apply_batch(batch).unwrap();
-        set.add(staged);
+        stage_and_add(&mut set, &tree, &builder);
         set.compact(&tree).unwrap();
     }
     let found = set.range(&tree, &100u64.to_be_bytes(), &200u64.to_be_bytes()).unwrap();
