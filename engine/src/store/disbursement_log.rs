@@ -1,23 +1,17 @@
 //! Disbursements at rest: an append-only log of versions in sled blocks,
-//! found through indexes kept in memory.
+//! found through the indexes of `history.rs`.
 //!
 //! One sled key per index per disbursement made sled's inserts at
 //! checkpoints half of all CPU under load, and sled's page cache grew by
 //! kilobytes per key. So a checkpoint writes the newest version of each
 //! disbursement it covers into blocks of about `BLOCK_BYTES` under
 //! `D`+checkpoint+part (one sled value per eight or so disbursements
-//! instead of five keys per disbursement), and the indexes (id to block, ref code, per
-//! merchant idempotency key and creation time, the open set) live here, a
-//! few hundred bytes per disbursement. Opening the store rebuilds them by
-//! reading every block, oldest first, so the newest version wins.
+//! instead of five keys per disbursement), and where each went into the
+//! history's sorted runs.
 //!
 //! A version is never rewritten in place; older versions stay in earlier
 //! blocks (at most one per status change) and are skipped by the index.
 
-use crate::domain::Disbursement;
-use crate::sharded::{ShardedMap, ShardedSet};
-use foldhash::HashMap;
-use std::collections::BTreeSet;
 use uuid::Uuid;
 
 /// Where a block is cut. sled 0.34 writes a tree node bigger than a quarter
@@ -134,105 +128,10 @@ impl BlockWriter {
     }
 }
 
-/// One merchant's disbursement indexes.
-#[derive(Default)]
-struct MerchantIndex {
-    /// Idempotency key hash -> id.
-    by_key: ShardedMap<u128, Uuid>,
-    /// (created ms, id), for listings.
-    created: BTreeSet<(i64, Uuid)>,
-}
-
-/// Every disbursement's indexes. Covers every durable version, checkpointed
-/// or still in the overlay; only checkpointed ones have a location.
-#[derive(Default)]
-pub struct DisbursementIndex {
-    /// Every indexed disbursement; where its newest checkpointed version is, once it has one.
-    located: ShardedMap<Uuid, Option<Location>>,
-    by_ref: ShardedMap<u128, Uuid>,
-    merchants: HashMap<Uuid, MerchantIndex>,
-    open: ShardedSet<Uuid>,
-}
-
-impl DisbursementIndex {
-    /// Indexes a durable version (idempotent: versions may be offered again
-    /// by replay). `hashes` gives the store's hashes of its idempotency key
-    /// and ref code; they are only needed (and computed) for a disbursement
-    /// not indexed yet, since neither ever changes.
-    pub fn index_version(&mut self, disbursement: &Disbursement, hashes: impl FnOnce() -> (u128, u128)) {
-        let id = disbursement.id;
-        if !self.located.contains_key(&id) {
-            let (key_hash, ref_hash) = hashes();
-            self.by_ref.insert(ref_hash, id);
-            let merchant = self.merchants.entry(disbursement.merchant_id).or_default();
-            merchant.by_key.insert(key_hash, id);
-            merchant.created.insert((disbursement.created_at_ms, id));
-            self.located.insert(id, None);
-        }
-        if disbursement.status.is_terminal() {
-            self.open.remove(&id);
-        } else {
-            self.open.insert(id);
-        }
-    }
-
-    /// Records where a checkpoint put a disbursement's newest version.
-    pub fn locate(&mut self, id: Uuid, location: Location) {
-        self.located.insert(id, Some(location));
-    }
-
-    /// Where a disbursement's newest checkpointed version is.
-    pub fn location(&self, id: &Uuid) -> Option<Location> {
-        self.located.get(id).copied().flatten()
-    }
-
-    /// The disbursement with a ref code hash.
-    pub fn id_by_ref(&self, ref_hash: u128) -> Option<Uuid> {
-        self.by_ref.get(&ref_hash).copied()
-    }
-
-    /// The disbursement a merchant created with an idempotency key hash.
-    pub fn id_by_key(&self, merchant_id: &Uuid, key_hash: u128) -> Option<Uuid> {
-        self.merchants.get(merchant_id)?.by_key.get(&key_hash).copied()
-    }
-
-    /// A merchant's idempotency key hashes, or `None` when there are more than `limit`.
-    pub fn key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Option<ShardedSet<u128>> {
-        let Some(merchant) = self.merchants.get(merchant_id) else {
-            return Some(ShardedSet::default());
-        };
-        (merchant.by_key.len() <= limit).then(|| merchant.by_key.keys().copied().collect())
-    }
-
-    /// A merchant's disbursements created in `[from_ms, to_ms)`, oldest first.
-    pub fn created_between(&self, merchant_id: &Uuid, from_ms: i64, to_ms: i64) -> Vec<Uuid> {
-        let Some(merchant) = self.merchants.get(merchant_id) else {
-            return Vec::new();
-        };
-        if from_ms >= to_ms {
-            return Vec::new();
-        }
-        merchant
-            .created
-            .range((from_ms, Uuid::nil())..(to_ms, Uuid::nil()))
-            .map(|(_, id)| *id)
-            .collect()
-    }
-
-    /// Disbursements not yet in a final status.
-    pub fn open(&self) -> Vec<Uuid> {
-        self.open.iter().copied().collect()
-    }
-
-    /// How many disbursements are not yet in a final status.
-    pub fn open_count(&self) -> usize {
-        self.open.len()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use foldhash::HashMap;
 
     #[test]
     fn versions_are_found_where_the_writer_put_them() {

@@ -35,6 +35,7 @@
 //! attempt is due; `q`+merchant+attempted ms+event id+attempt -> attempt.
 
 pub mod disbursement_log;
+pub mod history;
 pub mod journal;
 pub mod overlay;
 pub mod record;
@@ -47,7 +48,8 @@ use crate::domain::{
 };
 use crate::ledger::{Entry, MerchantBook};
 use crate::limits;
-use disbursement_log::{BlockWriter, DisbursementIndex, Location};
+use disbursement_log::{BlockWriter, Location};
+use history::{DisbursementIndex, HistoryRuns, StagedHistory};
 use overlay::{Layer, MerchantLayer, MerchantView, Overlay};
 use record::{decode_value, encode_value, JournalRecord};
 use std::collections::HashMap;
@@ -185,8 +187,11 @@ pub struct Store {
     overlay: Mutex<Overlay>,
     hash_seed: u64,
     key_runs_generation: AtomicU64,
-    /// Every disbursement's indexes. Lock order: the overlay, then this.
+    /// Recent and open disbursements' indexes. Lock order: the overlay, then this.
     disbursements: RwLock<DisbursementIndex>,
+    /// Every checkpointed disbursement's indexes, on disk. Never held with
+    /// the overlay or `disbursements`.
+    history: RwLock<HistoryRuns>,
     /// Tests: a checkpoint fails after this many sled batches (a crash mid-checkpoint).
     #[cfg(test)]
     fail_after_batches: std::sync::atomic::AtomicUsize,
@@ -271,6 +276,7 @@ impl Store {
                 seed
             }
         };
+        let (history, open) = HistoryRuns::load(ledger.clone())?;
         let store = Store {
             path: path.to_path_buf(),
             merchants: db.open_tree("merchants")?,
@@ -284,6 +290,7 @@ impl Store {
             hash_seed,
             key_runs_generation: AtomicU64::new(0),
             disbursements: RwLock::new(DisbursementIndex::default()),
+            history: RwLock::new(history),
             #[cfg(test)]
             fail_after_batches: std::sync::atomic::AtomicUsize::new(usize::MAX),
         };
@@ -299,46 +306,92 @@ impl Store {
             store.apply_to_catalog(decode_value(&value)?);
         }
         let checkpoint = store.checkpoint_seq()?;
-        store.load_disbursement_blocks(checkpoint)?;
+        store.load_history(checkpoint, open)?;
         store.overlay.lock().expect("overlay lock").active.through_seq = checkpoint.saturating_sub(1);
         Ok(store)
     }
 
-    /// Rebuilds the disbursement indexes from the blocks of every completed
-    /// checkpoint, oldest first, and drops blocks of a checkpoint cut short
-    /// (the journal after the marker still holds what they held).
-    fn load_disbursement_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
-        let mut index = self.disbursements.write().expect("disbursement index lock");
-        let mut cut_short = Vec::new();
+    /// Takes the open set the last checkpoint wrote, and drops blocks of a
+    /// checkpoint cut short (the journal after the marker still holds what
+    /// they held). A data dir written before the history runs (`open` is
+    /// `None`) has its blocks read once, oldest first, into them.
+    fn load_history(&self, checkpoint: u64, open: Option<Vec<Uuid>>) -> Result<(), StoreError> {
+        let cut_short = disbursement_log::block_key(checkpoint.saturating_add(1), 0)
+            ..=disbursement_log::block_key(u64::MAX, u32::MAX);
+        let mut batch = sled::Batch::default();
+        for item in self.ledger.range(cut_short) {
+            batch.remove(item?.0);
+        }
+        self.ledger.apply_batch(batch)?;
+        match open {
+            Some(open) => self
+                .disbursements
+                .write()
+                .expect("disbursement index lock")
+                .set_open(open),
+            None => self.fill_history(checkpoint)?,
+        }
+        Ok(())
+    }
+
+    /// Writes every checkpointed disbursement's index entries as the
+    /// history's first runs, with the open set: the one time every block
+    /// is read.
+    fn fill_history(&self, checkpoint: u64) -> Result<(), StoreError> {
+        let mut newest: HashMap<Uuid, (Disbursement, Location)> = HashMap::default();
         for item in self.ledger.scan_prefix([disbursement_log::BLOCK_PREFIX]) {
             let (key, block) = item?;
             let Some((written_by, part)) = disbursement_log::parse_block_key(&key) else {
                 continue;
             };
             if written_by > checkpoint {
-                cut_short.push(key);
                 continue;
             }
             let versions = disbursement_log::block_versions(&block).ok_or_else(|| corrupt_block(&key))?;
             for (offset, encoded) in versions {
                 let disbursement: Disbursement = decode_value(encoded)?;
-                self.index_disbursement(&mut index, &disbursement);
                 let location = Location {
                     checkpoint: written_by,
                     part,
                     offset,
                 };
-                index.locate(disbursement.id, location);
+                newest.insert(disbursement.id, (disbursement, location));
             }
         }
-        for key in cut_short {
-            self.ledger.remove(key)?;
+        let open: Vec<Uuid> = newest
+            .values()
+            .filter(|(disbursement, _)| !disbursement.status.is_terminal())
+            .map(|(disbursement, _)| disbursement.id)
+            .collect();
+        let mut history = self.history.write().expect("history lock");
+        let all = newest.into_values().map(|(disbursement, location)| {
+            let key_hash = self.key_hash(&disbursement.idempotency_key);
+            let ref_hash = self.key_hash(&disbursement.ref_code);
+            (disbursement, key_hash, ref_hash, location)
+        });
+        let batch = history.batch_of_all(all);
+        let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+            self.ledger.insert(key, chunk)?;
+            Ok(())
+        };
+        let staged = history.stage(batch, &mut sink)?;
+        let mut marker = sled::Batch::default();
+        for (key, value) in HistoryRuns::marker_entries(&staged, &open) {
+            marker.insert(key, value);
         }
+        self.ledger.apply_batch(marker)?;
+        self.db.flush()?;
+        history.add(staged);
+        drop(history);
+        self.disbursements
+            .write()
+            .expect("disbursement index lock")
+            .set_open(open);
         Ok(())
     }
 
-    fn index_disbursement(&self, index: &mut DisbursementIndex, disbursement: &Disbursement) {
-        index.index_version(disbursement, || {
+    fn index_disbursement(&self, index: &mut DisbursementIndex, disbursement: &Disbursement, created: bool) {
+        index.index_version(disbursement, created, || {
             (
                 self.key_hash(&disbursement.idempotency_key),
                 self.key_hash(&disbursement.ref_code),
@@ -427,14 +480,15 @@ impl Store {
             | JournalRecord::DisbursementReversed { disbursement, entry } => {
                 // Entry blocks hold plain entry records, whatever record carried the entry.
                 self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
-                self.overlay_disbursement(overlay, disbursement, encoded.next());
+                let created = matches!(record, JournalRecord::DisbursementCreated { .. });
+                self.overlay_disbursement(overlay, disbursement, encoded.next(), created);
             }
             JournalRecord::DisbursementUpdated(disbursement) => {
-                self.overlay_disbursement(overlay, disbursement, encoded.next())
+                self.overlay_disbursement(overlay, disbursement, encoded.next(), false)
             }
             JournalRecord::DisbursementsUpdated(disbursements) => {
                 for disbursement in disbursements {
-                    self.overlay_disbursement(overlay, disbursement, encoded.next());
+                    self.overlay_disbursement(overlay, disbursement, encoded.next(), false);
                 }
             }
             JournalRecord::OrderCreated(order) => self.overlay_order(overlay, order, true),
@@ -562,10 +616,16 @@ impl Store {
 
     /// A disbursement's newest version, indexed at once (readers find it
     /// in the overlay until a checkpoint has written it to a block).
-    fn overlay_disbursement(&self, overlay: &mut Overlay, disbursement: &Arc<Disbursement>, encoded: Option<&[u8]>) {
+    fn overlay_disbursement(
+        &self,
+        overlay: &mut Overlay,
+        disbursement: &Arc<Disbursement>,
+        encoded: Option<&[u8]>,
+        created: bool,
+    ) {
         overlay.active.put_disbursement(disbursement, encoded);
         let mut index = self.disbursements.write().expect("disbursement index lock");
-        self.index_disbursement(&mut index, disbursement);
+        self.index_disbursement(&mut index, disbursement, created);
     }
 
     /// An order and its indexes; updates write only the record and the
@@ -919,17 +979,19 @@ impl Store {
         // The overlay's reference is then the only one, so a failed layer
         // goes back without a copy.
         drop(layer);
-        if let Ok(locations) = &result {
-            // Before the layer leaves the overlay, so no reader misses both;
-            // in chunks, so the applier (which holds the overlay lock while
-            // it waits for this one) is never held up for long.
-            for chunk in locations.chunks(1024) {
-                let mut index = self.disbursements.write().expect("disbursement index lock");
-                for (id, location) in chunk {
-                    index.locate(*id, *location);
-                }
+        let result = result.map(|staged| {
+            // Before the layer leaves the overlay, so no reader misses both:
+            // the runs first, then the recent entries they now hold go.
+            let covered = self.history.write().expect("history lock").add(staged);
+            for chunk in covered.chunks(1024) {
+                // In chunks, so the applier (which holds the overlay lock
+                // while it waits for this one) is never held up for long.
+                self.disbursements
+                    .write()
+                    .expect("disbursement index lock")
+                    .forget_recent(chunk);
             }
-        }
+        });
         // Whatever happened, the layer stays readable until it is in sled:
         // on failure it goes back under the active one.
         let written = {
@@ -956,7 +1018,27 @@ impl Store {
         // Freed outside the lock: freeing a layer of tens of thousands of
         // records takes milliseconds, and every writer and reader waits on it.
         drop(written);
-        result.map(|_| covers_below)
+        result?;
+        self.compact_history();
+        Ok(covers_below)
+    }
+
+    /// Merges history runs where there are too many. Readers go on while a
+    /// merge is written; it is put in place under the lock. A merge that
+    /// fails is left to its intent (finished or undone at the next open).
+    fn compact_history(&self) {
+        loop {
+            let plan = self.history.write().expect("history lock").plan_merge();
+            let Some(plan) = plan else { return };
+            let merged = plan.write().and_then(|merged| {
+                let replaced = self.history.write().expect("history lock").install_merge(merged)?;
+                plan.finish(&replaced)
+            });
+            if let Err(error) = merged {
+                tracing::error!(%error, "merging disbursement history runs failed; retried at the next checkpoint");
+                return;
+            }
+        }
     }
 
     /// Writes a layer in batches of about `CHECKPOINT_BATCH_OPS` writes,
@@ -965,9 +1047,9 @@ impl Store {
     /// short. Safe to stop anywhere before the marker: a merchant's book,
     /// entry blocks and key run always share one batch (so replay skips
     /// exactly the entries the stored book has), and resources are whole
-    /// values that replay rewrites in order. Returns where the layer's
-    /// disbursement versions went.
-    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<Vec<(Uuid, Location)>, StoreError> {
+    /// values that replay rewrites in order. Returns the history runs of
+    /// the layer's disbursements, written but not yet visible.
+    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<StagedHistory, StoreError> {
         let mut batch = sled::Batch::default();
         let mut pending = 0usize;
         let batches_written = std::cell::Cell::new(0usize);
@@ -1034,6 +1116,22 @@ impl Store {
             pending += 1;
             flush(&mut batch, &mut pending, false)?;
         }
+        let staged = {
+            let history = self.history.read().expect("history lock");
+            let mut runs = history.batch();
+            {
+                let index = self.disbursements.read().expect("disbursement index lock");
+                for (id, location) in &blocks.locations {
+                    runs.push(&index, *id, *location);
+                }
+            }
+            let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+                batch.insert(key, chunk);
+                pending += 1;
+                flush(&mut batch, &mut pending, false)
+            };
+            history.stage(runs, &mut sink)?
+        };
         flush(&mut batch, &mut pending, true)?;
         #[cfg(test)]
         if batches_written.get() >= self.fail_after_batches.load(Ordering::Acquire) {
@@ -1041,8 +1139,14 @@ impl Store {
                 "checkpoint interrupted before its marker (test)",
             )));
         }
+        // The runs' metadata and the open set go with the marker: a
+        // checkpoint cut short leaves neither behind.
+        let open = self.disbursements.read().expect("disbursement index lock").open();
         let mut marker = sled::Batch::default();
         marker.insert(CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
+        for (key, value) in HistoryRuns::marker_entries(&staged, &open) {
+            marker.insert(key, value);
+        }
         self.ledger.apply_batch(marker)?;
         for merchant_id in compact {
             self.compact_key_runs(&merchant_id)?;
@@ -1052,7 +1156,7 @@ impl Store {
         self.key_runs_generation.fetch_add(1, Ordering::AcqRel);
         self.db.flush()?;
         fsync_tree(&self.path)?;
-        Ok(blocks.locations)
+        Ok(staged)
     }
 
     /// Merges a merchant's key runs into one once there are too many, so a
@@ -1087,7 +1191,7 @@ impl Store {
                 return Ok(Some(Disbursement::clone(&found.version)));
             }
         }
-        let location = self.disbursements.read().expect("disbursement index lock").location(id);
+        let location = self.history.read().expect("history lock").location(id)?;
         let Some(location) = location else {
             return Ok(None);
         };
@@ -1099,12 +1203,7 @@ impl Store {
 
     /// A disbursement by ref code.
     pub fn disbursement_by_ref(&self, ref_code: &str) -> Result<Option<Disbursement>, StoreError> {
-        let id = self
-            .disbursements
-            .read()
-            .expect("disbursement index lock")
-            .id_by_ref(self.key_hash(ref_code));
-        match id {
+        match self.disbursement_id_by_ref(ref_code)? {
             Some(id) => Ok(self.disbursement(&id)?.filter(|d| d.ref_code == ref_code)),
             None => Ok(None),
         }
@@ -1112,17 +1211,38 @@ impl Store {
 
     /// True when a ref code is taken (or shares its 128-bit hash with one that is).
     pub fn disbursement_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
-        let index = self.disbursements.read().expect("disbursement index lock");
-        Ok(index.id_by_ref(self.key_hash(ref_code)).is_some())
+        Ok(self.disbursement_id_by_ref(ref_code)?.is_some())
+    }
+
+    fn disbursement_id_by_ref(&self, ref_code: &str) -> Result<Option<Uuid>, StoreError> {
+        let hash = self.key_hash(ref_code);
+        let recent = self
+            .disbursements
+            .read()
+            .expect("disbursement index lock")
+            .id_by_ref(hash);
+        match recent {
+            Some(id) => Ok(Some(id)),
+            None => self.history.read().expect("history lock").id_by_ref(hash),
+        }
     }
 
     /// The disbursement a merchant created with an idempotency key.
     pub fn disbursement_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Disbursement>, StoreError> {
-        let id = self
+        let hash = self.key_hash(key);
+        let recent = self
             .disbursements
             .read()
             .expect("disbursement index lock")
-            .id_by_key(merchant_id, self.key_hash(key));
+            .id_by_key(merchant_id, hash);
+        let id = match recent {
+            Some(id) => Some(id),
+            None => self
+                .history
+                .read()
+                .expect("history lock")
+                .id_by_key(merchant_id, hash)?,
+        };
         match id {
             Some(id) => Ok(self.disbursement(&id)?.filter(|d| d.idempotency_key == key)),
             None => Ok(None),
@@ -1136,8 +1256,27 @@ impl Store {
         merchant_id: &Uuid,
         limit: usize,
     ) -> Option<crate::sharded::ShardedSet<u128>> {
-        let index = self.disbursements.read().expect("disbursement index lock");
-        index.key_hashes(merchant_id, limit)
+        let recent = self
+            .disbursements
+            .read()
+            .expect("disbursement index lock")
+            .key_hashes(merchant_id);
+        // An unreadable history only means "not all known": keys are then
+        // looked up one by one.
+        let stored = match self
+            .history
+            .read()
+            .expect("history lock")
+            .key_hashes(merchant_id, limit)
+        {
+            Ok(stored) => stored?,
+            Err(error) => {
+                tracing::error!(%error, "disbursement key history unreadable");
+                return None;
+            }
+        };
+        let all: crate::sharded::ShardedSet<u128> = recent.into_iter().chain(stored).collect();
+        (all.len() <= limit).then_some(all)
     }
 
     /// A merchant's disbursements created in `[from_ms, to_ms)`, newest first,
@@ -1151,11 +1290,20 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Disbursement>, usize), StoreError> {
-        let ids = self
+        let mut created = self
             .disbursements
             .read()
             .expect("disbursement index lock")
             .created_between(merchant_id, from_ms, to_ms);
+        created.extend(
+            self.history
+                .read()
+                .expect("history lock")
+                .created_between(merchant_id, from_ms, to_ms)?,
+        );
+        created.sort_unstable();
+        created.dedup();
+        let ids = created.into_iter().map(|(_, id)| id);
         let mut page = Vec::new();
         let mut total = 0;
         for id in ids.into_iter().rev() {
@@ -1767,7 +1915,7 @@ mod tests {
         assert!(refused.contains("data format 3"), "{refused}");
     }
 
-    fn test_disbursement(merchant_id: Uuid, n: usize) -> Disbursement {
+    pub(super) fn test_disbursement(merchant_id: Uuid, n: usize) -> Disbursement {
         Disbursement {
             id: Uuid::new_v4(),
             ref_code: format!("DSB-261121000000-{n:04}"),
@@ -1798,7 +1946,7 @@ mod tests {
 
     /// Every disbursement is found by id, ref code and key, in its newest
     /// version (every third SUCCESS), and exactly the others are open.
-    fn assert_disbursements_stored(store: &Store, disbursements: &[Disbursement]) {
+    pub(super) fn assert_disbursements_stored(store: &Store, disbursements: &[Disbursement]) {
         for (n, disbursement) in disbursements.iter().enumerate() {
             let found = store.disbursement(&disbursement.id).unwrap().unwrap();
             let expected = if n % 3 == 0 {

@@ -34,6 +34,9 @@ const FANOUT: usize = 4;
 const BLOOM_BITS_PER_ENTRY: u64 = 10;
 const BLOOM_PROBES: u64 = 7;
 
+/// Every run key starts with this byte, so runs share sled's `ledger`
+/// tree (and a checkpoint's marker batch) with nothing else's keys.
+pub const HISTORY_PREFIX: u8 = b'H';
 const CHUNK_MARK: u8 = b'C';
 const META_MARK: u8 = b'M';
 const INTENT_MARK: u8 = b'I';
@@ -217,7 +220,7 @@ impl RunSet {
     /// The runs of `spec`'s index in `tree`, after finishing or undoing a
     /// merge a crash interrupted.
     pub fn load(tree: &sled::Tree, spec: RunSpec) -> Result<RunSet, StoreError> {
-        if let Some(intent) = tree.get([INTENT_MARK, spec.tag])? {
+        if let Some(intent) = tree.get(intent_key(spec.tag))? {
             let intent: Intent = decode_value(&intent)?;
             if tree.get(meta_key(spec.tag, intent.writes))?.is_some() {
                 for id in intent.replaces {
@@ -226,12 +229,12 @@ impl RunSet {
             } else {
                 remove_chunks(tree, spec.tag, intent.writes)?;
             }
-            tree.remove([INTENT_MARK, spec.tag])?;
+            tree.remove(intent_key(spec.tag))?;
         }
         let mut runs = Vec::new();
-        for item in tree.scan_prefix([META_MARK, spec.tag]) {
+        for item in tree.scan_prefix([HISTORY_PREFIX, META_MARK, spec.tag]) {
             let (key, value) = item?;
-            let id = u64::from_be_bytes(key[2..10].try_into().map_err(|_| bad_key(&key))?);
+            let id = u64::from_be_bytes(key[3..11].try_into().map_err(|_| bad_key(&key))?);
             runs.push(Arc::new(Run {
                 id,
                 meta: decode_value(&value)?,
@@ -296,7 +299,7 @@ impl RunSet {
             writes: id,
             replaces: runs.iter().map(|run| run.id).collect(),
         };
-        tree.insert([INTENT_MARK, spec.tag], encode_value(&intent))?;
+        tree.insert(intent_key(spec.tag), encode_value(&intent))?;
         let expected = runs.iter().map(|run| run.meta.len).sum();
         let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
             tree.insert(key, chunk)?;
@@ -327,6 +330,7 @@ impl RunSet {
             writer.push(&record)?;
         }
         Ok(MergedRun {
+            tag: spec.tag,
             run: writer.finish()?,
             replaces: runs.iter().map(|run| run.id).collect(),
         })
@@ -356,7 +360,7 @@ impl RunSet {
         for id in replaced {
             remove_chunks(tree, spec.tag, *id)?;
         }
-        tree.remove([INTENT_MARK, spec.tag])?;
+        tree.remove(intent_key(spec.tag))?;
         Ok(())
     }
 
@@ -468,6 +472,11 @@ pub struct StagedRun {
 }
 
 impl StagedRun {
+    /// Its index's tag.
+    pub fn tag(&self) -> u8 {
+        self.tag
+    }
+
     /// The sled entry that makes it part of its index.
     pub fn meta_entry(&self) -> (Vec<u8>, Vec<u8>) {
         (meta_key(self.tag, self.run.id).to_vec(), encode_value(&self.run.meta))
@@ -476,8 +485,16 @@ impl StagedRun {
 
 /// A merge's run, written, not yet in place of the runs it replaces.
 pub struct MergedRun {
+    tag: u8,
     run: Run,
     replaces: Vec<u64>,
+}
+
+impl MergedRun {
+    /// Its index's tag.
+    pub fn tag(&self) -> u8 {
+        self.tag
+    }
 }
 
 /// A position in a run being merged: its current chunk and record.
@@ -544,21 +561,23 @@ fn bloom_bits(key: &[u8], at: usize, words: usize) -> impl Iterator<Item = usize
     (0..BLOOM_PROBES).map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) % bits) as usize)
 }
 
-fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 14] {
-    let mut key = [0u8; 14];
-    key[0] = CHUNK_MARK;
-    key[1] = tag;
-    key[2..10].copy_from_slice(&id.to_be_bytes());
-    key[10..].copy_from_slice(&chunk.to_be_bytes());
+fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 15] {
+    let mut key = [0u8; 15];
+    key[..3].copy_from_slice(&[HISTORY_PREFIX, CHUNK_MARK, tag]);
+    key[3..11].copy_from_slice(&id.to_be_bytes());
+    key[11..].copy_from_slice(&chunk.to_be_bytes());
     key
 }
 
-fn meta_key(tag: u8, id: u64) -> [u8; 10] {
-    let mut key = [0u8; 10];
-    key[0] = META_MARK;
-    key[1] = tag;
-    key[2..].copy_from_slice(&id.to_be_bytes());
+fn meta_key(tag: u8, id: u64) -> [u8; 11] {
+    let mut key = [0u8; 11];
+    key[..3].copy_from_slice(&[HISTORY_PREFIX, META_MARK, tag]);
+    key[3..].copy_from_slice(&id.to_be_bytes());
     key
+}
+
+fn intent_key(tag: u8) -> [u8; 3] {
+    [HISTORY_PREFIX, INTENT_MARK, tag]
 }
 
 fn read_chunk(tree: &sled::Tree, tag: u8, id: u64, chunk: u32) -> Result<sled::IVec, StoreError> {
@@ -571,7 +590,7 @@ fn read_chunk(tree: &sled::Tree, tag: u8, id: u64, chunk: u32) -> Result<sled::I
 }
 
 fn remove_chunks(tree: &sled::Tree, tag: u8, id: u64) -> Result<(), StoreError> {
-    let mut prefix = vec![CHUNK_MARK, tag];
+    let mut prefix = vec![HISTORY_PREFIX, CHUNK_MARK, tag];
     prefix.extend_from_slice(&id.to_be_bytes());
     let mut batch = sled::Batch::default();
     for item in tree.scan_prefix(&prefix).keys() {

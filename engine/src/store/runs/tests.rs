@@ -130,7 +130,7 @@ fn merges_keep_every_answer_and_few_runs() {
     let reloaded = RunSet::load(&tree, LOOKUP).unwrap();
     assert_matches(&reloaded, &tree, &model, 1_600);
     // Replaced runs leave nothing behind.
-    let chunks = tree.scan_prefix([CHUNK_MARK, LOOKUP.tag]).count() as u32;
+    let chunks = tree.scan_prefix([HISTORY_PREFIX, CHUNK_MARK, LOOKUP.tag]).count() as u32;
     assert_eq!(chunks, set.runs.iter().map(|run| run.meta.chunks).sum::<u32>());
 }
 
@@ -150,7 +150,7 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
             writes: new_id,
             replaces: old.clone(),
         };
-        tree.insert([INTENT_MARK, LOOKUP.tag], encode_value(&intent)).unwrap();
+        tree.insert(intent_key(LOOKUP.tag), encode_value(&intent)).unwrap();
         let mut chunk = Vec::new();
         for (n, version) in &model {
             chunk.extend_from_slice(&key(*n));
@@ -181,11 +181,11 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
         let ids: Vec<u64> = loaded.runs.iter().map(|run| run.id).collect();
         assert_eq!(ids, if finished_swap { vec![new_id] } else { old.clone() });
         assert_matches(&loaded, &tree, &model, 5);
-        assert!(tree.get([INTENT_MARK, LOOKUP.tag]).unwrap().is_none());
+        assert!(tree.get(intent_key(LOOKUP.tag)).unwrap().is_none());
         let chunk_ids: std::collections::BTreeSet<u64> = tree
-            .scan_prefix([CHUNK_MARK, LOOKUP.tag])
+            .scan_prefix([HISTORY_PREFIX, CHUNK_MARK, LOOKUP.tag])
             .keys()
-            .map(|k| u64::from_be_bytes(k.unwrap()[2..10].try_into().unwrap()))
+            .map(|k| u64::from_be_bytes(k.unwrap()[3..11].try_into().unwrap()))
             .collect();
         assert_eq!(chunk_ids, ids.into_iter().collect());
     }

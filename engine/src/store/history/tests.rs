@@ -1,0 +1,114 @@
+//! The disbursement history through the store: found after checkpoints and
+//! reopening without reading the blocks, merged runs, and a data dir from
+//! before the runs filled once.
+
+use super::super::tests::{assert_disbursements_stored, test_disbursement};
+use super::super::Store;
+use crate::domain::{Disbursement, DisbursementStatus};
+use crate::store::record::JournalRecord;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// Applies versions as durable records, numbering them on from `seq`.
+fn apply(store: &Store, seq: &mut u64, disbursement: &Disbursement) {
+    *seq += 1;
+    let record = JournalRecord::DisbursementUpdated(Arc::new(disbursement.clone()));
+    store.apply(*seq, &record, &record.encode()).unwrap();
+}
+
+/// 3,000 disbursements of one merchant over 30 checkpoints, every third
+/// then SUCCESS (as `assert_disbursements_stored` expects).
+fn fill(store: &Store, seq: &mut u64, merchant: Uuid) -> Vec<Disbursement> {
+    let disbursements: Vec<Disbursement> = (0..3000).map(|n| test_disbursement(merchant, n)).collect();
+    for (n, disbursement) in disbursements.iter().enumerate() {
+        apply(store, seq, disbursement);
+        if n % 100 == 99 {
+            store.checkpoint().unwrap();
+        }
+    }
+    for disbursement in disbursements.iter().step_by(3) {
+        let mut done = disbursement.clone();
+        done.status = DisbursementStatus::Success;
+        apply(store, seq, &done);
+    }
+    store.checkpoint().unwrap();
+    disbursements
+}
+
+#[test]
+fn history_is_found_after_reopening_without_reading_the_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let merchant = Uuid::new_v4();
+    let mut seq = 0;
+    let disbursements = {
+        let store = Store::open(dir.path()).unwrap();
+        let disbursements = fill(&store, &mut seq, merchant);
+        assert_eq!(store.disbursements.read().unwrap().recent_count(), 0, "all in the runs");
+        let runs = store.history.read().unwrap().run_count();
+        assert!(runs <= 4 * 8, "merged: {runs} runs for 31 checkpoints");
+        assert_disbursements_stored(&store, &disbursements);
+        disbursements
+    };
+    let store = Store::open(dir.path()).unwrap();
+    assert_disbursements_stored(&store, &disbursements);
+    let (page, total) = store
+        .merchant_disbursements(&merchant, 0, i64::MAX, |_| true, 0, 10)
+        .unwrap();
+    assert_eq!(total, 3000);
+    assert_eq!(page[0].id, disbursements[2999].id, "newest first");
+    assert_eq!(
+        store.disbursement_key_hashes(&merchant, usize::MAX).unwrap().len(),
+        3000
+    );
+    assert!(
+        store.disbursement_key_hashes(&merchant, 2999).is_none(),
+        "over the limit"
+    );
+    let memory = store.history.read().unwrap().memory_bytes();
+    assert!(memory < 3000 * 12, "{memory} bytes in memory for 3,000 disbursements");
+    // Opening reads no block: one made unreadable is found only when read.
+    let first_block = store
+        .ledger
+        .scan_prefix([super::super::disbursement_log::BLOCK_PREFIX])
+        .next();
+    let (key, _) = first_block.unwrap().unwrap();
+    store.ledger.insert(&key, &b"not a block"[..]).unwrap();
+    store.db.flush().unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.open_disbursement_count(), 2000);
+    assert!(
+        store.disbursement(&disbursements[1].id).is_err(),
+        "in the damaged block"
+    );
+    let last = store.disbursement(&disbursements[2999].id).unwrap().unwrap();
+    assert_eq!(last.id, disbursements[2999].id);
+}
+
+#[test]
+fn a_data_dir_from_before_the_runs_is_filled_from_its_blocks_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let merchant = Uuid::new_v4();
+    let mut seq = 0;
+    let disbursements = {
+        let store = Store::open(dir.path()).unwrap();
+        let disbursements = fill(&store, &mut seq, merchant);
+        // What a data dir written before the runs holds: blocks, no runs.
+        let history: Vec<_> = store
+            .ledger
+            .scan_prefix([super::super::runs::HISTORY_PREFIX])
+            .keys()
+            .collect();
+        for key in history {
+            store.ledger.remove(key.unwrap()).unwrap();
+        }
+        store.db.flush().unwrap();
+        disbursements
+    };
+    let store = Store::open(dir.path()).unwrap();
+    assert_disbursements_stored(&store, &disbursements);
+    assert!(store.history.read().unwrap().run_count() > 0);
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    assert_disbursements_stored(&store, &disbursements);
+}
