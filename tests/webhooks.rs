@@ -15,15 +15,18 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256, Sha512};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::*;
 
-/// What the receiver answers: a queue of statuses (then 200), or hang.
+/// What the receiver answers: a queue of statuses (then 200), or hang;
+/// `delay`: how long each answer takes.
 #[derive(Default)]
 struct Script {
     statuses: VecDeque<u16>,
     hang: bool,
+    delay: Duration,
 }
 
 /// One received request: path, headers, raw body.
@@ -38,9 +41,16 @@ struct Received {
 struct Receiver {
     script: Arc<Mutex<Script>>,
     received: Arc<Mutex<Vec<Received>>>,
+    /// Requests being answered now, and the most there ever were at once.
+    in_flight: Arc<AtomicUsize>,
+    most_in_flight: Arc<AtomicUsize>,
 }
 
 impl Receiver {
+    fn most_in_flight(&self) -> usize {
+        self.most_in_flight.load(Ordering::SeqCst)
+    }
+
     fn received(&self) -> Vec<Received> {
         self.received.lock().unwrap().clone()
     }
@@ -56,13 +66,17 @@ async fn receive(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> AxumStatus {
-    let (status, hang) = {
+    let now_in_flight = receiver.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    receiver.most_in_flight.fetch_max(now_in_flight, Ordering::SeqCst);
+    let (status, hang, delay) = {
         let mut script = receiver.script.lock().unwrap();
-        (script.statuses.pop_front().unwrap_or(200), script.hang)
+        (script.statuses.pop_front().unwrap_or(200), script.hang, script.delay)
     };
     if hang {
         tokio::time::sleep(Duration::from_secs(30)).await;
     }
+    tokio::time::sleep(delay).await;
+    receiver.in_flight.fetch_sub(1, Ordering::SeqCst);
     receiver.received.lock().unwrap().push(Received {
         path: uri.path().to_string(),
         headers,
@@ -480,8 +494,97 @@ async fn a_dead_endpoint_does_not_hold_up_other_merchants() {
     }
     wait_for(&healthy, "/ok", 5).await;
     // The stuck endpoint answers nothing for 30 s: every one of its
-    // deliveries is still hanging while the healthy ones all arrived.
+    // deliveries is still hanging while the healthy ones all arrived, and
+    // it never held more than the floor of 4 at once.
     assert!(stuck.received().is_empty());
+    assert_eq!(stuck.most_in_flight(), 4);
+}
+
+/// Creates `count` bank disbursements of IDR 10,000 for `merchant`, 16 at a
+/// time (more than 200 need the merchant's rate limit raised).
+async fn disburse_many(server: &TestServer, merchant: &TestMerchant, count: usize) {
+    use futures::stream::{self, StreamExt};
+    let replies: Vec<Reply> = stream::iter(0..count)
+        .map(|i| {
+            server.call(
+                Method::POST,
+                "/v1/disbursements",
+                Some(&merchant.api_key),
+                Some(json!({
+                    "idempotency_key": format!("many-{i}"), "channel": "BANK", "bank_short_code": "BCA",
+                    "account_number": "1234567890", "account_name": "Budi", "amount_minor": 1_000_000,
+                })),
+            )
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    for reply in replies {
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    }
+}
+
+#[tokio::test]
+async fn a_healthy_endpoint_is_sent_more_than_the_floor_at_once() {
+    let receiver = Receiver::default();
+    receiver.script.lock().unwrap().delay = Duration::from_millis(40);
+    let base = start_receiver(receiver.clone());
+    let server = TestServer::start_with(FAST_RETRIES);
+    let merchant = server
+        .create_merchant_with("WALLET", json!({ "default_notify_url": format!("{base}/busy") }))
+        .await;
+    server.credit(&merchant.id, 200 * 1_000_000 + 10_000_000).await;
+    disburse_many(&server, &merchant, 100).await;
+    // Each disbursement goes ON_PROCESS, then SUCCESS 200 ms later.
+    let got = wait_for(&receiver, "/busy", 200).await;
+    assert_eq!(got.len(), 200);
+    // Quick 2xx answers raised this merchant's pace above the floor of 4.
+    assert!(
+        receiver.most_in_flight() > 4,
+        "at most {} at once",
+        receiver.most_in_flight()
+    );
+    for delivery in &got {
+        assert_signed(delivery, &merchant.webhook_secret);
+    }
+}
+
+#[tokio::test]
+async fn a_held_back_backlog_longer_than_a_page_does_not_hide_other_merchants() {
+    let stuck = Receiver::default();
+    stuck.script.lock().unwrap().hang = true;
+    let stuck_base = start_receiver(stuck.clone());
+    let healthy = Receiver::default();
+    let healthy_base = start_receiver(healthy.clone());
+    let server = TestServer::start_with(FAST_RETRIES);
+    let slow_merchant = server
+        .create_merchant_with(
+            "WALLET",
+            json!({
+                "default_notify_url": format!("{stuck_base}/stuck"),
+                "limits": { "rate_limit_per_second": 10_000, "rate_limit_burst": 10_000 },
+            }),
+        )
+        .await;
+    server.credit(&slow_merchant.id, 400 * 1_000_000 + 10_000_000).await;
+    // 600 events due (ON_PROCESS and SUCCESS of 300), all but 4 held back
+    // behind the hanging endpoint, ahead of the healthy merchant's in the outbox.
+    disburse_many(&server, &slow_merchant, 300).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let good_merchant = server.create_wallet_merchant().await;
+    for i in 0..3 {
+        let ref_code = create_order(
+            &server,
+            &good_merchant,
+            &format!("G-{i}"),
+            &format!("{healthy_base}/ok"),
+        )
+        .await;
+        pay(&server, &good_merchant, &ref_code).await;
+    }
+    wait_for(&healthy, "/ok", 3).await;
+    assert!(stuck.received().is_empty());
+    assert_eq!(stuck.most_in_flight(), 4);
 }
 
 #[tokio::test]

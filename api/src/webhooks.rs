@@ -1,8 +1,8 @@
 //! The webhook dispatcher (DESIGN.md 6): picks due events from the durable
 //! outbox, renders the V1 or Legacy body, signs it (Standard Webhooks and
 //! `X-Signature`), POSTs it with a 10 s timeout, and records every attempt
-//! with its next retry. A slow or dead endpoint holds at most a few
-//! deliveries of its own merchant at a time.
+//! with its next retry. The loop that picks due events and paces each
+//! merchant's deliveries is `dispatcher.rs`.
 
 use crate::legacy::wib;
 use crate::wire::{disbursement_view, order_view, refund_view, timestamp};
@@ -14,40 +14,14 @@ use paygate_engine::signing::{hmac_sha256_header, sha512_hex};
 use paygate_engine::webhooks::AttemptOutcome;
 use paygate_engine::EngineError;
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use uuid::Uuid;
+
+mod dispatcher;
+pub use dispatcher::run;
 
 /// How long one attempt may take.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often the outbox is looked at.
-const POLL_INTERVAL: Duration = Duration::from_millis(50);
-/// Deliveries in flight for one merchant: a dead endpoint holds no more.
-const IN_FLIGHT_PER_MERCHANT: usize = 4;
-/// Deliveries in flight overall.
-const IN_FLIGHT_MAX: usize = 256;
-/// Due events looked at per poll.
-const DUE_BATCH: usize = 512;
-
-/// Which events, resources and merchants have deliveries in flight.
-#[derive(Default)]
-struct InFlight {
-    events: HashSet<Uuid>,
-    resources: HashSet<Uuid>,
-    per_merchant: HashMap<Uuid, usize>,
-}
-
-/// The order, refund or disbursement an event is about: its events go out
-/// one at a time, in the order they happened.
-fn resource_id(event: &WebhookEvent) -> Uuid {
-    match &event.resource {
-        EventResource::Order(order) => order.id,
-        EventResource::Refund(refund, _) => refund.id,
-        EventResource::Disbursement(disbursement) => disbursement.id,
-    }
-}
-
 /// The HTTP client of deliveries: no redirects (a webhook is delivered to
 /// the URL given, nowhere else). Unless private addresses are allowed
 /// (sandbox), names are resolved by `PublicOnly`, so the connection goes to
@@ -86,74 +60,6 @@ impl reqwest::dns::Resolve for PublicOnly {
             }
             Ok(Box::new(addresses.into_iter()) as reqwest::dns::Addrs)
         })
-    }
-}
-
-/// Runs the dispatcher until `stop` turns true.
-pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
-    let in_flight: Arc<Mutex<InFlight>> = Arc::default();
-    let client = state.webhook_client.clone();
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(POLL_INTERVAL) => {}
-            _ = stop.changed() => return,
-        }
-        let now_ms = state.engine.clock().now().timestamp_millis();
-        let due = match state.engine.due_webhooks(now_ms, DUE_BATCH) {
-            Ok(due) => due,
-            Err(error) => {
-                tracing::error!(%error, "reading due webhooks failed");
-                continue;
-            }
-        };
-        let mut events = Vec::with_capacity(due.len());
-        for (due_ms, event_id) in due {
-            match state.engine.webhook_event(event_id) {
-                Ok(Some(event)) if event.next_attempt_at_ms == Some(due_ms) && !event.delivered => events.push(event),
-                Ok(_) => {}
-                Err(error) => tracing::error!(%error, "reading a webhook event failed"),
-            }
-        }
-        // Events of one resource in the order they happened: a later one
-        // waits while an earlier one is in flight or was held back.
-        events.sort_by_key(|event| (event.occurred_at_ms, event.id));
-        let mut held_back = HashSet::new();
-        for event in events {
-            let event_id = event.id;
-            let resource = resource_id(&event);
-            {
-                let mut flight = in_flight.lock().expect("in-flight lock");
-                let merchant_count = flight.per_merchant.get(&event.merchant_id).copied().unwrap_or(0);
-                if held_back.contains(&resource)
-                    || flight.resources.contains(&resource)
-                    || flight.events.len() >= IN_FLIGHT_MAX
-                    || merchant_count >= IN_FLIGHT_PER_MERCHANT
-                    || flight.events.contains(&event_id)
-                {
-                    held_back.insert(resource);
-                    continue;
-                }
-                flight.events.insert(event_id);
-                flight.resources.insert(resource);
-                *flight.per_merchant.entry(event.merchant_id).or_default() += 1;
-            }
-            let (state, client, in_flight) = (state.clone(), client.clone(), in_flight.clone());
-            tokio::spawn(async move {
-                let merchant_id = event.merchant_id;
-                if let Err(error) = deliver(&state, &client, event, false).await {
-                    tracing::error!(%error, %event_id, "recording a webhook attempt failed");
-                }
-                let mut flight = in_flight.lock().expect("in-flight lock");
-                flight.events.remove(&event_id);
-                flight.resources.remove(&resource);
-                if let Some(count) = flight.per_merchant.get_mut(&merchant_id) {
-                    *count -= 1;
-                    if *count == 0 {
-                        flight.per_merchant.remove(&merchant_id);
-                    }
-                }
-            });
-        }
     }
 }
 

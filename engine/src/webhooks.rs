@@ -120,8 +120,13 @@ impl Engine {
     }
 
     /// Events due for an attempt at or before `now_ms`, with when each was due.
-    pub fn due_webhooks(&self, now_ms: i64, limit: usize) -> Result<Vec<(i64, Uuid)>, EngineError> {
-        Ok(self.store().webhooks_due(now_ms, limit)?)
+    pub fn due_webhooks(
+        &self,
+        after: Option<(i64, Uuid)>,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, Uuid)>, EngineError> {
+        Ok(self.store().webhooks_due(after, now_ms, limit)?)
     }
 
     /// An event by id.

@@ -766,6 +766,92 @@ impl Store {
         Ok(merged.into_iter().collect())
     }
 
+    /// The first `limit` live resource keys and values in `[start, end)`,
+    /// ascending, read lazily: the overlay's two layers are merged (the
+    /// active one wins) only up to the `limit`-th key they hold a value for,
+    /// and sled only up to that key, since nothing past it can be among the
+    /// first `limit`.
+    fn resource_range_first(&self, start: &[u8], end: &[u8], limit: usize) -> Result<Vec<KeyValue>, StoreError> {
+        use std::cmp::Ordering as KeyOrder;
+        if start >= end || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let range = (
+            std::ops::Bound::Included(start.to_vec()),
+            std::ops::Bound::Excluded(end.to_vec()),
+        );
+        // The overlay's newest word on each key, in key order, up to its
+        // `limit`-th value; removals (`None`) hide sled's keys.
+        let mut newer: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        let mut newer_values = 0;
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let mut active = overlay.active.resources.range(range.clone()).peekable();
+            let mut flushing = overlay
+                .flushing
+                .iter()
+                .flat_map(|layer| layer.resources.range(range.clone()))
+                .peekable();
+            while newer_values < limit {
+                let next = match (active.peek(), flushing.peek()) {
+                    (None, None) => break,
+                    (Some(_), None) => active.next(),
+                    (None, Some(_)) => flushing.next(),
+                    (Some((active_key, _)), Some((flushing_key, _))) => match active_key.cmp(flushing_key) {
+                        KeyOrder::Less => active.next(),
+                        KeyOrder::Greater => flushing.next(),
+                        KeyOrder::Equal => {
+                            flushing.next();
+                            active.next()
+                        }
+                    },
+                };
+                let Some((key, value)) = next else { break };
+                newer_values += usize::from(value.is_some());
+                newer.push((key.clone(), value.clone()));
+            }
+        }
+        // With `limit` values in the overlay, its last key bounds the answer.
+        let bound = (newer_values == limit)
+            .then(|| newer.last().map(|(key, _)| key.clone()))
+            .flatten();
+        let mut older: Vec<KeyValue> = Vec::new();
+        for item in self.ledger.range(start..end) {
+            let (key, value) = item?;
+            if bound.as_ref().is_some_and(|bound| key.as_ref() > bound.as_slice()) || older.len() == limit {
+                break;
+            }
+            if newer
+                .binary_search_by(|(newer_key, _)| newer_key.as_slice().cmp(&key))
+                .is_err()
+            {
+                older.push((key.to_vec(), value.to_vec()));
+            }
+        }
+        let mut merged = Vec::with_capacity(limit.min(older.len() + newer_values));
+        let mut newer = newer
+            .into_iter()
+            .filter_map(|(key, value)| value.map(|value| (key, value)))
+            .peekable();
+        let mut older = older.into_iter().peekable();
+        while merged.len() < limit {
+            let next = match (older.peek(), newer.peek()) {
+                (None, None) => break,
+                (Some(_), None) => older.next(),
+                (None, Some(_)) => newer.next(),
+                (Some((older_key, _)), Some((newer_key, _))) => {
+                    if older_key < newer_key {
+                        older.next()
+                    } else {
+                        newer.next()
+                    }
+                }
+            };
+            merged.extend(next);
+        }
+        Ok(merged)
+    }
+
     /// Decodes and applies journal record `seq` (recovery).
     pub fn apply_payload(&self, seq: u64, payload: &[u8]) -> Result<(), StoreError> {
         let record = JournalRecord::decode(payload)?;
@@ -1470,13 +1556,25 @@ impl Store {
         self.decoded(&prefixed(b'g', &[id.as_bytes()]))
     }
 
-    /// Events due at or before `now_ms`, with the time each is due, oldest first.
-    pub fn webhooks_due(&self, now_ms: i64, limit: usize) -> Result<Vec<(i64, Uuid)>, StoreError> {
+    /// Events due at or before `now_ms`, with the time each is due, oldest
+    /// first: at most `limit` of them, after the (due ms, event id) key
+    /// `after` when one is given (the next page of a scan). Reads no further
+    /// into the index than the page needs, however long the backlog.
+    pub fn webhooks_due(
+        &self,
+        after: Option<(i64, Uuid)>,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, Uuid)>, StoreError> {
+        let start = match after {
+            // The smallest key above `after`'s: the same bytes with one more.
+            Some((due_ms, id)) => prefixed(b'p', &[&(due_ms.max(0) as u64).to_be_bytes(), id.as_bytes(), &[0]]),
+            None => b"p".to_vec(),
+        };
         let end = prefixed(b'p', &[&((now_ms.max(0) as u64) + 1).to_be_bytes()]);
         Ok(self
-            .resource_range(b"p", &end)?
+            .resource_range_first(&start, &end, limit)?
             .into_iter()
-            .take(limit)
             .map(|(key, _)| {
                 let due = read_u64(&key[1..9]) as i64;
                 (due, Uuid::from_slice(&key[9..25]).unwrap_or_default())
@@ -1742,6 +1840,53 @@ mod tests {
     use super::*;
     use crate::ledger::{wallet_credit, MerchantBook};
     use crate::money::MinorUnits;
+
+    #[test]
+    fn a_bounded_range_read_is_the_head_of_the_whole_merged_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        let key = |n: u64| prefixed(b'p', &[&n.to_be_bytes()]);
+        let (mut active, mut flushing) = (Layer::default(), Layer::default());
+        for n in 0..600u64 {
+            // Each key lives in sled, in the layer being flushed, in the
+            // active layer, in several of them, or nowhere; a layer's word
+            // may be a removal.
+            let word = |next: &mut dyn FnMut(u64) -> u64| (next(3) > 0).then(|| vec![next(200) as u8]);
+            if next(3) == 0 {
+                store.ledger.insert(key(n), vec![n as u8]).unwrap();
+            }
+            if next(4) == 0 {
+                flushing.put_resources([(key(n), word(&mut next))]);
+            }
+            if next(4) == 0 {
+                active.put_resources([(key(n), word(&mut next))]);
+            }
+        }
+        {
+            let mut overlay = store.overlay.lock().unwrap();
+            overlay.active = active;
+            overlay.flushing = Some(Arc::new(flushing));
+        }
+        for _ in 0..300 {
+            let start = key(next(620));
+            let end = key(next(620));
+            let limit = next(80) as usize;
+            let whole: Vec<KeyValue> = store
+                .resource_range(&start, &end)
+                .unwrap()
+                .into_iter()
+                .take(limit)
+                .collect();
+            assert_eq!(store.resource_range_first(&start, &end, limit).unwrap(), whole);
+        }
+    }
 
     #[test]
     fn entries_split_into_blocks_read_back_in_order_across_checkpoints_and_reopen() {
