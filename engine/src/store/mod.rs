@@ -10,36 +10,24 @@
 //! and fsyncs its files (sled's own flush is not an fsync). Recovery = that
 //! checkpoint + replay of the journal after it.
 //!
-//! `ledger` tree keys: `B`+merchant -> book; `E`+merchant+first seq -> entry
-//! block; `K`+merchant+run -> sorted idempotency key hashes; `M`+name -> meta.
-//!
-//! Disbursements go through the overlay too, and a checkpoint writes their
-//! newest versions in blocks `D`+checkpoint+part; their indexes live in
-//! memory (`disbursement_log.rs`).
-//!
-//! Other resources go through the overlay and into the `ledger` tree under
-//! lower-case prefixes:
-//! `b`+id -> beneficiary; `m`+merchant+created ms+id -> ().
-//!
-//! Orders: `a`+id -> order; `c`+ref code -> id; `e`+merchant+created ms+id ->
-//! () (listing); `f`+merchant+source+merchant order id -> id; `h`+merchant+
-//! Idempotency-Key hash -> id; `j`+expires ms+id -> () while PENDING (the
-//! expiry sweep). Refunds: `s`+id -> refund; `t`+merchant+key hash -> id;
-//! `n`+order id+created ms+id -> (); `u`+id -> () while PENDING.
-//! Settlements: `x`+id -> settlement; `y`+merchant+created ms+id -> ();
-//! `z`+ref code -> id; `w`+id -> () while not final. Not yet settled:
-//! `k`+merchant+paid ms+order id -> () for paid orders not settled (MANUAL
-//! merchants), `v`+merchant+created ms+refund id -> () for MANUAL refunds no
-//! settlement has taken.
-//! Webhooks: `g`+event id -> event; `p`+due ms+event id -> () while an
-//! attempt is due; `q`+merchant+attempted ms+event id+attempt -> attempt.
+//! Every key of the `ledger` tree starts with a `KeyPrefix` (`keys.rs`),
+//! whose variants are the map of what is on disk, each with its key layout.
+//! A checkpoint writes each merchant's book, entry blocks and idempotency
+//! key run; the newest version of each disbursement into blocks, indexed in
+//! memory for recent and open disbursements and in sorted runs on disk for
+//! all history (`history.rs`); and orders, refunds, beneficiaries,
+//! settlements and webhooks as resources: a record under its id, with
+//! index keys beside it.
 
 pub mod disbursement_log;
 pub mod history;
 pub mod journal;
+mod keys;
 pub mod overlay;
 pub mod record;
 pub mod runs;
+
+pub use keys::{index_suffix_hash, order_id_suffix, KeyPrefix};
 
 use crate::domain::catalog::{PaymentVendorConfig, PayoutRouting, VendorRouting};
 use crate::domain::{
@@ -50,6 +38,10 @@ use crate::ledger::{Entry, MerchantBook};
 use crate::limits;
 use disbursement_log::{BlockWriter, Location};
 use history::{DisbursementIndex, HistoryRuns, StagedHistory};
+use keys::{
+    merchant_key, merchant_range, merchant_seq_key, order_id_key, prefix_range, prefixed, read_u64, KeyValue,
+    CHECKPOINT_SEQ_KEY, HASH_SEED_KEY,
+};
 use overlay::{Layer, MerchantLayer, MerchantView, Overlay};
 use record::{decode_value, encode_value, JournalRecord};
 use std::collections::HashMap;
@@ -88,8 +80,6 @@ pub enum StoreError {
     },
 }
 
-const CHECKPOINT_SEQ_KEY: &[u8] = b"Mcheckpoint_seq";
-
 /// The format of the records and state this build writes. Format 2
 /// disbursements carry their payout vendor and ON_PROCESS time.
 pub const DATA_FORMAT: u32 = 2;
@@ -120,7 +110,6 @@ pub fn check_data_format(data_dir: &Path) -> Result<(), StoreError> {
         ))),
     }
 }
-const HASH_SEED_KEY: &[u8] = b"Mhash_seed";
 
 /// Merchants by id and by credential, kept in memory for authentication.
 #[derive(Default)]
@@ -195,71 +184,6 @@ pub struct Store {
     /// Tests: a checkpoint fails after this many sled batches (a crash mid-checkpoint).
     #[cfg(test)]
     fail_after_batches: std::sync::atomic::AtomicUsize,
-}
-
-fn merchant_key(prefix: u8, merchant_id: &Uuid) -> [u8; 17] {
-    let mut key = [0u8; 17];
-    key[0] = prefix;
-    key[1..].copy_from_slice(merchant_id.as_bytes());
-    key
-}
-
-fn merchant_seq_key(prefix: u8, merchant_id: &Uuid, seq: u64) -> [u8; 25] {
-    let mut key = [0u8; 25];
-    key[..17].copy_from_slice(&merchant_key(prefix, merchant_id));
-    key[17..].copy_from_slice(&seq.to_be_bytes());
-    key
-}
-
-/// A key and its value, as read from sled or the overlay.
-type KeyValue = (Vec<u8>, Vec<u8>);
-
-fn prefixed(prefix: u8, parts: &[&[u8]]) -> Vec<u8> {
-    let mut key = vec![prefix];
-    for part in parts {
-        key.extend_from_slice(part);
-    }
-    key
-}
-
-/// `f`+merchant+source+merchant order id: a Legacy `orderId` and a V1
-/// `merchant_order_id` with the same text are different orders.
-fn order_id_key(merchant_id: &Uuid, source: Source, merchant_order_id: &str) -> Vec<u8> {
-    prefixed(
-        b'f',
-        &[merchant_id.as_bytes(), &order_id_suffix(source, merchant_order_id)],
-    )
-}
-
-/// The in-memory hash of an index key's suffix: hash-keyed indexes (`h`)
-/// already hold one; text-keyed ones (`f`: source + order id) are hashed.
-pub fn index_suffix_hash(prefix: u8, suffix: &[u8]) -> u128 {
-    match prefix {
-        b'h' => u128::from_be_bytes(suffix.get(..16).and_then(|s| s.try_into().ok()).unwrap_or([0; 16])),
-        _ => xxhash_rust::xxh3::xxh3_128(suffix),
-    }
-}
-
-/// The suffix of `f`: source byte + merchant order id.
-pub fn order_id_suffix(source: Source, merchant_order_id: &str) -> Vec<u8> {
-    let mut suffix = vec![match source {
-        Source::Api => b'A',
-        Source::Legacy => b'L',
-    }];
-    suffix.extend_from_slice(merchant_order_id.as_bytes());
-    suffix
-}
-
-/// Every key of `prefix`+owner+…, as a range.
-fn merchant_range(prefix: u8, owner: &Uuid) -> (Vec<u8>, Vec<u8>) {
-    (
-        prefixed(prefix, &[owner.as_bytes()]),
-        prefixed(prefix, &[owner.as_bytes(), &[0xFF; 40]]),
-    )
-}
-
-fn read_u64(bytes: &[u8]) -> u64 {
-    u64::from_be_bytes(bytes.try_into().unwrap_or([0; 8]))
 }
 
 impl Store {
@@ -339,7 +263,7 @@ impl Store {
     /// is read.
     fn fill_history(&self, checkpoint: u64) -> Result<(), StoreError> {
         let mut newest: HashMap<Uuid, (Disbursement, Location)> = HashMap::default();
-        for item in self.ledger.scan_prefix([disbursement_log::BLOCK_PREFIX]) {
+        for item in self.ledger.scan_prefix([KeyPrefix::DisbursementBlock.byte()]) {
             let (key, block) = item?;
             let Some((written_by, part)) = disbursement_log::parse_block_key(&key) else {
                 continue;
@@ -509,9 +433,12 @@ impl Store {
                     let id = beneficiary.id.as_bytes();
                     let created = (beneficiary.created_at_ms.max(0) as u64).to_be_bytes();
                     let writes = [
-                        (prefixed(b'b', &[id]), Some(encode_value(beneficiary))),
+                        (prefixed(KeyPrefix::Beneficiary, &[id]), Some(encode_value(beneficiary))),
                         (
-                            prefixed(b'm', &[beneficiary.merchant_id.as_bytes(), &created, id]),
+                            prefixed(
+                                KeyPrefix::BeneficiaryByMerchant,
+                                &[beneficiary.merchant_id.as_bytes(), &created, id],
+                            ),
                             Some(Vec::new()),
                         ),
                     ];
@@ -555,7 +482,7 @@ impl Store {
             } => {
                 self.overlay_webhook_event(overlay, event, *previously_due_ms);
                 let key = prefixed(
-                    b'q',
+                    KeyPrefix::WebhookAttempt,
                     &[
                         attempt.merchant_id.as_bytes(),
                         &(attempt.attempted_at_ms.max(0) as u64).to_be_bytes(),
@@ -572,8 +499,8 @@ impl Store {
 
     fn overlay_webhook_event(&self, overlay: &mut Overlay, event: &WebhookEvent, previously_due_ms: Option<i64>) {
         let id = event.id.as_bytes();
-        let due_key = |ms: i64| prefixed(b'p', &[&(ms.max(0) as u64).to_be_bytes(), id]);
-        let mut writes = vec![(prefixed(b'g', &[id]), Some(encode_value(event)))];
+        let due_key = |ms: i64| prefixed(KeyPrefix::WebhookEventDue, &[&(ms.max(0) as u64).to_be_bytes(), id]);
+        let mut writes = vec![(prefixed(KeyPrefix::WebhookEvent, &[id]), Some(encode_value(event)))];
         if let Some(previous) = previously_due_ms {
             writes.push((due_key(previous), None));
         }
@@ -633,12 +560,18 @@ impl Store {
     fn overlay_order(&self, overlay: &mut Overlay, order: &Order, created: bool) {
         let id = order.id.as_bytes();
         let merchant = order.merchant_id.as_bytes();
-        let mut writes = vec![(prefixed(b'a', &[id]), Some(encode_value(order)))];
+        let mut writes = vec![(prefixed(KeyPrefix::Order, &[id]), Some(encode_value(order)))];
         if created {
             let created_ms = (order.created_at_ms.max(0) as u64).to_be_bytes();
             writes.extend([
-                (prefixed(b'c', &[order.ref_code.as_bytes()]), Some(id.to_vec())),
-                (prefixed(b'e', &[merchant, &created_ms, id]), Some(Vec::new())),
+                (
+                    prefixed(KeyPrefix::OrderByRefCode, &[order.ref_code.as_bytes()]),
+                    Some(id.to_vec()),
+                ),
+                (
+                    prefixed(KeyPrefix::OrderByMerchant, &[merchant, &created_ms, id]),
+                    Some(Vec::new()),
+                ),
                 (
                     order_id_key(&order.merchant_id, order.source, &order.merchant_order_id),
                     Some(id.to_vec()),
@@ -646,18 +579,24 @@ impl Store {
             ]);
             if let Some((key, _)) = &order.idempotency {
                 let key_hash = self.key_hash(key).to_be_bytes();
-                writes.push((prefixed(b'h', &[merchant, &key_hash]), Some(id.to_vec())));
+                writes.push((
+                    prefixed(KeyPrefix::OrderByIdempotencyKey, &[merchant, &key_hash]),
+                    Some(id.to_vec()),
+                ));
             }
         }
         if let Some(expires) = order.expires_at_ms {
             let expires = (expires.max(0) as u64).to_be_bytes();
             let pending = (order.status == OrderStatus::Pending).then(Vec::new);
-            writes.push((prefixed(b'j', &[&expires, id]), pending));
+            writes.push((prefixed(KeyPrefix::PendingOrderByExpiry, &[&expires, id]), pending));
         }
         if let Some(paid_at) = order.paid_at_ms {
             let paid_at = (paid_at.max(0) as u64).to_be_bytes();
             let unsettled = (!order.is_settled).then(Vec::new);
-            writes.push((prefixed(b'k', &[merchant, &paid_at, id]), unsettled));
+            writes.push((
+                prefixed(KeyPrefix::UnsettledOrder, &[merchant, &paid_at, id]),
+                unsettled,
+            ));
         }
         overlay.active.put_resources(writes);
     }
@@ -667,13 +606,19 @@ impl Store {
         let created = (settlement.created_at_ms.max(0) as u64).to_be_bytes();
         let open = (!settlement.status.is_terminal()).then(Vec::new);
         let writes = [
-            (prefixed(b'x', &[id]), Some(encode_value(settlement))),
+            (prefixed(KeyPrefix::Settlement, &[id]), Some(encode_value(settlement))),
             (
-                prefixed(b'y', &[settlement.merchant_id.as_bytes(), &created, id]),
+                prefixed(
+                    KeyPrefix::SettlementByMerchant,
+                    &[settlement.merchant_id.as_bytes(), &created, id],
+                ),
                 Some(Vec::new()),
             ),
-            (prefixed(b'z', &[settlement.ref_code.as_bytes()]), Some(id.to_vec())),
-            (prefixed(b'w', &[id]), open),
+            (
+                prefixed(KeyPrefix::SettlementByRefCode, &[settlement.ref_code.as_bytes()]),
+                Some(id.to_vec()),
+            ),
+            (prefixed(KeyPrefix::OpenSettlement, &[id]), open),
         ];
         overlay.active.put_resources(writes);
     }
@@ -692,19 +637,25 @@ impl Store {
         .then(Vec::new);
         let writes = [
             (
-                prefixed(b'v', &[refund.merchant_id.as_bytes(), &created, id]),
+                prefixed(
+                    KeyPrefix::UnsettledRefund,
+                    &[refund.merchant_id.as_bytes(), &created, id],
+                ),
                 unsettled,
             ),
-            (prefixed(b's', &[id]), Some(encode_value(refund))),
+            (prefixed(KeyPrefix::Refund, &[id]), Some(encode_value(refund))),
             (
-                prefixed(b't', &[refund.merchant_id.as_bytes(), &key_hash]),
+                prefixed(
+                    KeyPrefix::RefundByIdempotencyKey,
+                    &[refund.merchant_id.as_bytes(), &key_hash],
+                ),
                 Some(id.to_vec()),
             ),
             (
-                prefixed(b'n', &[refund.order_id.as_bytes(), &created, id]),
+                prefixed(KeyPrefix::RefundByOrder, &[refund.order_id.as_bytes(), &created, id]),
                 Some(Vec::new()),
             ),
-            (prefixed(b'u', &[id]), open),
+            (prefixed(KeyPrefix::PendingRefund, &[id]), open),
         ];
         overlay.active.put_resources(writes);
     }
@@ -781,7 +732,7 @@ impl Store {
     }
 
     fn sled_book(&self, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
-        Ok(match self.ledger.get(merchant_key(b'B', merchant_id))? {
+        Ok(match self.ledger.get(merchant_key(KeyPrefix::Book, merchant_id))? {
             Some(bytes) => decode_value(&bytes)?,
             None => MerchantBook::new(*merchant_id),
         })
@@ -883,11 +834,14 @@ impl Store {
         let first_wanted = after.saturating_add(1);
         let start = self
             .ledger
-            .range(merchant_seq_key(b'E', merchant_id, 0)..=merchant_seq_key(b'E', merchant_id, first_wanted))
+            .range(
+                merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, 0)
+                    ..=merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, first_wanted),
+            )
             .next_back()
             .transpose()?
             .map(|(key, _)| key.to_vec())
-            .unwrap_or_else(|| merchant_seq_key(b'E', merchant_id, first_wanted).to_vec());
+            .unwrap_or_else(|| merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, first_wanted).to_vec());
         let mut entries = Vec::new();
         let mut last = after;
         let mut take = |block: &[u8]| -> Result<(), StoreError> {
@@ -901,7 +855,7 @@ impl Store {
         };
         for item in self
             .ledger
-            .range(start..=merchant_seq_key(b'E', merchant_id, u64::MAX).to_vec())
+            .range(start..=merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, u64::MAX).to_vec())
         {
             take(&item?.1)?;
         }
@@ -951,7 +905,7 @@ impl Store {
     /// A merchant's checkpointed key runs (sorted hash, seq pairs).
     pub fn key_runs(&self, merchant_id: &Uuid) -> Result<Vec<sled::IVec>, StoreError> {
         self.ledger
-            .scan_prefix(merchant_key(b'K', merchant_id))
+            .scan_prefix(merchant_key(KeyPrefix::IdempotencyKeyRun, merchant_id))
             .map(|item| Ok(item?.1))
             .collect()
     }
@@ -1067,17 +1021,23 @@ impl Store {
         };
         let mut compact = Vec::new();
         for (merchant_id, merchant) in &layer.merchants {
-            batch.insert(&merchant_key(b'B', merchant_id)[..], encode_value(&merchant.book));
+            batch.insert(
+                &merchant_key(KeyPrefix::Book, merchant_id)[..],
+                encode_value(&merchant.book),
+            );
             pending += 1;
             for (first_seq, block) in &merchant.blocks {
-                batch.insert(&merchant_seq_key(b'E', merchant_id, *first_seq)[..], block.as_slice());
+                batch.insert(
+                    &merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, *first_seq)[..],
+                    block.as_slice(),
+                );
                 pending += 1;
             }
             if !merchant.keys.is_empty() {
                 let mut keys: Vec<(u128, u64)> = merchant.keys.iter().map(|(hash, seq)| (*hash, *seq)).collect();
                 keys.sort_unstable();
                 batch.insert(
-                    &merchant_seq_key(b'K', merchant_id, layer.through_seq)[..],
+                    &merchant_seq_key(KeyPrefix::IdempotencyKeyRun, merchant_id, layer.through_seq)[..],
                     overlay::encode_run(&keys),
                 );
                 pending += 1;
@@ -1143,7 +1103,7 @@ impl Store {
         // checkpoint cut short leaves neither behind.
         let open = self.disbursements.read().expect("disbursement index lock").open();
         let mut marker = sled::Batch::default();
-        marker.insert(CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
+        marker.insert(&CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
         for (key, value) in HistoryRuns::marker_entries(&staged, &open) {
             marker.insert(key, value);
         }
@@ -1164,7 +1124,7 @@ impl Store {
     fn compact_key_runs(&self, merchant_id: &Uuid) -> Result<(), StoreError> {
         let runs: Vec<(sled::IVec, sled::IVec)> = self
             .ledger
-            .scan_prefix(merchant_key(b'K', merchant_id))
+            .scan_prefix(merchant_key(KeyPrefix::IdempotencyKeyRun, merchant_id))
             .collect::<Result<_, _>>()?;
         if runs.len() <= limits::IDEMPOTENCY_RUNS_MAX {
             return Ok(());
@@ -1335,7 +1295,7 @@ impl Store {
 
     /// A beneficiary by id (deleted ones included).
     pub fn beneficiary(&self, id: &Uuid) -> Result<Option<Beneficiary>, StoreError> {
-        match self.resource(&prefixed(b'b', &[id.as_bytes()]))? {
+        match self.resource(&prefixed(KeyPrefix::Beneficiary, &[id.as_bytes()]))? {
             Some(bytes) => Ok(Some(decode_value(&bytes)?)),
             None => Ok(None),
         }
@@ -1343,9 +1303,9 @@ impl Store {
 
     /// A merchant's beneficiaries, deleted ones included, newest first.
     pub fn merchant_beneficiaries(&self, merchant_id: &Uuid) -> Result<Vec<Beneficiary>, StoreError> {
-        let (start, end) = merchant_range(b'm', merchant_id);
+        let (start, end) = merchant_range(KeyPrefix::BeneficiaryByMerchant, merchant_id);
         let ids = self.indexed_ids(&start, &end)?;
-        self.load_all(b'b', ids.into_iter().rev())
+        self.load_all(KeyPrefix::Beneficiary, ids.into_iter().rev())
     }
 
     fn decoded<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StoreError> {
@@ -1355,7 +1315,11 @@ impl Store {
         }
     }
 
-    fn by_index<T: serde::de::DeserializeOwned>(&self, index_key: &[u8], prefix: u8) -> Result<Option<T>, StoreError> {
+    fn by_index<T: serde::de::DeserializeOwned>(
+        &self,
+        index_key: &[u8],
+        prefix: KeyPrefix,
+    ) -> Result<Option<T>, StoreError> {
         match self.resource(index_key)? {
             Some(id) => self.decoded(&prefixed(prefix, &[&id])),
             None => Ok(None),
@@ -1364,17 +1328,22 @@ impl Store {
 
     /// An order by id.
     pub fn order(&self, id: &Uuid) -> Result<Option<Order>, StoreError> {
-        self.decoded(&prefixed(b'a', &[id.as_bytes()]))
+        self.decoded(&prefixed(KeyPrefix::Order, &[id.as_bytes()]))
     }
 
     /// An order by ref code.
     pub fn order_by_ref(&self, ref_code: &str) -> Result<Option<Order>, StoreError> {
-        self.by_index(&prefixed(b'c', &[ref_code.as_bytes()]), b'a')
+        self.by_index(
+            &prefixed(KeyPrefix::OrderByRefCode, &[ref_code.as_bytes()]),
+            KeyPrefix::Order,
+        )
     }
 
     /// True when an order ref code is taken.
     pub fn order_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
-        Ok(self.resource(&prefixed(b'c', &[ref_code.as_bytes()]))?.is_some())
+        Ok(self
+            .resource(&prefixed(KeyPrefix::OrderByRefCode, &[ref_code.as_bytes()]))?
+            .is_some())
     }
 
     /// A merchant's order by its own id, in one API.
@@ -1384,13 +1353,16 @@ impl Store {
         source: Source,
         merchant_order_id: &str,
     ) -> Result<Option<Order>, StoreError> {
-        self.by_index(&order_id_key(merchant_id, source, merchant_order_id), b'a')
+        self.by_index(&order_id_key(merchant_id, source, merchant_order_id), KeyPrefix::Order)
     }
 
     /// The order a merchant created with an `Idempotency-Key`.
     pub fn order_by_idempotency_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Order>, StoreError> {
         let key_hash = self.key_hash(key).to_be_bytes();
-        let found: Option<Order> = self.by_index(&prefixed(b'h', &[merchant_id.as_bytes(), &key_hash]), b'a')?;
+        let found: Option<Order> = self.by_index(
+            &prefixed(KeyPrefix::OrderByIdempotencyKey, &[merchant_id.as_bytes(), &key_hash]),
+            KeyPrefix::Order,
+        )?;
         Ok(found.filter(|o| o.idempotency.as_ref().is_some_and(|(k, _)| k == key)))
     }
 
@@ -1405,49 +1377,56 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Order>, usize), StoreError> {
-        let ids = self.ids_in_time_range(b'e', merchant_id, from_ms, to_ms)?;
-        self.newest_page(b'a', ids, keep, offset, limit)
+        let ids = self.ids_in_time_range(KeyPrefix::OrderByMerchant, merchant_id, from_ms, to_ms)?;
+        self.newest_page(KeyPrefix::Order, ids, keep, offset, limit)
     }
 
     /// PENDING orders whose expiry is at or before `now_ms`, oldest first, at most `limit`.
     pub fn orders_due(&self, now_ms: i64, limit: usize) -> Result<Vec<Uuid>, StoreError> {
-        let end = prefixed(b'j', &[&((now_ms.max(0) as u64) + 1).to_be_bytes()]);
-        let mut ids = self.indexed_ids(b"j", &end)?;
+        let end = prefixed(
+            KeyPrefix::PendingOrderByExpiry,
+            &[&((now_ms.max(0) as u64) + 1).to_be_bytes()],
+        );
+        let mut ids = self.indexed_ids(&[KeyPrefix::PendingOrderByExpiry.byte()], &end)?;
         ids.truncate(limit);
         Ok(ids)
     }
 
     /// A refund by id.
     pub fn refund(&self, id: &Uuid) -> Result<Option<Refund>, StoreError> {
-        self.decoded(&prefixed(b's', &[id.as_bytes()]))
+        self.decoded(&prefixed(KeyPrefix::Refund, &[id.as_bytes()]))
     }
 
     /// The refund a merchant created with an idempotency key.
     pub fn refund_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Refund>, StoreError> {
         let key_hash = self.key_hash(key).to_be_bytes();
-        let found: Option<Refund> = self.by_index(&prefixed(b't', &[merchant_id.as_bytes(), &key_hash]), b's')?;
+        let found: Option<Refund> = self.by_index(
+            &prefixed(KeyPrefix::RefundByIdempotencyKey, &[merchant_id.as_bytes(), &key_hash]),
+            KeyPrefix::Refund,
+        )?;
         Ok(found.filter(|r| r.idempotency_key == key))
     }
 
     /// An order's refunds, oldest first.
     pub fn order_refunds(&self, order_id: &Uuid) -> Result<Vec<Refund>, StoreError> {
-        let (start, end) = merchant_range(b'n', order_id);
+        let (start, end) = merchant_range(KeyPrefix::RefundByOrder, order_id);
         let ids = self.indexed_ids(&start, &end)?;
-        self.load_all(b's', ids)
+        self.load_all(KeyPrefix::Refund, ids)
     }
 
     /// Refunds still PENDING, to resume after a restart.
     pub fn open_refunds(&self) -> Result<Vec<Refund>, StoreError> {
-        let ids = self.indexed_ids(b"u", b"v")?;
-        self.load_all(b's', ids)
+        let (start, end) = prefix_range(KeyPrefix::PendingRefund);
+        let ids = self.indexed_ids(&start, &end)?;
+        self.load_all(KeyPrefix::Refund, ids)
     }
 
     /// The hashes under which a merchant's keys of one kind are indexed
-    /// (`prefix`: `f` order ids, `h` order
-    /// `Idempotency-Key`s), or `None` when there are more than `limit`.
+    /// (`prefix`: `OrderByMerchantOrderId` or `OrderByIdempotencyKey`), or
+    /// `None` when there are more than `limit`.
     pub fn merchant_key_hashes(
         &self,
-        prefix: u8,
+        prefix: KeyPrefix,
         merchant_id: &Uuid,
         limit: usize,
     ) -> Result<Option<crate::sharded::ShardedSet<u128>>, StoreError> {
@@ -1467,14 +1446,17 @@ impl Store {
 
     /// A webhook event by id.
     pub fn webhook_event(&self, id: &Uuid) -> Result<Option<WebhookEvent>, StoreError> {
-        self.decoded(&prefixed(b'g', &[id.as_bytes()]))
+        self.decoded(&prefixed(KeyPrefix::WebhookEvent, &[id.as_bytes()]))
     }
 
     /// Events due at or before `now_ms`, with the time each is due, oldest first.
     pub fn webhooks_due(&self, now_ms: i64, limit: usize) -> Result<Vec<(i64, Uuid)>, StoreError> {
-        let end = prefixed(b'p', &[&((now_ms.max(0) as u64) + 1).to_be_bytes()]);
+        let end = prefixed(
+            KeyPrefix::WebhookEventDue,
+            &[&((now_ms.max(0) as u64) + 1).to_be_bytes()],
+        );
         Ok(self
-            .resource_range(b"p", &end)?
+            .resource_range(&[KeyPrefix::WebhookEventDue.byte()], &end)?
             .into_iter()
             .take(limit)
             .map(|(key, _)| {
@@ -1493,8 +1475,8 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<WebhookAttempt>, usize), StoreError> {
-        let start = prefixed(b'q', &[merchant_id.as_bytes()]);
-        let end = prefixed(b'q', &[merchant_id.as_bytes(), &[0xFF; 40]]);
+        let start = prefixed(KeyPrefix::WebhookAttempt, &[merchant_id.as_bytes()]);
+        let end = prefixed(KeyPrefix::WebhookAttempt, &[merchant_id.as_bytes(), &[0xFF; 40]]);
         let mut page = Vec::new();
         let mut total = 0;
         for (_, value) in self.resource_range(&start, &end)?.into_iter().rev() {
@@ -1512,30 +1494,32 @@ impl Store {
 
     /// A merchant's paid orders no settlement has taken, paid before `before_ms`.
     pub fn unsettled_orders(&self, merchant_id: &Uuid, before_ms: i64) -> Result<Vec<Order>, StoreError> {
-        let ids = self.ids_in_time_range(b'k', merchant_id, 0, before_ms)?;
-        self.load_all(b'a', ids)
+        let ids = self.ids_in_time_range(KeyPrefix::UnsettledOrder, merchant_id, 0, before_ms)?;
+        self.load_all(KeyPrefix::Order, ids)
     }
 
     /// A MANUAL merchant's refunds no settlement has deducted, created before `before_ms`.
     pub fn unsettled_refunds(&self, merchant_id: &Uuid, before_ms: i64) -> Result<Vec<Refund>, StoreError> {
-        let ids = self.ids_in_time_range(b'v', merchant_id, 0, before_ms)?;
-        self.load_all(b's', ids)
+        let ids = self.ids_in_time_range(KeyPrefix::UnsettledRefund, merchant_id, 0, before_ms)?;
+        self.load_all(KeyPrefix::Refund, ids)
     }
 
     /// A settlement by id.
     pub fn settlement(&self, id: &Uuid) -> Result<Option<Settlement>, StoreError> {
-        self.decoded(&prefixed(b'x', &[id.as_bytes()]))
+        self.decoded(&prefixed(KeyPrefix::Settlement, &[id.as_bytes()]))
     }
 
     /// True when a settlement ref code is taken.
     pub fn settlement_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
-        Ok(self.resource(&prefixed(b'z', &[ref_code.as_bytes()]))?.is_some())
+        Ok(self
+            .resource(&prefixed(KeyPrefix::SettlementByRefCode, &[ref_code.as_bytes()]))?
+            .is_some())
     }
 
     /// How many settlement ref codes start with `prefix`.
     pub fn settlement_refs_with_prefix(&self, prefix: &str) -> Result<usize, StoreError> {
-        let start = prefixed(b'z', &[prefix.as_bytes()]);
-        let end = prefixed(b'z', &[prefix.as_bytes(), &[0xFF]]);
+        let start = prefixed(KeyPrefix::SettlementByRefCode, &[prefix.as_bytes()]);
+        let end = prefixed(KeyPrefix::SettlementByRefCode, &[prefix.as_bytes(), &[0xFF]]);
         Ok(self.resource_range(&start, &end)?.len())
     }
 
@@ -1546,15 +1530,16 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Settlement>, usize), StoreError> {
-        let (start, end) = merchant_range(b'y', merchant_id);
+        let (start, end) = merchant_range(KeyPrefix::SettlementByMerchant, merchant_id);
         let ids = self.indexed_ids(&start, &end)?;
-        self.newest_page(b'x', ids, |_| true, offset, limit)
+        self.newest_page(KeyPrefix::Settlement, ids, |_| true, offset, limit)
     }
 
     /// Settlements not yet final, to resume after a restart.
     pub fn open_settlements(&self) -> Result<Vec<Settlement>, StoreError> {
-        let ids = self.indexed_ids(b"w", b"x")?;
-        self.load_all(b'x', ids)
+        let (start, end) = prefix_range(KeyPrefix::OpenSettlement);
+        let ids = self.indexed_ids(&start, &end)?;
+        self.load_all(KeyPrefix::Settlement, ids)
     }
 
     /// The ids ending the index keys in `[start, end)`, in key order.
@@ -1567,7 +1552,13 @@ impl Store {
     }
 
     /// The ids of a `prefix`+owner+time ms+id index with times in `[from_ms, to_ms)`, oldest first.
-    fn ids_in_time_range(&self, prefix: u8, owner: &Uuid, from_ms: i64, to_ms: i64) -> Result<Vec<Uuid>, StoreError> {
+    fn ids_in_time_range(
+        &self,
+        prefix: KeyPrefix,
+        owner: &Uuid,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<Uuid>, StoreError> {
         let from = (from_ms.max(0) as u64).to_be_bytes();
         let to = (to_ms.max(0) as u64).to_be_bytes();
         self.indexed_ids(
@@ -1579,7 +1570,7 @@ impl Store {
     /// The records `record_prefix`+id of `ids`, in order; ids without one are skipped.
     fn load_all<T: serde::de::DeserializeOwned>(
         &self,
-        record_prefix: u8,
+        record_prefix: KeyPrefix,
         ids: impl IntoIterator<Item = Uuid>,
     ) -> Result<Vec<T>, StoreError> {
         let mut found = Vec::new();
@@ -1595,7 +1586,7 @@ impl Store {
     /// the `offset`..`offset + limit` slice and how many passed.
     fn newest_page<T: serde::de::DeserializeOwned>(
         &self,
-        record_prefix: u8,
+        record_prefix: KeyPrefix,
         ids_oldest_first: Vec<Uuid>,
         keep: impl Fn(&T) -> bool,
         offset: usize,
