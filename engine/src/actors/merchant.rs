@@ -20,7 +20,7 @@ use crate::money::MinorUnits;
 use crate::refcode::RefCodes;
 use crate::store::journal::{Completion, Continuation, Journal};
 use crate::store::record::{self, JournalRecord};
-use crate::store::{Store, StoreError};
+use crate::store::{KeyPrefix, Store, StoreError};
 use foldhash::{HashMap, HashMapExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::collections::VecDeque;
@@ -226,7 +226,8 @@ pub struct MerchantState {
     /// Every disbursement idempotency key hash, while they fit: a key not
     /// in it is new without a storage read (which a checkpoint can stall).
     known_disbursement_keys: KnownKeys,
-    /// The same for order ids (`f`) and order `Idempotency-Key`s (`h`).
+    /// The same for order ids (`KeyPrefix::OrderByMerchantOrderId`) and
+    /// order `Idempotency-Key`s (`KeyPrefix::OrderByIdempotencyKey`).
     known_order_ids: KnownKeys,
     known_order_keys: KnownKeys,
     /// Orders and refunds written recently, forgotten the same way.
@@ -256,7 +257,7 @@ impl Actor for MerchantActor {
         let keys_complete = known_keys.is_some();
         let known_keys = known_keys.unwrap_or_default();
         let cap = args.keys_in_memory / 2;
-        let load = |prefix: u8| -> Result<KnownKeys, StoreError> {
+        let load = |prefix: KeyPrefix| -> Result<KnownKeys, StoreError> {
             Ok(KnownKeys::loaded(
                 args.store.merchant_key_hashes(prefix, &args.merchant_id, cap)?,
                 cap,
@@ -264,7 +265,10 @@ impl Actor for MerchantActor {
         };
         let known_disbursement_keys =
             KnownKeys::loaded(args.store.disbursement_key_hashes(&args.merchant_id, cap), cap);
-        let (known_order_ids, known_order_keys) = (load(b'f')?, load(b'h')?);
+        let (known_order_ids, known_order_keys) = (
+            load(KeyPrefix::OrderByMerchantOrderId)?,
+            load(KeyPrefix::OrderByIdempotencyKey)?,
+        );
         myself.send_interval(args.idle_timeout / 4, || MerchantMsg::IdleCheck);
         Ok(MerchantState {
             profile: (*profile).clone(),

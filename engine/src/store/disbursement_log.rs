@@ -12,6 +12,7 @@
 //! A version is never rewritten in place; older versions stay in earlier
 //! blocks (at most one per status change) and are skipped by the index.
 
+use super::keys::KeyPrefix;
 use uuid::Uuid;
 
 /// Where a block is cut. sled 0.34 writes a tree node bigger than a quarter
@@ -20,9 +21,6 @@ use uuid::Uuid;
 /// minute under load, each fsynced at every checkpoint). At 4 KiB (about
 /// eight versions) a full leaf stays well under that threshold.
 pub const BLOCK_BYTES: usize = 4 * 1024;
-
-/// The sled key prefix of disbursement blocks.
-pub const BLOCK_PREFIX: u8 = b'D';
 
 /// Where a checkpointed version is: the block (checkpoint and part) and the
 /// byte offset of its length prefix in the block.
@@ -46,7 +44,7 @@ impl Location {
 /// `D`+checkpoint+part.
 pub fn block_key(checkpoint: u64, part: u32) -> [u8; 13] {
     let mut key = [0u8; 13];
-    key[0] = BLOCK_PREFIX;
+    key[0] = KeyPrefix::DisbursementBlock.byte();
     key[1..9].copy_from_slice(&checkpoint.to_be_bytes());
     key[9..].copy_from_slice(&part.to_be_bytes());
     key
@@ -54,7 +52,7 @@ pub fn block_key(checkpoint: u64, part: u32) -> [u8; 13] {
 
 /// The checkpoint and part of a block key, if it is one.
 pub fn parse_block_key(key: &[u8]) -> Option<(u64, u32)> {
-    if key.len() != 13 || key[0] != BLOCK_PREFIX {
+    if key.len() != 13 || key[0] != KeyPrefix::DisbursementBlock.byte() {
         return None;
     }
     let checkpoint = u64::from_be_bytes(key[1..9].try_into().ok()?);

@@ -13,6 +13,7 @@
 //! A checkpoint adds one run to each, with the open set as it then stands.
 
 use super::disbursement_log::Location;
+use super::keys::{named_key, KeyPrefix};
 use super::runs::{MergedRun, RunBuilder, RunSet, RunSpec, StagedRun};
 use super::StoreError;
 use crate::domain::Disbursement;
@@ -48,10 +49,10 @@ const CREATED: RunSpec = RunSpec {
 };
 
 /// The sled key of the open set written with the last checkpoint.
-const OPEN_KEY: &[u8] = b"Hopen";
+const OPEN_KEY: [u8; 5] = named_key(KeyPrefix::IndexRun, b"open");
 /// The sled key saying the runs hold every checkpointed disbursement
 /// (absent in a data dir written before the runs existed).
-const FORMAT_KEY: &[u8] = b"Hformat";
+const FORMAT_KEY: [u8; 7] = named_key(KeyPrefix::IndexRun, b"format");
 const FORMAT: &[u8] = b"runs-1";
 
 /// What the index keeps of a disbursement created since the last

@@ -19,6 +19,7 @@
 //! intent record names both sides, so a crash at any point is finished or
 //! undone when the set is loaded.
 
+use super::keys::KeyPrefix;
 use super::record::{decode_value, encode_value};
 use super::StoreError;
 use serde::{Deserialize, Serialize};
@@ -34,9 +35,10 @@ const FANOUT: usize = 4;
 const BLOOM_BITS_PER_ENTRY: u64 = 10;
 const BLOOM_PROBES: u64 = 7;
 
-/// Every run key starts with this byte, so runs share sled's `ledger`
-/// tree (and a checkpoint's marker batch) with nothing else's keys.
-pub const HISTORY_PREFIX: u8 = b'H';
+/// Every run key starts with `KeyPrefix::IndexRun`, so runs share sled's
+/// `ledger` tree (and a checkpoint's marker batch) with nothing else's keys;
+/// the byte after it tells chunks, metadata and merge intents apart.
+const PREFIX: u8 = KeyPrefix::IndexRun.byte();
 const CHUNK_MARK: u8 = b'C';
 const META_MARK: u8 = b'M';
 const INTENT_MARK: u8 = b'I';
@@ -232,7 +234,7 @@ impl RunSet {
             tree.remove(intent_key(spec.tag))?;
         }
         let mut runs = Vec::new();
-        for item in tree.scan_prefix([HISTORY_PREFIX, META_MARK, spec.tag]) {
+        for item in tree.scan_prefix([PREFIX, META_MARK, spec.tag]) {
             let (key, value) = item?;
             let id = u64::from_be_bytes(key[3..11].try_into().map_err(|_| bad_key(&key))?);
             runs.push(Arc::new(Run {
@@ -563,7 +565,7 @@ fn bloom_bits(key: &[u8], at: usize, words: usize) -> impl Iterator<Item = usize
 
 fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 15] {
     let mut key = [0u8; 15];
-    key[..3].copy_from_slice(&[HISTORY_PREFIX, CHUNK_MARK, tag]);
+    key[..3].copy_from_slice(&[PREFIX, CHUNK_MARK, tag]);
     key[3..11].copy_from_slice(&id.to_be_bytes());
     key[11..].copy_from_slice(&chunk.to_be_bytes());
     key
@@ -571,13 +573,13 @@ fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 15] {
 
 fn meta_key(tag: u8, id: u64) -> [u8; 11] {
     let mut key = [0u8; 11];
-    key[..3].copy_from_slice(&[HISTORY_PREFIX, META_MARK, tag]);
+    key[..3].copy_from_slice(&[PREFIX, META_MARK, tag]);
     key[3..].copy_from_slice(&id.to_be_bytes());
     key
 }
 
 fn intent_key(tag: u8) -> [u8; 3] {
-    [HISTORY_PREFIX, INTENT_MARK, tag]
+    [PREFIX, INTENT_MARK, tag]
 }
 
 fn read_chunk(tree: &sled::Tree, tag: u8, id: u64, chunk: u32) -> Result<sled::IVec, StoreError> {
@@ -590,7 +592,7 @@ fn read_chunk(tree: &sled::Tree, tag: u8, id: u64, chunk: u32) -> Result<sled::I
 }
 
 fn remove_chunks(tree: &sled::Tree, tag: u8, id: u64) -> Result<(), StoreError> {
-    let mut prefix = vec![HISTORY_PREFIX, CHUNK_MARK, tag];
+    let mut prefix = vec![PREFIX, CHUNK_MARK, tag];
     prefix.extend_from_slice(&id.to_be_bytes());
     let mut batch = sled::Batch::default();
     for item in tree.scan_prefix(&prefix).keys() {

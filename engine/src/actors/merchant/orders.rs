@@ -10,6 +10,7 @@ use crate::error::EngineError;
 use crate::ledger::{reversal_idempotency_key, Account, EntryKind, EntryProposal, LedgerError, Posting};
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
+use crate::store::{index_suffix_hash, order_id_suffix, KeyPrefix};
 use foldhash::HashMap;
 use uuid::Uuid;
 
@@ -498,10 +499,10 @@ impl MerchantState {
         {
             return Ok(Some(order.clone()));
         }
-        let suffix = crate::store::order_id_suffix(source, merchant_order_id);
+        let suffix = order_id_suffix(source, merchant_order_id);
         if !self
             .known_order_ids
-            .may_contain(crate::store::index_suffix_hash(b'f', &suffix))
+            .may_contain(index_suffix_hash(KeyPrefix::OrderByMerchantOrderId, &suffix))
         {
             return Ok(None);
         }
@@ -527,9 +528,9 @@ impl MerchantState {
     }
 
     pub(super) fn remember_order(&mut self, order: Order) {
-        let suffix = crate::store::order_id_suffix(order.source, &order.merchant_order_id);
+        let suffix = order_id_suffix(order.source, &order.merchant_order_id);
         self.known_order_ids
-            .insert(crate::store::index_suffix_hash(b'f', &suffix));
+            .insert(index_suffix_hash(KeyPrefix::OrderByMerchantOrderId, &suffix));
         let recent = &mut self.orders;
         recent
             .by_merchant_order_id

@@ -130,7 +130,7 @@ fn merges_keep_every_answer_and_few_runs() {
     let reloaded = RunSet::load(&tree, LOOKUP).unwrap();
     assert_matches(&reloaded, &tree, &model, 1_600);
     // Replaced runs leave nothing behind.
-    let chunks = tree.scan_prefix([HISTORY_PREFIX, CHUNK_MARK, LOOKUP.tag]).count() as u32;
+    let chunks = tree.scan_prefix([PREFIX, CHUNK_MARK, LOOKUP.tag]).count() as u32;
     assert_eq!(chunks, set.runs.iter().map(|run| run.meta.chunks).sum::<u32>());
 }
 
@@ -183,7 +183,7 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
         assert_matches(&loaded, &tree, &model, 5);
         assert!(tree.get(intent_key(LOOKUP.tag)).unwrap().is_none());
         let chunk_ids: std::collections::BTreeSet<u64> = tree
-            .scan_prefix([HISTORY_PREFIX, CHUNK_MARK, LOOKUP.tag])
+            .scan_prefix([PREFIX, CHUNK_MARK, LOOKUP.tag])
             .keys()
             .map(|k| u64::from_be_bytes(k.unwrap()[3..11].try_into().unwrap()))
             .collect();

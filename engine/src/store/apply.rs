@@ -1,0 +1,371 @@
+//! Applying durable journal records: merchants and the catalog straight to
+//! their sled trees, everything else to the overlay, where readers see it
+//! at once and the next checkpoint finds it.
+
+use super::catalog::catalog_key;
+use super::history::DisbursementIndex;
+use super::keys::{order_id_key, prefixed, KeyPrefix};
+use super::overlay::{MerchantLayer, Overlay};
+use super::record::{self, encode_value, JournalRecord};
+use super::{Store, StoreError};
+use crate::domain::{Disbursement, Order, OrderStatus, Refund, RefundStatus, Settlement, WebhookEvent};
+use crate::ledger::Entry;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Store {
+    /// Applies durable journal record `seq`. Idempotent: replay may offer
+    /// records the checkpoint already holds. Everything a record puts in the
+    /// overlay goes in under one lock, so no checkpoint can split a record.
+    pub fn apply(&self, seq: u64, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
+        self.apply_encoded(seq, record, payload, &[])
+    }
+
+    /// `apply` for a record encoded by `JournalRecord::encode_with_spans`:
+    /// `spans` locate its disbursement versions in `payload`, which a
+    /// checkpoint then writes as they are.
+    pub fn apply_encoded(
+        &self,
+        seq: u64,
+        record: &JournalRecord,
+        payload: &[u8],
+        spans: &[std::ops::Range<usize>],
+    ) -> Result<(), StoreError> {
+        self.apply_to_trees(record, payload)?;
+        let mut overlay = self.overlay.lock().expect("overlay lock");
+        let mut encoded = EncodedVersions {
+            payload,
+            spans: spans.iter(),
+        };
+        self.apply_to_overlay(&mut overlay, record, payload, &mut encoded)?;
+        overlay.active.through_seq = overlay.active.through_seq.max(seq);
+        Ok(())
+    }
+
+    /// Decodes and applies journal record `seq` (recovery).
+    pub fn apply_payload(&self, seq: u64, payload: &[u8]) -> Result<(), StoreError> {
+        let record = JournalRecord::decode(payload)?;
+        self.apply(seq, &record, payload)
+    }
+
+    /// Applies durable journal record `seq`, a ledger entry, to the overlay.
+    /// Idempotent: entries the book already holds are skipped.
+    pub fn apply_entry(&self, seq: u64, entry: &Entry, payload: &[u8]) -> Result<(), StoreError> {
+        let mut overlay = self.overlay.lock().expect("overlay lock");
+        self.overlay_entry(&mut overlay, entry, payload)?;
+        overlay.active.through_seq = overlay.active.through_seq.max(seq);
+        Ok(())
+    }
+
+    /// The parts of a record written straight to sled trees (merchants, catalog).
+    fn apply_to_trees(&self, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
+        match record {
+            JournalRecord::MerchantSaved(merchant) => {
+                self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
+                self.directory
+                    .write()
+                    .expect("directory lock")
+                    .insert((**merchant).clone());
+            }
+            JournalRecord::OrganizationSaved(_)
+            | JournalRecord::BankSaved(_)
+            | JournalRecord::EwalletSaved(_)
+            | JournalRecord::PaymentVendorSaved(_)
+            | JournalRecord::VendorRoutingSaved(_)
+            | JournalRecord::PayoutRoutingSaved(_) => {
+                self.catalog.insert(catalog_key(record), payload)?;
+                self.apply_to_catalog(record.clone());
+                self.catalog_version.fetch_add(1, Ordering::AcqRel);
+            }
+            // Wrapped records are order, refund and disbursement changes: none uses its bytes here.
+            JournalRecord::Evented { record, .. } => self.apply_to_trees(record, &[])?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The parts of a record that go to the overlay, all under one lock so
+    /// no checkpoint can split a record.
+    fn apply_to_overlay(
+        &self,
+        overlay: &mut Overlay,
+        record: &JournalRecord,
+        payload: &[u8],
+        encoded: &mut EncodedVersions<'_>,
+    ) -> Result<(), StoreError> {
+        match record {
+            JournalRecord::EntryPosted(entry) => self.overlay_entry(overlay, entry, payload)?,
+            JournalRecord::DisbursementCreated { disbursement, entry }
+            | JournalRecord::DisbursementReversed { disbursement, entry } => {
+                // Entry blocks hold plain entry records, whatever record carried the entry.
+                self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                let created = matches!(record, JournalRecord::DisbursementCreated { .. });
+                self.overlay_disbursement(overlay, disbursement, encoded.next(), created);
+            }
+            JournalRecord::DisbursementUpdated(disbursement) => {
+                self.overlay_disbursement(overlay, disbursement, encoded.next(), false)
+            }
+            JournalRecord::DisbursementsUpdated(disbursements) => {
+                for disbursement in disbursements {
+                    self.overlay_disbursement(overlay, disbursement, encoded.next(), false);
+                }
+            }
+            JournalRecord::OrderCreated(order) => self.overlay_order(overlay, order, true),
+            JournalRecord::OrderUpdated(order) => self.overlay_order(overlay, order, false),
+            JournalRecord::OrderPaid { order, entry } => {
+                self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                self.overlay_order(overlay, order, false);
+            }
+            JournalRecord::RefundSaved { order, refund, entry } => {
+                if let Some(entry) = entry {
+                    self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                }
+                self.overlay_order(overlay, order, false);
+                self.overlay_refund(overlay, refund);
+            }
+            JournalRecord::BeneficiariesSaved(beneficiaries) => {
+                for beneficiary in beneficiaries {
+                    let id = beneficiary.id.as_bytes();
+                    let created = (beneficiary.created_at_ms.max(0) as u64).to_be_bytes();
+                    let writes = [
+                        (prefixed(KeyPrefix::Beneficiary, &[id]), Some(encode_value(beneficiary))),
+                        (
+                            prefixed(
+                                KeyPrefix::BeneficiaryByMerchant,
+                                &[beneficiary.merchant_id.as_bytes(), &created, id],
+                            ),
+                            Some(Vec::new()),
+                        ),
+                    ];
+                    overlay.active.put_resources(writes);
+                }
+            }
+            JournalRecord::SettlementCreated {
+                settlement,
+                orders,
+                refunds,
+                entry,
+            } => {
+                if let Some(entry) = entry {
+                    self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                }
+                for order in orders {
+                    self.overlay_order(overlay, order, false);
+                }
+                for refund in refunds {
+                    self.overlay_refund(overlay, refund);
+                }
+                self.overlay_settlement(overlay, settlement);
+            }
+            JournalRecord::SettlementUpdated { settlement, entry } => {
+                if let Some(entry) = entry {
+                    self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                }
+                self.overlay_settlement(overlay, settlement);
+            }
+            JournalRecord::Evented { record, events } => {
+                // Only an inner entry record would need its own bytes; none is ever wrapped.
+                self.apply_to_overlay(overlay, record, &[], encoded)?;
+                for event in events {
+                    self.overlay_webhook_event(overlay, event, None);
+                }
+            }
+            JournalRecord::WebhookAttempted {
+                event,
+                previously_due_ms,
+                attempt,
+            } => {
+                self.overlay_webhook_event(overlay, event, *previously_due_ms);
+                let key = prefixed(
+                    KeyPrefix::WebhookAttempt,
+                    &[
+                        attempt.merchant_id.as_bytes(),
+                        &(attempt.attempted_at_ms.max(0) as u64).to_be_bytes(),
+                        attempt.event_id.as_bytes(),
+                        &attempt.attempt.to_be_bytes(),
+                    ],
+                );
+                overlay.active.put_resources([(key, Some(encode_value(attempt)))]);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn overlay_entry(&self, overlay: &mut Overlay, entry: &Entry, payload: &[u8]) -> Result<(), StoreError> {
+        let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
+        if !overlay.active.merchants.contains_key(&entry.merchant_id) {
+            let base = self.book_below_active(overlay, &entry.merchant_id)?;
+            overlay
+                .active
+                .merchants
+                .insert(entry.merchant_id, MerchantLayer::new(base));
+        }
+        let active = &mut overlay.active;
+        let layer = active.merchants.get_mut(&entry.merchant_id).expect("inserted above");
+        if entry.seq > layer.book.last_seq {
+            layer.book.apply(entry).map_err(|error| StoreError::Corrupt {
+                merchant_id: entry.merchant_id,
+                reason: format!("entry {}: {error}", entry.seq),
+            })?;
+            layer.push_entry(entry, payload, key_hash);
+            active.entry_count += 1;
+        }
+        Ok(())
+    }
+
+    /// A disbursement's newest version, indexed at once (readers find it
+    /// in the overlay until a checkpoint has written it to a block).
+    fn overlay_disbursement(
+        &self,
+        overlay: &mut Overlay,
+        disbursement: &Arc<Disbursement>,
+        encoded: Option<&[u8]>,
+        created: bool,
+    ) {
+        overlay.active.put_disbursement(disbursement, encoded);
+        let mut index = self.disbursements.write().expect("disbursement index lock");
+        self.index_disbursement(&mut index, disbursement, created);
+    }
+
+    fn index_disbursement(&self, index: &mut DisbursementIndex, disbursement: &Disbursement, created: bool) {
+        index.index_version(disbursement, created, || {
+            (
+                self.key_hash(&disbursement.idempotency_key),
+                self.key_hash(&disbursement.ref_code),
+            )
+        });
+    }
+
+    /// An order and its indexes; updates write only the record and the
+    /// indexes that follow its status (expiry, unsettled).
+    fn overlay_order(&self, overlay: &mut Overlay, order: &Order, created: bool) {
+        let id = order.id.as_bytes();
+        let merchant = order.merchant_id.as_bytes();
+        let mut writes = vec![(prefixed(KeyPrefix::Order, &[id]), Some(encode_value(order)))];
+        if created {
+            let created_ms = (order.created_at_ms.max(0) as u64).to_be_bytes();
+            writes.extend([
+                (
+                    prefixed(KeyPrefix::OrderByRefCode, &[order.ref_code.as_bytes()]),
+                    Some(id.to_vec()),
+                ),
+                (
+                    prefixed(KeyPrefix::OrderByMerchant, &[merchant, &created_ms, id]),
+                    Some(Vec::new()),
+                ),
+                (
+                    order_id_key(&order.merchant_id, order.source, &order.merchant_order_id),
+                    Some(id.to_vec()),
+                ),
+            ]);
+            if let Some((key, _)) = &order.idempotency {
+                let key_hash = self.key_hash(key).to_be_bytes();
+                writes.push((
+                    prefixed(KeyPrefix::OrderByIdempotencyKey, &[merchant, &key_hash]),
+                    Some(id.to_vec()),
+                ));
+            }
+        }
+        if let Some(expires) = order.expires_at_ms {
+            let expires = (expires.max(0) as u64).to_be_bytes();
+            let pending = (order.status == OrderStatus::Pending).then(Vec::new);
+            writes.push((prefixed(KeyPrefix::PendingOrderByExpiry, &[&expires, id]), pending));
+        }
+        if let Some(paid_at) = order.paid_at_ms {
+            let paid_at = (paid_at.max(0) as u64).to_be_bytes();
+            let unsettled = (!order.is_settled).then(Vec::new);
+            writes.push((
+                prefixed(KeyPrefix::UnsettledOrder, &[merchant, &paid_at, id]),
+                unsettled,
+            ));
+        }
+        overlay.active.put_resources(writes);
+    }
+
+    fn overlay_refund(&self, overlay: &mut Overlay, refund: &Refund) {
+        let id = refund.id.as_bytes();
+        let created = (refund.created_at_ms.max(0) as u64).to_be_bytes();
+        let key_hash = self.key_hash(&refund.idempotency_key).to_be_bytes();
+        let open = (refund.status == RefundStatus::Pending).then(Vec::new);
+        // MANUAL refunds (no wallet debit) wait for a settlement to deduct
+        // them; one that failed after a settlement deducted it (it has a
+        // reversal then) waits for the next to give it back.
+        let unsettled = (refund.debit_seq.is_none()
+            && refund.settlement_id.is_none()
+            && (refund.status != RefundStatus::Failed || refund.reversal_seq.is_some()))
+        .then(Vec::new);
+        let writes = [
+            (
+                prefixed(
+                    KeyPrefix::UnsettledRefund,
+                    &[refund.merchant_id.as_bytes(), &created, id],
+                ),
+                unsettled,
+            ),
+            (prefixed(KeyPrefix::Refund, &[id]), Some(encode_value(refund))),
+            (
+                prefixed(
+                    KeyPrefix::RefundByIdempotencyKey,
+                    &[refund.merchant_id.as_bytes(), &key_hash],
+                ),
+                Some(id.to_vec()),
+            ),
+            (
+                prefixed(KeyPrefix::RefundByOrder, &[refund.order_id.as_bytes(), &created, id]),
+                Some(Vec::new()),
+            ),
+            (prefixed(KeyPrefix::PendingRefund, &[id]), open),
+        ];
+        overlay.active.put_resources(writes);
+    }
+
+    fn overlay_settlement(&self, overlay: &mut Overlay, settlement: &Settlement) {
+        let id = settlement.id.as_bytes();
+        let created = (settlement.created_at_ms.max(0) as u64).to_be_bytes();
+        let open = (!settlement.status.is_terminal()).then(Vec::new);
+        let writes = [
+            (prefixed(KeyPrefix::Settlement, &[id]), Some(encode_value(settlement))),
+            (
+                prefixed(
+                    KeyPrefix::SettlementByMerchant,
+                    &[settlement.merchant_id.as_bytes(), &created, id],
+                ),
+                Some(Vec::new()),
+            ),
+            (
+                prefixed(KeyPrefix::SettlementByRefCode, &[settlement.ref_code.as_bytes()]),
+                Some(id.to_vec()),
+            ),
+            (prefixed(KeyPrefix::OpenSettlement, &[id]), open),
+        ];
+        overlay.active.put_resources(writes);
+    }
+
+    fn overlay_webhook_event(&self, overlay: &mut Overlay, event: &WebhookEvent, previously_due_ms: Option<i64>) {
+        let id = event.id.as_bytes();
+        let due_key = |ms: i64| prefixed(KeyPrefix::WebhookEventDue, &[&(ms.max(0) as u64).to_be_bytes(), id]);
+        let mut writes = vec![(prefixed(KeyPrefix::WebhookEvent, &[id]), Some(encode_value(event)))];
+        if let Some(previous) = previously_due_ms {
+            writes.push((due_key(previous), None));
+        }
+        if let Some(next) = event.next_attempt_at_ms {
+            writes.push((due_key(next), Some(Vec::new())));
+        }
+        overlay.active.put_resources(writes);
+    }
+}
+
+/// The encodings of the disbursement versions a record carries, in the
+/// order the record lists them (none for a record read back from disk).
+struct EncodedVersions<'a> {
+    payload: &'a [u8],
+    spans: std::slice::Iter<'a, std::ops::Range<usize>>,
+}
+
+impl<'a> EncodedVersions<'a> {
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let span = self.spans.next()?;
+        self.payload.get(span.clone())
+    }
+}

@@ -1,0 +1,388 @@
+//! Checkpoints: the overlay written to sled in small batches, the marker
+//! last, then flushed and fsynced; and the compactions that keep key runs
+//! and history runs few.
+
+use super::disbursement_log::{self, BlockWriter};
+use super::history::{HistoryRuns, StagedHistory};
+use super::keys::{merchant_key, merchant_seq_key, KeyPrefix, CHECKPOINT_SEQ_KEY};
+use super::overlay::{self, Layer};
+use super::record::encode_value;
+use super::{Store, StoreError};
+use crate::limits;
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use uuid::Uuid;
+
+impl Store {
+    /// Writes the overlay to sled (small batches, the checkpoint marker
+    /// last), flushes and fsyncs. Returns the first journal sequence not
+    /// covered, below which journal segments may be dropped.
+    pub fn checkpoint(&self) -> Result<u64, StoreError> {
+        let layer = {
+            let mut overlay = self.overlay.lock().expect("overlay lock");
+            assert!(overlay.flushing.is_none(), "one checkpoint at a time");
+            let through_seq = overlay.active.through_seq;
+            let layer = Arc::new(std::mem::take(&mut overlay.active));
+            overlay.active.through_seq = through_seq;
+            overlay.flushing = Some(layer.clone());
+            layer
+        };
+        let covers_below = layer.through_seq + 1;
+        let result = self.write_layer(&layer, covers_below);
+        // The overlay's reference is then the only one, so a failed layer
+        // goes back without a copy.
+        drop(layer);
+        let result = result.map(|staged| {
+            // Before the layer leaves the overlay, so no reader misses both:
+            // the runs first, then the recent entries they now hold go.
+            let covered = self.history.write().expect("history lock").add(staged);
+            for chunk in covered.chunks(1024) {
+                // In chunks, so the applier (which holds the overlay lock
+                // while it waits for this one) is never held up for long.
+                self.disbursements
+                    .write()
+                    .expect("disbursement index lock")
+                    .forget_recent(chunk);
+            }
+        });
+        // Whatever happened, the layer stays readable until it is in sled:
+        // on failure it goes back under the active one.
+        let written = {
+            let mut overlay = self.overlay.lock().expect("overlay lock");
+            let flushed = overlay.flushing.take();
+            match (&result, flushed) {
+                (Err(_), Some(flushed)) => {
+                    let mut restored = Arc::try_unwrap(flushed).unwrap_or_else(|shared| Layer::clone_of(&shared));
+                    for (merchant_id, newer) in std::mem::take(&mut overlay.active.merchants) {
+                        restored.merge_newer(merchant_id, newer);
+                    }
+                    restored.resources.extend(std::mem::take(&mut overlay.active.resources));
+                    restored
+                        .disbursements
+                        .extend(std::mem::take(&mut overlay.active.disbursements));
+                    restored.through_seq = overlay.active.through_seq;
+                    restored.entry_count += overlay.active.entry_count;
+                    overlay.active = restored;
+                    None
+                }
+                (_, flushed) => flushed,
+            }
+        };
+        // Freed outside the lock: freeing a layer of tens of thousands of
+        // records takes milliseconds, and every writer and reader waits on it.
+        drop(written);
+        result?;
+        self.compact_history();
+        Ok(covers_below)
+    }
+
+    /// Entries applied into the overlay since the last checkpoint.
+    pub fn pending_entries(&self) -> usize {
+        self.overlay.lock().expect("overlay lock").active.entry_count
+    }
+
+    /// Merges history runs where there are too many. Readers go on while a
+    /// merge is written; it is put in place under the lock. A merge that
+    /// fails is left to its intent (finished or undone at the next open).
+    fn compact_history(&self) {
+        loop {
+            let plan = self.history.write().expect("history lock").plan_merge();
+            let Some(plan) = plan else { return };
+            let merged = plan.write().and_then(|merged| {
+                let replaced = self.history.write().expect("history lock").install_merge(merged)?;
+                plan.finish(&replaced)
+            });
+            if let Err(error) = merged {
+                tracing::error!(%error, "merging disbursement history runs failed; retried at the next checkpoint");
+                return;
+            }
+        }
+    }
+
+    /// Writes a layer in batches of about `CHECKPOINT_BATCH_OPS` writes,
+    /// the checkpoint marker last. sled holds a process-wide write lock for
+    /// a whole batch, stalling every reader; small batches keep those stalls
+    /// short. Safe to stop anywhere before the marker: a merchant's book,
+    /// entry blocks and key run always share one batch (so replay skips
+    /// exactly the entries the stored book has), and resources are whole
+    /// values that replay rewrites in order. Returns the history runs of
+    /// the layer's disbursements, written but not yet visible.
+    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<StagedHistory, StoreError> {
+        let mut batch = sled::Batch::default();
+        let mut pending = 0usize;
+        let batches_written = std::cell::Cell::new(0usize);
+        let flush = |batch: &mut sled::Batch, pending: &mut usize, force: bool| -> Result<(), StoreError> {
+            if *pending > 0 && (force || *pending >= limits::CHECKPOINT_BATCH_OPS) {
+                #[cfg(test)]
+                if batches_written.get() >= self.fail_after_batches.load(Ordering::Acquire) {
+                    return Err(StoreError::Io(io::Error::other("checkpoint interrupted (test)")));
+                }
+                self.ledger.apply_batch(std::mem::take(batch))?;
+                batches_written.set(batches_written.get() + 1);
+                *pending = 0;
+            }
+            Ok(())
+        };
+        let mut compact = Vec::new();
+        for (merchant_id, merchant) in &layer.merchants {
+            batch.insert(
+                &merchant_key(KeyPrefix::Book, merchant_id)[..],
+                encode_value(&merchant.book),
+            );
+            pending += 1;
+            for (first_seq, block) in &merchant.blocks {
+                batch.insert(
+                    &merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, *first_seq)[..],
+                    block.as_slice(),
+                );
+                pending += 1;
+            }
+            if !merchant.keys.is_empty() {
+                let mut keys: Vec<(u128, u64)> = merchant.keys.iter().map(|(hash, seq)| (*hash, *seq)).collect();
+                keys.sort_unstable();
+                batch.insert(
+                    &merchant_seq_key(KeyPrefix::IdempotencyKeyRun, merchant_id, layer.through_seq)[..],
+                    overlay::encode_run(&keys),
+                );
+                pending += 1;
+                compact.push(*merchant_id);
+            }
+            flush(&mut batch, &mut pending, false)?;
+        }
+        for (key, value) in &layer.resources {
+            match value {
+                Some(value) => batch.insert(key.as_slice(), value.as_slice()),
+                None => batch.remove(key.as_slice()),
+            }
+            pending += 1;
+            flush(&mut batch, &mut pending, false)?;
+        }
+        let mut blocks = BlockWriter::new(covers_below);
+        if !layer.disbursements.is_empty() {
+            // A layer that holds a record covers more of the journal than the
+            // last marker, so blocks under its number can only be an earlier
+            // failed attempt's, which would otherwise mix with this one's.
+            let own_blocks =
+                disbursement_log::block_key(covers_below, 0)..=disbursement_log::block_key(covers_below, u32::MAX);
+            for item in self.ledger.range(own_blocks) {
+                batch.remove(item?.0);
+                pending += 1;
+            }
+        }
+        for (id, disbursement) in &layer.disbursements {
+            match &disbursement.encoded {
+                Some(encoded) => blocks.push(*id, encoded),
+                None => blocks.push(*id, &encode_value(&disbursement.version)),
+            }
+        }
+        for (key, block) in blocks.blocks() {
+            batch.insert(&key[..], block);
+            pending += 1;
+            flush(&mut batch, &mut pending, false)?;
+        }
+        let staged = {
+            let history = self.history.read().expect("history lock");
+            let mut runs = history.batch();
+            {
+                let index = self.disbursements.read().expect("disbursement index lock");
+                for (id, location) in &blocks.locations {
+                    runs.push(&index, *id, *location);
+                }
+            }
+            let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+                batch.insert(key, chunk);
+                pending += 1;
+                flush(&mut batch, &mut pending, false)
+            };
+            history.stage(runs, &mut sink)?
+        };
+        flush(&mut batch, &mut pending, true)?;
+        #[cfg(test)]
+        if batches_written.get() >= self.fail_after_batches.load(Ordering::Acquire) {
+            return Err(StoreError::Io(io::Error::other(
+                "checkpoint interrupted before its marker (test)",
+            )));
+        }
+        // The runs' metadata and the open set go with the marker: a
+        // checkpoint cut short leaves neither behind.
+        let open = self.disbursements.read().expect("disbursement index lock").open();
+        let mut marker = sled::Batch::default();
+        marker.insert(&CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
+        for (key, value) in HistoryRuns::marker_entries(&staged, &open) {
+            marker.insert(key, value);
+        }
+        self.ledger.apply_batch(marker)?;
+        for merchant_id in compact {
+            self.compact_key_runs(&merchant_id)?;
+        }
+        // Before the layer leaves the overlay: a reader that misses a key
+        // there then sees the new generation and rereads the runs.
+        self.key_runs_generation.fetch_add(1, Ordering::AcqRel);
+        self.db.flush()?;
+        fsync_tree(&self.path)?;
+        Ok(staged)
+    }
+
+    /// Merges a merchant's key runs into one once there are too many, so a
+    /// lookup reads a bounded number of runs.
+    fn compact_key_runs(&self, merchant_id: &Uuid) -> Result<(), StoreError> {
+        let runs: Vec<(sled::IVec, sled::IVec)> = self
+            .ledger
+            .scan_prefix(merchant_key(KeyPrefix::IdempotencyKeyRun, merchant_id))
+            .collect::<Result<_, _>>()?;
+        if runs.len() <= limits::IDEMPOTENCY_RUNS_MAX {
+            return Ok(());
+        }
+        let mut keys: Vec<(u128, u64)> = runs.iter().flat_map(|(_, run)| overlay::decode_run(run)).collect();
+        keys.sort_unstable();
+        let mut batch = sled::Batch::default();
+        for (key, _) in &runs[..runs.len() - 1] {
+            batch.remove(key.clone());
+        }
+        let (newest, _) = &runs[runs.len() - 1];
+        batch.insert(newest.clone(), overlay::encode_run(&keys));
+        self.ledger.apply_batch(batch)?;
+        Ok(())
+    }
+}
+
+/// fsyncs every file and directory under `path`: sled's flush uses
+/// `sync_file_range`, which does not make data or metadata durable.
+///
+/// sled's own threads replace snapshot files while this runs, so a file
+/// listed and then gone is skipped: what sled deleted holds nothing it needs.
+fn fsync_tree(path: &Path) -> io::Result<()> {
+    let skip_vanished = |result: io::Result<()>| match result {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    };
+    for item in fs::read_dir(path)? {
+        let item = item?;
+        let Ok(kind) = item.file_type() else { continue };
+        if kind.is_dir() {
+            skip_vanished(fsync_tree(&item.path()))?;
+        } else if kind.is_file() {
+            skip_vanished(fs::File::open(item.path()).and_then(|file| file.sync_all()))?;
+        }
+    }
+    fs::File::open(path)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Disbursement;
+    use crate::ledger::{wallet_credit, MerchantBook};
+    use crate::money::MinorUnits;
+    use crate::store::record::JournalRecord;
+    use crate::store::tests::{assert_disbursements_stored, test_disbursement};
+
+    /// A checkpoint that stops after some of its batches (as a crash would)
+    /// leaves sled with part of a layer and the old marker; replaying the
+    /// journal's records over it gives exactly the state of an unbroken run.
+    #[test]
+    fn a_checkpoint_cut_between_batches_is_repaired_by_replay() {
+        use crate::domain::{Beneficiary, Destination, VerificationStatus};
+        let dir = tempfile::tempdir().unwrap();
+        let merchants = [Uuid::new_v4(), Uuid::new_v4()];
+        // The journal, as the records it would hold.
+        let mut records: Vec<JournalRecord> = Vec::new();
+        for (index, merchant) in merchants.iter().enumerate() {
+            let mut book = MerchantBook::new(*merchant);
+            for n in 0..(1500 * (index + 1)) {
+                let proposal = wallet_credit(MinorUnits::new(1), "x".repeat(100), Some(format!("k{n}")));
+                let entry = book.prepare(proposal, 0).unwrap();
+                book.apply(&entry).unwrap();
+                records.push(JournalRecord::EntryPosted(entry));
+            }
+        }
+        let beneficiaries: Vec<Beneficiary> = (0..1500)
+            .map(|n| Beneficiary {
+                id: Uuid::new_v4(),
+                organization_id: Uuid::nil(),
+                merchant_id: merchants[n % 2],
+                label: None,
+                destination: Destination::Ewallet {
+                    provider: "OVO".into(),
+                    phone: format!("62812{n:08}"),
+                },
+                verification_status: VerificationStatus::Pending,
+                verified_name: None,
+                is_default: false,
+                is_enabled: true,
+                deleted_at_ms: None,
+                created_at_ms: n as i64,
+                updated_at_ms: n as i64,
+            })
+            .collect();
+        records.extend(
+            beneficiaries
+                .chunks(10)
+                .map(|chunk| JournalRecord::BeneficiariesSaved(chunk.to_vec())),
+        );
+        // Disbursements: every one PENDING, then every third SUCCESS (a
+        // second version, in the same layer).
+        let disbursements: Vec<Disbursement> = (0..3000).map(|n| test_disbursement(merchants[n % 2], n)).collect();
+        for disbursement in &disbursements {
+            records.push(JournalRecord::DisbursementUpdated(Arc::new(disbursement.clone())));
+        }
+        for disbursement in disbursements.iter().step_by(3) {
+            let mut done = disbursement.clone();
+            done.status = crate::domain::DisbursementStatus::Success;
+            records.push(JournalRecord::DisbursementUpdated(Arc::new(done)));
+        }
+        let apply_all = |store: &Store, from_seq: u64| {
+            for (index, record) in records.iter().enumerate() {
+                let seq = index as u64 + 1;
+                if seq >= from_seq {
+                    store.apply(seq, record, &record.encode()).unwrap();
+                }
+            }
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            apply_all(&store, 1);
+            // The first batch holds both merchants and the first resources.
+            store.fail_after_batches.store(1, Ordering::Release);
+            assert!(
+                store.checkpoint().is_err(),
+                "the checkpoint is cut after its first batch"
+            );
+            assert_eq!(store.checkpoint_seq().unwrap(), 0, "the marker did not move");
+        }
+        // Restart: replay everything from the old marker, then checkpoint.
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store.durable_book(&merchants[0]).unwrap().last_seq,
+            1500,
+            "the cut checkpoint left its first batch (books and entries) behind"
+        );
+        let from = store.checkpoint_seq().unwrap().max(1);
+        apply_all(&store, from);
+        store.checkpoint().unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        for (index, merchant) in merchants.iter().enumerate() {
+            let expected = 1500 * (index as u64 + 1);
+            let entries = store.entries_after(merchant, 0).unwrap();
+            assert_eq!(entries.len() as u64, expected);
+            assert!(entries.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
+            let book = store.durable_book(merchant).unwrap();
+            assert_eq!(book.last_seq, expected);
+            assert_eq!(book.balance(crate::ledger::Account::Wallet).get(), expected as i64);
+            let index_keys = store.idempotency_index(merchant, usize::MAX).unwrap().unwrap();
+            assert_eq!(index_keys.len() as u64, expected, "every key indexed once");
+            assert_eq!(store.merchant_beneficiaries(merchant).unwrap().len(), 750);
+            let (page, total) = store
+                .merchant_disbursements(merchant, 0, i64::MAX, |_| true, 0, 10)
+                .unwrap();
+            assert_eq!(total, 1500);
+            assert_eq!(page[0].id, disbursements[2998 + index].id, "newest first");
+            assert_eq!(store.disbursement_key_hashes(merchant, usize::MAX).unwrap().len(), 1500);
+        }
+        assert_disbursements_stored(&store, &disbursements);
+    }
+}
