@@ -11,7 +11,9 @@
 //! - A look is started by the poll interval or, spaced by `LOOK_SPACING`, by
 //!   a delivery that ended (its slot is free again). Events read by one look
 //!   are kept for the next while they stay due at the same time, so a
-//!   backlog is decoded once, not at every look.
+//!   backlog is decoded once, not at every look; a look after an ended
+//!   delivery reads on from the first event left waiting, not over the
+//!   delivered events whose removal the outbox holds until its checkpoint.
 
 use super::deliver;
 use crate::AppState;
@@ -141,6 +143,17 @@ struct Dispatcher {
     /// Events read by earlier looks that were not started, by id, with the
     /// time they were due when read.
     known: HashMap<Uuid, (i64, WebhookEvent)>,
+    /// Where a look after an ended delivery starts reading (after this due
+    /// time and event id).
+    wake_after: Option<(i64, Uuid)>,
+}
+
+/// The outbox key just before `(due_ms, id)`: reading after it reads it.
+fn just_before((due_ms, id): (i64, Uuid)) -> (i64, Uuid) {
+    match id.as_u128().checked_sub(1) {
+        Some(previous) => (due_ms, Uuid::from_u128(previous)),
+        None => (due_ms - 1, Uuid::max()),
+    }
 }
 
 /// Runs the dispatcher until `stop` turns true.
@@ -150,17 +163,18 @@ pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) 
         in_flight: Arc::default(),
         ended: Arc::new(Notify::new()),
         known: HashMap::new(),
+        wake_after: None,
     };
     let mut poll = tokio::time::interval(POLL_INTERVAL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let depth = tokio::select! {
-            _ = poll.tick() => LOOK_DEPTH,
-            _ = dispatcher.ended.notified() => DUE_PAGE,
+        let full = tokio::select! {
+            _ = poll.tick() => true,
+            _ = dispatcher.ended.notified() => false,
             _ = stop.changed() => return,
         };
-        dispatcher.look(depth);
-        if depth == LOOK_DEPTH {
+        dispatcher.look(full);
+        if full {
             dispatcher.in_flight.lock().expect("in-flight lock").forget_idle();
         }
         tokio::select! {
@@ -171,16 +185,20 @@ pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) 
 }
 
 impl Dispatcher {
-    /// Reads up to `depth` due events, oldest first, and starts every one
-    /// the limits allow. A full-depth look also forgets the events it no
-    /// longer saw due.
-    fn look(&mut self, depth: usize) {
+    /// Reads due events, oldest first, and starts every one the limits
+    /// allow. A look on the poll reads from the start of the outbox,
+    /// `LOOK_DEPTH` deep, and forgets the events it no longer saw due; a
+    /// look after an ended delivery reads one page from `wake_after`.
+    fn look(&mut self, full: bool) {
         self.in_flight.lock().expect("in-flight lock").ended_during_look = Some(HashSet::new());
         let now_ms = self.state.engine.clock().now().timestamp_millis();
+        let depth = if full { LOOK_DEPTH } else { DUE_PAGE };
         let mut seen: HashMap<Uuid, (i64, WebhookEvent)> = HashMap::new();
         let mut held_back = HashSet::new();
-        let mut after = None;
+        let mut first_not_started: Option<(i64, Uuid)> = None;
+        let mut after = if full { None } else { self.wake_after };
         let mut read = 0;
+        let mut read_to_now = false;
         while read < depth {
             let due = match self.state.engine.due_webhooks(after, now_ms, DUE_PAGE) {
                 Ok(due) => due,
@@ -190,8 +208,8 @@ impl Dispatcher {
                 }
             };
             read += due.len();
-            after = due.last().copied();
-            let page_was_full = due.len() == DUE_PAGE;
+            after = due.last().copied().or(after);
+            read_to_now = due.len() < DUE_PAGE;
             let mut events = Vec::with_capacity(due.len());
             for (due_ms, event_id) in due {
                 if let Some(event) = self.due_event(due_ms, event_id) {
@@ -210,6 +228,8 @@ impl Dispatcher {
                 {
                     held_back.insert(resource);
                     if flight.may_start_later(event.id) {
+                        let key = (due_ms, event.id);
+                        first_not_started = Some(first_not_started.map_or(key, |first| first.min(key)));
                         seen.insert(event.id, (due_ms, event));
                     }
                     continue;
@@ -217,12 +237,26 @@ impl Dispatcher {
                 flight.start(event.id, event.merchant_id, resource);
                 self.spawn_delivery(event, resource);
             }
-            if flight.events.len() >= IN_FLIGHT_MAX || !page_was_full {
+            if flight.events.len() >= IN_FLIGHT_MAX || read_to_now {
                 break;
             }
         }
         self.in_flight.lock().expect("in-flight lock").ended_during_look = None;
-        if depth == LOOK_DEPTH {
+        // Everything before the first event left waiting was started (or
+        // is in flight, or was just delivered): the next wake-up reads on
+        // from there, never again over the keys delivered since the last
+        // checkpoint. An event written late with an earlier due time is
+        // found by the next look on the poll.
+        let read_through = if read_to_now {
+            Some((now_ms, Uuid::max()))
+        } else {
+            after
+        };
+        self.wake_after = match (first_not_started, read_through) {
+            (Some(first), _) => Some(just_before(first)),
+            (None, read_through) => read_through.or(self.wake_after),
+        };
+        if full {
             self.known = seen;
         } else {
             self.known.extend(seen);
@@ -297,5 +331,12 @@ mod tests {
         deliver_once(&mut flight, false);
         assert_eq!(pace_of(&flight, merchant), (0, PACE_FLOOR));
         assert!(flight.events.is_empty() && flight.resources.is_empty());
+    }
+
+    #[test]
+    fn reading_after_the_key_just_before_one_reads_that_key() {
+        assert_eq!(just_before((5, Uuid::from_u128(1))), (5, Uuid::nil()));
+        assert_eq!(just_before((5, Uuid::nil())), (4, Uuid::max()));
+        assert!(just_before((5, Uuid::from_u128(7))) < (5, Uuid::from_u128(7)));
     }
 }
