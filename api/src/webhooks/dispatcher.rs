@@ -9,11 +9,12 @@
 //!   `PACE_CEILING`, and falls back to the floor on any other outcome. A dead
 //!   or slow endpoint therefore never holds more than the floor.
 //! - A look is started by the poll interval or, spaced by `LOOK_SPACING`, by
-//!   a delivery that ended (its slot is free again). Events read by one look
-//!   are kept for the next while they stay due at the same time, so a
-//!   backlog is decoded once, not at every look; a look after an ended
-//!   delivery reads on from the first event left waiting, not over the
-//!   delivered events whose removal the outbox holds until its checkpoint.
+//!   a delivery that ended (its slot is free again); see `Look` for how far
+//!   each reads. Events read by one look are kept for the next while they
+//!   stay due at the same time, so a backlog is decoded once, not at every
+//!   look. A look after an ended delivery reads on from the first event
+//!   left waiting, not over the delivered events whose removal the outbox
+//!   holds until its checkpoint, and only about as many as slots were freed.
 
 use super::deliver;
 use crate::AppState;
@@ -40,10 +41,11 @@ const QUICK_ANSWER: Duration = Duration::from_secs(1);
 const IN_FLIGHT_MAX: usize = 256;
 /// Due events read from the outbox at a time.
 const DUE_PAGE: usize = 512;
-/// How far into the due events a look on the poll interval reads: past a
-/// backlog that is held back (a slow merchant's), the events of others are
-/// still found. A look after an ended delivery reads one page.
+/// How far into the due events a deep look reads: past a backlog that is
+/// held back (a slow merchant's), the events of others are still found.
 const LOOK_DEPTH: usize = 8192;
+/// Every this many polls the look is deep; the others read one page.
+const DEEP_EVERY: u32 = 10;
 /// A merchant's pace is forgotten after this long with nothing in flight.
 const PACE_IDLE: Duration = Duration::from_secs(60);
 
@@ -60,6 +62,8 @@ struct InFlight {
     events: HashSet<Uuid>,
     resources: HashSet<Uuid>,
     merchants: HashMap<Uuid, Pace>,
+    /// Deliveries ended since the last look began: how many slots it may fill.
+    ended_since_look: usize,
     /// Events whose delivery ended while a look was reading: the look may
     /// have read them as still due, so it leaves them to the next look.
     ended_during_look: Option<HashSet<Uuid>>,
@@ -101,6 +105,7 @@ impl InFlight {
     /// A delivery ended; `kept_up`: answered 2xx within `QUICK_ANSWER`.
     fn end(&mut self, event_id: Uuid, resource: Uuid, merchant_id: Uuid, kept_up: bool) {
         self.events.remove(&event_id);
+        self.ended_since_look += 1;
         if let Some(ended) = self.ended_during_look.as_mut() {
             ended.insert(event_id);
         }
@@ -167,14 +172,18 @@ pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) 
     };
     let mut poll = tokio::time::interval(POLL_INTERVAL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut polls = 0u32;
     loop {
-        let full = tokio::select! {
-            _ = poll.tick() => true,
-            _ = dispatcher.ended.notified() => false,
+        let look = tokio::select! {
+            _ = poll.tick() => {
+                polls = polls.wrapping_add(1);
+                if polls % DEEP_EVERY == 1 { Look::Deep } else { Look::Head }
+            }
+            _ = dispatcher.ended.notified() => Look::Wake,
             _ = stop.changed() => return,
         };
-        dispatcher.look(full);
-        if full {
+        dispatcher.look(look);
+        if look == Look::Deep {
             dispatcher.in_flight.lock().expect("in-flight lock").forget_idle();
         }
         tokio::select! {
@@ -184,23 +193,45 @@ pub async fn run(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) 
     }
 }
 
+/// How far a look reads, and from where.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// From the outbox's start, `LOOK_DEPTH` deep; forgets the events it
+    /// no longer saw due.
+    Deep,
+    /// From the outbox's start, one page: finds events written after a
+    /// wake-up had read past their due time.
+    Head,
+    /// After an ended delivery: from `wake_after`, as many as the ended
+    /// deliveries freed slots for, and some.
+    Wake,
+}
+
 impl Dispatcher {
-    /// Reads due events, oldest first, and starts every one the limits
-    /// allow. A look on the poll reads from the start of the outbox,
-    /// `LOOK_DEPTH` deep, and forgets the events it no longer saw due; a
-    /// look after an ended delivery reads one page from `wake_after`.
-    fn look(&mut self, full: bool) {
-        self.in_flight.lock().expect("in-flight lock").ended_during_look = Some(HashSet::new());
+    /// Reads due events, oldest first, and starts every one the limits allow.
+    fn look(&mut self, look: Look) {
+        let freed = {
+            let mut flight = self.in_flight.lock().expect("in-flight lock");
+            flight.ended_during_look = Some(HashSet::new());
+            std::mem::take(&mut flight.ended_since_look)
+        };
         let now_ms = self.state.engine.clock().now().timestamp_millis();
-        let depth = if full { LOOK_DEPTH } else { DUE_PAGE };
+        let (depth, page) = match look {
+            Look::Deep => (LOOK_DEPTH, DUE_PAGE),
+            Look::Head => (DUE_PAGE, DUE_PAGE),
+            Look::Wake => {
+                let page = (2 * freed + 16).min(DUE_PAGE);
+                (page, page)
+            }
+        };
         let mut seen: HashMap<Uuid, (i64, WebhookEvent)> = HashMap::new();
         let mut held_back = HashSet::new();
         let mut first_not_started: Option<(i64, Uuid)> = None;
-        let mut after = if full { None } else { self.wake_after };
+        let mut after = if look == Look::Wake { self.wake_after } else { None };
         let mut read = 0;
         let mut read_to_now = false;
         while read < depth {
-            let due = match self.state.engine.due_webhooks(after, now_ms, DUE_PAGE) {
+            let due = match self.state.engine.due_webhooks(after, now_ms, page) {
                 Ok(due) => due,
                 Err(error) => {
                     tracing::error!(%error, "reading due webhooks failed");
@@ -209,7 +240,12 @@ impl Dispatcher {
             };
             read += due.len();
             after = due.last().copied().or(after);
-            read_to_now = due.len() < DUE_PAGE;
+            read_to_now = due.len() < page;
+            // Events in flight are not read again: their delivery decides.
+            let due: Vec<(i64, Uuid)> = {
+                let flight = self.in_flight.lock().expect("in-flight lock");
+                due.into_iter().filter(|(_, id)| !flight.events.contains(id)).collect()
+            };
             let mut events = Vec::with_capacity(due.len());
             for (due_ms, event_id) in due {
                 if let Some(event) = self.due_event(due_ms, event_id) {
@@ -256,7 +292,7 @@ impl Dispatcher {
             (Some(first), _) => Some(just_before(first)),
             (None, read_through) => read_through.or(self.wake_after),
         };
-        if full {
+        if look == Look::Deep {
             self.known = seen;
         } else {
             self.known.extend(seen);
