@@ -85,6 +85,11 @@ pub struct BenchmarkArgs {
     #[arg(long, alias = "sandbox-delay-ms", default_value_t = 500,
           value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub sandbox_disbursement_delay_ms: u64,
+    /// Disbursements created per second, paced; 0: as fast as the
+    /// connections are answered. A paced run counts each latency from the
+    /// disbursement's scheduled time, so a server that falls behind shows it.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub rate: u64,
 }
 
 #[derive(Deserialize, Default)]

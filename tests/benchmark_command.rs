@@ -98,7 +98,7 @@ fn a_small_benchmark_prints_its_figures_and_passes_every_check() {
 }
 
 #[test]
-fn a_benchmark_keeps_a_data_dir_it_was_given() {
+fn a_paced_benchmark_keeps_a_data_dir_it_was_given() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("bench");
     let (success, stdout, stderr) = benchmark(&[
@@ -110,10 +110,21 @@ fn a_benchmark_keeps_a_data_dir_it_was_given() {
         "4",
         "--sandbox-delay-ms",
         "0",
+        "--rate",
+        "100",
         "--data-dir",
         data_dir.to_str().unwrap(),
     ]);
     assert!(success, "benchmark failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("(kept)"), "{stdout}");
+    // Paced at 100 a second, the last of 20 is not sent before 0.19 s.
+    assert!(stdout.contains(" 4 connections, 100/s, "), "{stdout}");
+    let seconds: f64 = stdout
+        .split("created       20 in ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|figure| figure.parse().ok())
+        .unwrap_or_else(|| panic!("no creation time in\n{stdout}"));
+    assert!(seconds >= 0.18, "20 created in {seconds} s at 100/s");
     assert!(data_dir.join("journal").is_dir(), "the data dir holds the journal");
 }

@@ -1,6 +1,7 @@
 //! The measured load: `POST /v1/disbursements` from a fixed number of
 //! keep-alive connections, each worker taking the next disbursement as soon
-//! as its previous one is answered, every answer's latency recorded.
+//! as its previous one is answered (or, at a set rate, once it is due),
+//! every answer's latency recorded.
 
 use super::client::{BenchMerchant, Gateway, AMOUNT_MINOR};
 use hdrhistogram::Histogram;
@@ -60,12 +61,20 @@ pub fn share_of(merchant: usize, merchants: usize, count: usize) -> usize {
     count / merchants + usize::from(merchant < count % merchants)
 }
 
-/// Creates `count` disbursements over `connections` concurrent connections.
+/// When disbursement `index` is due at `rate` a second from `started`
+/// (`None` at rate 0: at once).
+pub fn scheduled_at(started: Instant, index: usize, rate: u64) -> Option<Instant> {
+    (rate > 0).then(|| started + Duration::from_secs_f64(index as f64 / rate as f64))
+}
+
+/// Creates `count` disbursements over `connections` concurrent connections,
+/// `rate` a second (0: as fast as they are answered).
 pub async fn create_disbursements(
     gateway: Arc<Gateway>,
     merchants: Arc<Vec<BenchMerchant>>,
     count: usize,
     connections: usize,
+    rate: u64,
     progress: ProgressBar,
 ) -> LoadResult {
     let next = Arc::new(AtomicUsize::new(0));
@@ -85,7 +94,11 @@ pub async fn create_disbursements(
                     return mine;
                 }
                 let merchant = merchant_of(index, merchants.len());
-                match create_one(&gateway, &merchants[merchant], index, &mut mine.latency_us).await {
+                let scheduled = scheduled_at(started, index, rate);
+                if let Some(due) = scheduled {
+                    tokio::time::sleep_until(due.into()).await;
+                }
+                match create_one(&gateway, &merchants[merchant], index, scheduled, &mut mine.latency_us).await {
                     Ok((id, final_amount_minor)) => mine.created.push(Created {
                         id,
                         merchant,
@@ -126,11 +139,13 @@ struct WorkerResult {
     refused: BTreeMap<String, u64>,
 }
 
-/// Sends disbursement `index`; its id and final amount, or why it was not made.
+/// Sends disbursement `index`; its id and final amount, or why it was not
+/// made. Its latency counts from `scheduled` when it had a due time.
 async fn create_one(
     gateway: &Gateway,
     merchant: &BenchMerchant,
     index: usize,
+    scheduled: Option<Instant>,
     latency_us: &mut Histogram<u64>,
 ) -> Result<(String, i64), String> {
     // Account numbers vary so the vendor sees distinct payees; the key is
@@ -169,7 +184,8 @@ async fn create_one(
                 continue;
             }
         };
-        latency_us.saturating_record(sent.elapsed().as_micros() as u64);
+        let counted_from = if attempt == 1 { scheduled.unwrap_or(sent) } else { sent };
+        latency_us.saturating_record(counted_from.elapsed().as_micros() as u64);
         let code = answer["error"]["code"].as_str().unwrap_or("").to_string();
         let taken = status == StatusCode::CREATED
             || (status == StatusCode::CONFLICT && attempt > 1 && code == "DUPLICATE_IDEMPOTENCY_KEY");
@@ -190,6 +206,19 @@ async fn create_one(
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_paced_run_spreads_its_disbursements_evenly_and_an_unpaced_one_sends_at_once() {
+        let started = Instant::now();
+        assert_eq!(super::scheduled_at(started, 0, 1000), Some(started));
+        assert_eq!(
+            super::scheduled_at(started, 2500, 1000),
+            Some(started + Duration::from_millis(2500))
+        );
+        assert_eq!(super::scheduled_at(started, 2500, 0), None);
+    }
+
     #[test]
     fn each_merchant_is_funded_for_exactly_the_disbursements_it_gets() {
         for (merchants, count) in [(1, 1), (3, 300), (3, 301), (7, 5), (1000, 50_000), (1000, 49_999)] {

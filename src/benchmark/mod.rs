@@ -53,8 +53,12 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         vendor_retry_scale: 1.0,
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pace = match args.rate {
+        0 => "as fast as answered".to_string(),
+        rate => format!("{}/s", thousands(rate)),
+    };
     println!(
-        "paygate benchmark: {} disbursements over {} merchants, {connections} connections, \
+        "paygate benchmark: {} disbursements over {} merchants, {connections} connections, {pace}, \
          sandbox payouts settle after {delay_ms} ms, {cores} cores",
         thousands(count as u64),
         thousands(merchant_count as u64)
@@ -79,7 +83,15 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
 
     let bar = progress_bar(count as u64, "creating");
     let cpu_before = cpu_seconds();
-    let load = load::create_disbursements(gateway.clone(), merchants.clone(), count, connections, bar.clone()).await;
+    let load = load::create_disbursements(
+        gateway.clone(),
+        merchants.clone(),
+        count,
+        connections,
+        args.rate,
+        bar.clone(),
+    )
+    .await;
     bar.finish_and_clear();
     let cpu_per_second = (cpu_seconds() - cpu_before) / load.elapsed.as_secs_f64();
     let memory_after_creation = memory_kib("VmRSS");
