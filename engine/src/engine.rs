@@ -144,6 +144,7 @@ impl Engine {
         // Everything replayed is in the overlay now: make it the new checkpoint.
         let covered = store.checkpoint()?;
         journal.drop_segments_below(covered)?;
+        store.allow_fresh_keys();
 
         let started_at = clock.now();
         let stopping = tokio::sync::watch::channel(false).0;

@@ -349,10 +349,14 @@ impl Store {
         if let Some(previous) = previously_due_ms {
             writes.push((due_key(previous), None));
         }
-        if let Some(next) = event.next_attempt_at_ms {
-            writes.push((due_key(next), Some(Vec::new())));
-        }
         overlay.active.put_resources(writes);
+        if let Some(next) = event.next_attempt_at_ms {
+            if self.fresh_keys.load(Ordering::Acquire) {
+                overlay.active.put_fresh_resource(due_key(next), Vec::new());
+            } else {
+                overlay.active.put_resources([(due_key(next), Some(Vec::new()))]);
+            }
+        }
     }
 }
 

@@ -60,6 +60,9 @@ impl Store {
                         restored.merge_newer(merchant_id, newer);
                     }
                     restored.resources.extend(std::mem::take(&mut overlay.active.resources));
+                    // The failed checkpoint may have written some of the
+                    // restored layer's keys: only the active layer's stay fresh.
+                    restored.fresh = std::mem::take(&mut overlay.active.fresh);
                     restored
                         .disbursements
                         .extend(std::mem::take(&mut overlay.active.disbursements));

@@ -55,7 +55,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 use uuid::Uuid;
 
@@ -136,6 +136,10 @@ pub struct Store {
     /// Every checkpointed disbursement's indexes, on disk. Never held with
     /// the overlay or `disbursements`.
     history: RwLock<HistoryRuns>,
+    /// Whether new webhook due keys may be marked fresh (`Layer::fresh`):
+    /// only once recovery's replay is checkpointed, since a checkpoint cut
+    /// short may have left a replayed record's keys in sled already.
+    fresh_keys: AtomicBool,
     /// Tests: a checkpoint fails after this many sled batches (a crash mid-checkpoint).
     #[cfg(test)]
     fail_after_batches: std::sync::atomic::AtomicUsize,
@@ -170,6 +174,7 @@ impl Store {
             key_runs_generation: AtomicU64::new(0),
             disbursements: RwLock::new(DisbursementIndex::default()),
             history: RwLock::new(history),
+            fresh_keys: AtomicBool::new(false),
             #[cfg(test)]
             fail_after_batches: std::sync::atomic::AtomicUsize::new(usize::MAX),
         };
@@ -267,6 +272,12 @@ impl Store {
             .expect("disbursement index lock")
             .set_open(open);
         Ok(())
+    }
+
+    /// Recovery is over and checkpointed: from now on a webhook's new due
+    /// key is one no checkpoint can hold (see `Layer::fresh`).
+    pub fn allow_fresh_keys(&self) {
+        self.fresh_keys.store(true, Ordering::Release);
     }
 
     /// The first journal sequence the last durable checkpoint does not cover.

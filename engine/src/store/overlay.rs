@@ -6,7 +6,7 @@
 
 use crate::domain::Disbursement;
 use crate::ledger::{Entry, MerchantBook};
-use foldhash::{HashMap, HashMapExt};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -38,6 +38,11 @@ pub struct Layer {
     /// Resource keys (orders, refunds, beneficiaries, settlements, webhook
     /// events) and their newest values; `None` removes the key.
     pub resources: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Resource keys first written in this layer that neither an older
+    /// layer nor sled can hold (a webhook event's new due time): removing
+    /// one drops its entry, so no removal of a key sled never had is
+    /// carried to the checkpoint or walked over by readers of the range.
+    pub fresh: HashSet<Vec<u8>>,
     /// The newest version of each disbursement changed in this layer
     /// (written to disbursement blocks, `disbursement_log.rs`).
     pub disbursements: HashMap<Uuid, LayerDisbursement>,
@@ -51,6 +56,7 @@ impl Layer {
             entry_count: layer.entry_count,
             merchants: layer.merchants.clone(),
             resources: layer.resources.clone(),
+            fresh: layer.fresh.clone(),
             disbursements: layer.disbursements.clone(),
         }
     }
@@ -58,9 +64,21 @@ impl Layer {
     /// Sets resource keys (a later write of a key replaces the earlier one).
     pub fn put_resources(&mut self, writes: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>) {
         for (key, value) in writes {
+            if value.is_none() && self.fresh.remove(&key) {
+                self.resources.remove(&key);
+                continue;
+            }
             self.resources.insert(key, value);
             self.entry_count += 1;
         }
+    }
+
+    /// Sets a resource key that no older layer and no checkpoint can hold
+    /// (see `fresh`).
+    pub fn put_fresh_resource(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.fresh.insert(key.clone());
+        self.resources.insert(key, Some(value));
+        self.entry_count += 1;
     }
 
     /// Sets the newest version of a disbursement.

@@ -296,4 +296,67 @@ mod tests {
             assert_eq!(store.resource_range_first(&start, &end, limit).unwrap(), whole);
         }
     }
+
+    #[test]
+    fn a_due_key_made_and_cleared_in_one_layer_leaves_nothing_once_fresh_keys_are_allowed() {
+        use crate::domain::{EventResource, WebhookAttempt, WebhookEvent};
+        use crate::store::record::JournalRecord;
+        for fresh in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path()).unwrap();
+            if fresh {
+                store.allow_fresh_keys();
+            }
+            let merchant = Uuid::new_v4();
+            let disbursement = crate::store::tests::test_disbursement(merchant, 1);
+            let event = WebhookEvent::new(
+                merchant,
+                1_000,
+                Some("http://127.0.0.1:9/hook".into()),
+                EventResource::Disbursement(Box::new(disbursement.clone())),
+            );
+            let created = JournalRecord::Evented {
+                record: Box::new(JournalRecord::DisbursementUpdated(Arc::new(disbursement))),
+                events: vec![event.clone()],
+            };
+            store.apply(1, &created, &created.encode()).unwrap();
+            assert_eq!(store.webhooks_due(None, 2_000, 10).unwrap(), vec![(1_000, event.id)]);
+
+            let mut delivered = event.clone();
+            (delivered.attempts, delivered.delivered, delivered.next_attempt_at_ms) = (1, true, None);
+            let attempt = WebhookAttempt {
+                event_id: event.id,
+                merchant_id: merchant,
+                event: event.event.clone(),
+                url: "http://127.0.0.1:9/hook".into(),
+                attempt: 1,
+                status_code: Some(200),
+                latency_ms: 1,
+                error: None,
+                next_retry_at_ms: None,
+                delivered: true,
+                attempted_at_ms: 1_500,
+                manual: false,
+            };
+            let attempted = JournalRecord::WebhookAttempted {
+                event: Box::new(delivered),
+                previously_due_ms: Some(1_000),
+                attempt: Box::new(attempt),
+            };
+            store.apply(2, &attempted, &attempted.encode()).unwrap();
+            let due_key = prefixed(
+                KeyPrefix::WebhookEventDue,
+                &[&1_000u64.to_be_bytes(), event.id.as_bytes()],
+            );
+            let held = store.overlay.lock().unwrap().active.resources.get(&due_key).cloned();
+            // Fresh, the key is simply gone; before recovery is checkpointed a
+            // removal is kept, since sled may hold the key.
+            assert_eq!(held, if fresh { None } else { Some(None) }, "fresh: {fresh}");
+            assert!(store.webhooks_due(None, 2_000, 10).unwrap().is_empty());
+            store.checkpoint().unwrap();
+            assert!(store.webhooks_due(None, 2_000, 10).unwrap().is_empty());
+            assert!(store.ledger.get(&due_key).unwrap().is_none());
+            assert!(store.webhook_event(&event.id).unwrap().unwrap().delivered);
+        }
+    }
 }
