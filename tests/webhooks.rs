@@ -173,6 +173,25 @@ async fn pay(server: &TestServer, merchant: &TestMerchant, ref_code: &str) {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
+/// Creates and pays `count` orders of `merchant` with the notify URL
+/// `notify_url`, their order ids `{prefix}-0`, `{prefix}-1`, ...
+async fn pay_orders(server: &TestServer, merchant: &TestMerchant, prefix: &str, count: usize, notify_url: &str) {
+    for i in 0..count {
+        let ref_code = create_order(server, merchant, &format!("{prefix}-{i}"), notify_url).await;
+        pay(server, merchant, &ref_code).await;
+    }
+}
+
+/// A receiver that never answers and a healthy one, with their base URLs.
+fn stuck_and_healthy_receivers() -> (Receiver, String, Receiver, String) {
+    let stuck = Receiver::default();
+    stuck.script.lock().unwrap().hang = true;
+    let stuck_base = start_receiver(stuck.clone());
+    let healthy = Receiver::default();
+    let healthy_base = start_receiver(healthy.clone());
+    (stuck, stuck_base, healthy, healthy_base)
+}
+
 #[tokio::test]
 async fn a_paid_order_is_delivered_signed_with_its_v1_fields() {
     let receiver = Receiver::default();
@@ -463,35 +482,13 @@ async fn disbursement_and_refund_changes_are_events_too() {
 
 #[tokio::test]
 async fn a_dead_endpoint_does_not_hold_up_other_merchants() {
-    let stuck = Receiver::default();
-    stuck.script.lock().unwrap().hang = true;
-    let stuck_base = start_receiver(stuck.clone());
-    let healthy = Receiver::default();
-    let healthy_base = start_receiver(healthy.clone());
+    let (stuck, stuck_base, healthy, healthy_base) = stuck_and_healthy_receivers();
     let server = TestServer::start_with(FAST_RETRIES);
     let slow_merchant = server.create_wallet_merchant().await;
     let good_merchant = server.create_wallet_merchant().await;
-    for i in 0..12 {
-        let ref_code = create_order(
-            &server,
-            &slow_merchant,
-            &format!("S-{i}"),
-            &format!("{stuck_base}/stuck"),
-        )
-        .await;
-        pay(&server, &slow_merchant, &ref_code).await;
-    }
+    pay_orders(&server, &slow_merchant, "S", 12, &format!("{stuck_base}/stuck")).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    for i in 0..5 {
-        let ref_code = create_order(
-            &server,
-            &good_merchant,
-            &format!("G-{i}"),
-            &format!("{healthy_base}/ok"),
-        )
-        .await;
-        pay(&server, &good_merchant, &ref_code).await;
-    }
+    pay_orders(&server, &good_merchant, "G", 5, &format!("{healthy_base}/ok")).await;
     wait_for(&healthy, "/ok", 5).await;
     // The stuck endpoint answers nothing for 30 s: every one of its
     // deliveries is still hanging while the healthy ones all arrived, and
@@ -551,11 +548,7 @@ async fn a_healthy_endpoint_is_sent_more_than_the_floor_at_once() {
 
 #[tokio::test]
 async fn a_held_back_backlog_longer_than_a_page_does_not_hide_other_merchants() {
-    let stuck = Receiver::default();
-    stuck.script.lock().unwrap().hang = true;
-    let stuck_base = start_receiver(stuck.clone());
-    let healthy = Receiver::default();
-    let healthy_base = start_receiver(healthy.clone());
+    let (stuck, stuck_base, healthy, healthy_base) = stuck_and_healthy_receivers();
     let server = TestServer::start_with(FAST_RETRIES);
     let slow_merchant = server
         .create_merchant_with(
@@ -572,16 +565,7 @@ async fn a_held_back_backlog_longer_than_a_page_does_not_hide_other_merchants() 
     disburse_many(&server, &slow_merchant, 300).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     let good_merchant = server.create_wallet_merchant().await;
-    for i in 0..3 {
-        let ref_code = create_order(
-            &server,
-            &good_merchant,
-            &format!("G-{i}"),
-            &format!("{healthy_base}/ok"),
-        )
-        .await;
-        pay(&server, &good_merchant, &ref_code).await;
-    }
+    pay_orders(&server, &good_merchant, "G", 3, &format!("{healthy_base}/ok")).await;
     wait_for(&healthy, "/ok", 3).await;
     assert!(stuck.received().is_empty());
     assert_eq!(stuck.most_in_flight(), 4);
