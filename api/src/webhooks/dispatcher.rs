@@ -153,6 +153,23 @@ struct Dispatcher {
     wake_after: Option<(i64, Uuid)>,
 }
 
+/// Where the next wake-up reads from, after a look that left
+/// `first_not_started` waiting (the smallest such key) and read every due
+/// key through `read_through`. Everything before the first event left
+/// waiting was started, is in flight or was just delivered, so a wake-up
+/// never again walks the keys delivered since the last checkpoint. An event
+/// written late with an earlier due time is found by the next poll's look.
+fn next_wake_after(
+    first_not_started: Option<(i64, Uuid)>,
+    read_through: Option<(i64, Uuid)>,
+    previous: Option<(i64, Uuid)>,
+) -> Option<(i64, Uuid)> {
+    match first_not_started {
+        Some(first) => Some(just_before(first)),
+        None => read_through.or(previous),
+    }
+}
+
 /// The outbox key just before `(due_ms, id)`: reading after it reads it.
 fn just_before((due_ms, id): (i64, Uuid)) -> (i64, Uuid) {
     match id.as_u128().checked_sub(1) {
@@ -278,20 +295,12 @@ impl Dispatcher {
             }
         }
         self.in_flight.lock().expect("in-flight lock").ended_during_look = None;
-        // Everything before the first event left waiting was started (or
-        // is in flight, or was just delivered): the next wake-up reads on
-        // from there, never again over the keys delivered since the last
-        // checkpoint. An event written late with an earlier due time is
-        // found by the next look on the poll.
         let read_through = if read_to_now {
             Some((now_ms, Uuid::max()))
         } else {
             after
         };
-        self.wake_after = match (first_not_started, read_through) {
-            (Some(first), _) => Some(just_before(first)),
-            (None, read_through) => read_through.or(self.wake_after),
-        };
+        self.wake_after = next_wake_after(first_not_started, read_through, self.wake_after);
         if look == Look::Deep {
             self.known = seen;
         } else {
@@ -374,5 +383,22 @@ mod tests {
         assert_eq!(just_before((5, Uuid::from_u128(1))), (5, Uuid::nil()));
         assert_eq!(just_before((5, Uuid::nil())), (4, Uuid::max()));
         assert!(just_before((5, Uuid::from_u128(7))) < (5, Uuid::from_u128(7)));
+    }
+
+    #[test]
+    fn a_wake_up_reads_from_the_first_event_left_waiting_else_past_all_it_read() {
+        let key = |due_ms: i64, id: u128| (due_ms, Uuid::from_u128(id));
+        // An event left waiting: the next wake-up reads it again, first.
+        assert_eq!(
+            next_wake_after(Some(key(10, 5)), Some(key(50, 1)), None),
+            Some(key(10, 4))
+        );
+        // All read were started: on from the last key read.
+        assert_eq!(
+            next_wake_after(None, Some(key(50, 1)), Some(key(3, 3))),
+            Some(key(50, 1))
+        );
+        // Nothing read at all: where it was.
+        assert_eq!(next_wake_after(None, None, Some(key(3, 3))), Some(key(3, 3)));
     }
 }
