@@ -9,6 +9,7 @@
 //! Run: `cargo run --release --example http_baseline -- 127.0.0.1:0`; prints
 //! `http_baseline listening on http://ADDR` (see BENCHMARKS.md).
 
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
@@ -209,6 +210,46 @@ async fn create_order(Json(body): Json<CreateOrder>) -> (StatusCode, Json<Create
     )
 }
 
+/// POST /v1/sandbox/orders/{ref_code}/pay: 200 with the order as paid, of
+/// the shape and size of paygate's answer (the bench's QRIS order of IDR
+/// 25,000); nothing is looked up or stored.
+async fn pay_order(Path(ref_code): Path<String>) -> (StatusCode, Json<Created<OrderView>>) {
+    let now = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+    let view = OrderView {
+        id: uuid::Uuid::new_v4(),
+        qris_string: Some(format!(
+            "00020101021226700017ID.CO.PAYGATE.WWW011993601380438823485580215PGA5C28437132640303UMI\
+             51440014ID.CO.QRIS.WWW0215ID13804388234850303UMI5204599953033605405250005802ID\
+             5910HTTP bench6007JAKARTA62250521{ref_code}6304FFFF"
+        )),
+        qr_url: Some(format!(
+            "{}/v1/orders/{ref_code}/qr.png",
+            PUBLIC_URL.get().map_or("", String::as_str)
+        )),
+        ref_code,
+        merchant_order_id: "bench".into(),
+        amount_minor: 2_500_000,
+        currency_code: "IDR",
+        payment_method: "QRIS".into(),
+        status: "PAID",
+        virtual_account: None,
+        expires_at: Some(now.clone()),
+        paid_at: Some(now.clone()),
+        is_settled: true,
+        vendor_rrn: Some("SANDBOX-RRN-000000000000".into()),
+        customer_name: None,
+        customer_email: None,
+        customer_phone: Some("6281234567890".into()),
+        notify_url: None,
+        return_url: None,
+        metadata: None,
+        refunded_amount_minor: 0,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    (StatusCode::OK, Json(Created { success: true, data: view }))
+}
+
 fn main() -> std::io::Result<()> {
     allocator::keep_freed_memory();
     let listen = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:0".into());
@@ -224,7 +265,8 @@ fn main() -> std::io::Result<()> {
             PUBLIC_URL.get_or_init(|| public_url);
             let app = Router::new()
                 .route("/v1/disbursements", post(create_disbursement))
-                .route("/v1/orders", post(create_order));
+                .route("/v1/orders", post(create_order))
+                .route("/v1/sandbox/orders/{ref_code}/pay", post(pay_order));
             axum::serve(listener, app).await
         })
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Durable disbursements (issue 4) or order creation (issue 3) over HTTP: wrk
+# Durable disbursements (issue 4) or orders (issue 3) over HTTP: wrk
 # against the release binary, next to a plain axum JSON endpoint of the same
 # shape measured in the same run. The real lifecycle runs meanwhile: the
 # sandbox settles each disbursement 2 s after its hand-over (the service's
@@ -8,9 +8,12 @@
 #
 #   benches/http/run.sh                        # POST /v1/disbursements
 #   BENCH_TARGET=orders benches/http/run.sh    # POST /v1/orders
+#   BENCH_TARGET=orders_paid benches/http/run.sh   # each order created, then
+#                                              # paid through the sandbox
 #
 # Environment (all optional):
-#   BENCH_TARGET=disbursements  disbursements (disburse.lua) or orders (orders.lua)
+#   BENCH_TARGET=disbursements  disbursements (disburse.lua), orders or
+#                               orders_paid (orders.lua; paid: BENCH_ORDERS_PAY=1)
 #   BENCH_CONNECTIONS=64        wrk connections
 #   BENCH_THREADS=2             wrk threads (the machine has 2 cores; wrk shares them with the server)
 #   BENCH_DURATION=20s          measured wrk run, per server
@@ -58,14 +61,20 @@ bench_dir=${BENCH_DIR:-target/bench-data}
 admin_token=bench-admin-token
 target=${BENCH_TARGET:-disbursements}
 case "$target" in
-disbursements) script=benches/http/disburse.lua ;;
-orders) script=benches/http/orders.lua ;;
+disbursements) script=benches/http/disburse.lua resource=disbursements ;;
+orders) script=benches/http/orders.lua resource=orders ;;
+orders_paid)
+    script=benches/http/orders.lua resource=orders
+    export BENCH_ORDERS_PAY=1
+    ;;
 *)
-    echo "BENCH_TARGET must be disbursements or orders, not '$target'" >&2
+    echo "BENCH_TARGET must be disbursements, orders or orders_paid, not '$target'" >&2
     exit 2
     ;;
 esac
 amount_minor=1000000           # IDR 10,000 a disbursement
+order_amount_minor=2500000     # IDR 25,000 an order
+export BENCH_ORDER_AMOUNT_MINOR=$order_amount_minor
 funding_minor=1000000000000000 # IDR 10 trillion of test money: far more than a run spends
 
 if ! command -v wrk >/dev/null; then
@@ -115,11 +124,13 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # created_in FILE: the 201s counted in a wrk output's RESULT line.
 created_in() { sed -n 's/^RESULT .* created=\([0-9]*\) .*/\1/p' "$1"; }
+# paid_in FILE: the 200s (orders paid) counted in a wrk output's RESULT line.
+paid_in() { sed -n 's/^RESULT .* other=\([^ ]*\).*/\1/p' "$1" | tr ',' '\n' | sed -n 's/^200://p' | grep . || echo 0; }
 
 # load NAME NONCE: warm-up, then the measured run. Leaves the measured
 # output in $work/NAME.wrk, its RESULT line extended with the CPU seconds
 # of the server and of wrk, and adds every 201 seen to $created_total.
-created_total=0
+created_total=0 paid_total=0
 load() {
     local name=$1 nonce=$2
     local wrk=(wrk -t"$threads" -c"$connections" --timeout "$timeout" -s "$script")
@@ -145,6 +156,7 @@ load() {
     wrk_cpu=$(awk '{printf "%.2f", $1 + $2}' "$work/$name.wrk-cpu")
     sed -i "s/^RESULT .*/& server_cpu_s=$server_cpu wrk_cpu_s=$wrk_cpu/" "$work/$name.wrk"
     created_total=$((created_total + $(created_in "$work/$name.warmup.wrk") + $(created_in "$work/$name.wrk")))
+    paid_total=$((paid_total + $(paid_in "$work/$name.warmup.wrk") + $(paid_in "$work/$name.wrk")))
     echo "== $name: wrk -t$threads -c$connections -d$duration --timeout $timeout (after a $warmup warm-up)"
     grep -v '^RESULT' "$work/$name.wrk"
     echo "CPU during the measured run: server ${server_cpu}s, wrk ${wrk_cpu}s"
@@ -159,7 +171,7 @@ json() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.
 start_server "$work/baseline.out" target/release/examples/http_baseline 127.0.0.1:0
 load baseline "baseline-$$"
 stop_server TERM
-created_total=0 # the baseline stores nothing; only paygate's 201s are checked
+created_total=0 paid_total=0 # the baseline stores nothing; only paygate's answers are checked
 
 # 2. paygate on a fresh data dir: one WALLET merchant, limits out of the way
 #    (funded for disbursements; orders need no money), its webhooks going to
@@ -187,12 +199,16 @@ mkdir -p "$work/ids"
 export PAYGATE_API_KEY=$api_key BENCH_AMOUNT_MINOR=$amount_minor BENCH_IDS_DIR=$work/ids
 load paygate "paygate-$$"
 
-# Webhooks: every disbursement makes two events (ON_PROCESS, SUCCESS); wait
-# until all have arrived, or the limit.
+# Webhooks: every disbursement makes two events (ON_PROCESS, SUCCESS), every
+# paid order one (order.paid); wait until all have arrived, or the limit.
 sink_stats() { curl -sS "http://$sink_address/stats"; }
 webhooks_expected=0 drain_seconds="" sink_json="{}"
-if [[ -n "$sink_pid" && "$target" == disbursements ]]; then
-    webhooks_expected=$((2 * created_total))
+case "$target" in
+disbursements) webhooks_expected=$((2 * created_total)) webhooks_each="2 a disbursement" ;;
+orders_paid) webhooks_expected=$paid_total webhooks_each="1 a paid order" ;;
+*) webhooks_expected=0 ;;
+esac
+if [[ -n "$sink_pid" ]] && ((webhooks_expected > 0)); then
     at_end=$(sink_stats | json 'd["received"]')
     run_ended=$(date +%s.%N)
     while :; do
@@ -214,19 +230,23 @@ restart_started=$(date +%s.%N)
 start_server "$work/paygate2.out" "${serve[@]}"
 restart_seconds=$(awk -v a="$restart_started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
 v1=(-sS -H "X-API-Key: $api_key")
-total=$(curl "${v1[@]}" "http://$address/v1/$target?limit=1" | json 'd["meta"]["total"]')
+total=$(curl "${v1[@]}" "http://$address/v1/$resource?limit=1" | json 'd["meta"]["total"]')
+if [[ "$target" == orders_paid ]]; then
+    paid_after=$(curl "${v1[@]}" "http://$address/v1/orders?status=PAID&limit=1" | json 'd["meta"]["total"]')
+    balance=$(curl "${v1[@]}" "http://$address/v1/balance" | json 'd["data"]["balance_minor"]')
+fi
 if [[ "$target" == disbursements ]]; then
     fee=$(curl "${v1[@]}" "http://$address/v1/disbursements?limit=1" | json 'd["data"][0]["fee_minor"]')
     balance=$(curl "${v1[@]}" "http://$address/v1/balance" | json 'd["data"]["balance_minor"]')
 fi
 balanced=$(curl -sS -H "Authorization: Bearer $admin_token" "http://$address/admin/v1/ledger/verify" |
     json 'd["data"]["balanced"]')
-read -r ids_checked ids_missing < <(python3 benches/http/check_ids.py --path "/v1/$target/{}" \
+read -r ids_checked ids_missing < <(python3 benches/http/check_ids.py --path "/v1/$resource/{}" \
     "$address" "$api_key" "$work"/ids/*.txt)
 stop_server TERM
 
 echo
-echo "POST /v1/$target ($script); wrk -t$threads -c$connections -d$duration --timeout $timeout;" \
+echo "$target: POST /v1/$resource ($script); wrk -t$threads -c$connections -d$duration --timeout $timeout;" \
     "$(nproc) cores, shared by wrk and the server"
 python3 benches/http/report.py "$work/baseline.wrk" "$work/paygate.wrk"
 # The server warns of any journal write, sync or apply of 50 ms or more
@@ -235,12 +255,12 @@ slow_lines=$(cat "$work/paygate.out.stderr" "$work/paygate.out" 2>/dev/null | gr
 echo "slow journal steps logged by paygate (start, warm-up and run): $(grep -c . <<<"$slow_lines" || true)"
 if [[ -n "$slow_lines" ]]; then head -n 5 <<<"$slow_lines" | sed 's/^/  /'; fi
 
-if [[ -n "$sink_pid" && "$target" == disbursements ]]; then
+if [[ -n "$sink_pid" ]] && ((webhooks_expected > 0)); then
     received=$(json 'd["received"]' <<<"$sink_json")
     lag_p99=$(json 'd["lag_p99_ms"]' <<<"$sink_json")
     echo
-    echo "webhooks to a local receiver answering 200 (sandbox settles ${delay_ms} ms after hand-over):"
-    echo "  expected (2 a disbursement): $webhooks_expected; received by the end of the run: $at_end;" \
+    echo "webhooks to a local receiver answering 200 (sandbox settles disbursements ${delay_ms} ms after hand-over):"
+    echo "  expected ($webhooks_each): $webhooks_expected; received by the end of the run: $at_end;" \
         "in all: $received"
     if [[ -n "$drain_seconds" ]]; then
         echo "  the last arrived ${drain_seconds}s after the run ended"
@@ -255,9 +275,17 @@ fi
 balance_ok=1
 echo
 echo "durability (paygate stopped with SIG$stop_signal, restarted on the same data dir):"
-echo "  201s seen by wrk (warm-up + run): $created_total; $target after restart: $total"
+echo "  201s seen by wrk (warm-up + run): $created_total; $resource after restart: $total"
 echo "  restart (journal replay, indexes rebuilt) until listening: ${restart_seconds}s"
 echo "  ids answered 201 looked up after restart: $ids_checked, not found: $ids_missing"
+if [[ "$target" == orders_paid ]]; then
+    # WALLET: each paid order credits its amount less the 0.7% MDR (half up).
+    net=$((order_amount_minor - (order_amount_minor * 70 + 5000) / 10000))
+    expected_balance=$((paid_after * net))
+    echo "  orders paid (200s seen by wrk): $paid_total; PAID after restart: $paid_after"
+    echo "  balance after restart: $balance ($paid_after x $net = $expected_balance)"
+    ((balance == expected_balance && paid_after >= paid_total)) || balance_ok=0
+fi
 if [[ "$target" == disbursements ]]; then
     expected_balance=$((funding_minor - total * (amount_minor + fee)))
     echo "  balance after restart: $balance (funding - $total x $((amount_minor + fee)) = $expected_balance)"
