@@ -1,8 +1,8 @@
-//! The webhook dispatcher (DESIGN.md 6): picks due events from the durable
-//! outbox, renders the V1 or Legacy body, signs it (Standard Webhooks and
-//! `X-Signature`), POSTs it with a 10 s timeout, and records every attempt
-//! with its next retry. The loop that picks due events and paces each
-//! merchant's deliveries is `dispatcher.rs`.
+//! Webhook delivery (DESIGN.md 6): renders an event's V1 or Legacy body,
+//! signs it (Standard Webhooks and `X-Signature`), POSTs it with a 10 s
+//! timeout over a pooled keep-alive client, and records the attempt with its
+//! next retry. The loop that picks due events from the durable outbox and
+//! paces each merchant's deliveries is `webhooks/dispatcher.rs`.
 
 use crate::legacy::wib;
 use crate::wire::{disbursement_view, order_view, refund_view, timestamp};
