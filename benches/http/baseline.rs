@@ -247,7 +247,13 @@ async fn pay_order(Path(ref_code): Path<String>) -> (StatusCode, Json<Created<Or
         created_at: now.clone(),
         updated_at: now,
     };
-    (StatusCode::OK, Json(Created { success: true, data: view }))
+    (
+        StatusCode::OK,
+        Json(Created {
+            success: true,
+            data: view,
+        }),
+    )
 }
 
 fn main() -> std::io::Result<()> {
