@@ -16,7 +16,7 @@
 //!   left waiting, not over the delivered events whose removal the outbox
 //!   holds until its checkpoint, and only about as many as slots were freed.
 
-use super::deliver;
+use super::delivery::deliver;
 use crate::AppState;
 use paygate_engine::domain::{EventResource, WebhookEvent};
 use std::collections::{HashMap, HashSet};
@@ -46,6 +46,11 @@ const DUE_PAGE: usize = 512;
 const LOOK_DEPTH: usize = 8192;
 /// Every this many polls the look is deep; the others read one page.
 const DEEP_EVERY: u32 = 10;
+/// How long after its due time an event may still become visible in the
+/// outbox (its record's write, sync and apply). A wake-up's cursor stays this
+/// far behind now: one that passed an event not yet visible would let a
+/// later event of the same resource, read after it, overtake it.
+const WRITE_SETTLE_MS: i64 = 1000;
 /// A merchant's pace is forgotten after this long with nothing in flight.
 const PACE_IDLE: Duration = Duration::from_secs(60);
 
@@ -155,7 +160,8 @@ struct Dispatcher {
 
 /// Where the next wake-up reads from, after a look that left
 /// `first_not_started` waiting (the smallest such key) and read every due
-/// key through `read_through`. Everything before the first event left
+/// key through `read_through`, never past `settled_through` (keys an event
+/// may still be written under; see `WRITE_SETTLE_MS`). Everything before the first event left
 /// waiting was started, is in flight or was just delivered, so a wake-up
 /// never again walks the keys delivered since the last checkpoint. An event
 /// written late with an earlier due time is found by the next poll's look.
@@ -163,11 +169,13 @@ fn next_wake_after(
     first_not_started: Option<(i64, Uuid)>,
     read_through: Option<(i64, Uuid)>,
     previous: Option<(i64, Uuid)>,
+    settled_through: (i64, Uuid),
 ) -> Option<(i64, Uuid)> {
-    match first_not_started {
+    let next = match first_not_started {
         Some(first) => Some(just_before(first)),
         None => read_through.or(previous),
-    }
+    };
+    next.map(|next| next.min(settled_through))
 }
 
 /// The outbox key just before `(due_ms, id)`: reading after it reads it.
@@ -227,17 +235,18 @@ enum Look {
 impl Dispatcher {
     /// Reads due events, oldest first, and starts every one the limits allow.
     fn look(&mut self, look: Look) {
-        let freed = {
+        let (freed, in_flight) = {
             let mut flight = self.in_flight.lock().expect("in-flight lock");
             flight.ended_during_look = Some(HashSet::new());
-            std::mem::take(&mut flight.ended_since_look)
+            (std::mem::take(&mut flight.ended_since_look), flight.events.len())
         };
         let now_ms = self.state.engine.clock().now().timestamp_millis();
         let (depth, page) = match look {
             Look::Deep => (LOOK_DEPTH, DUE_PAGE),
             Look::Head => (DUE_PAGE, DUE_PAGE),
             Look::Wake => {
-                let page = (2 * freed + 16).min(DUE_PAGE);
+                // Events in flight after the cursor are read too (and skipped).
+                let page = (in_flight + 2 * freed + 16).min(DUE_PAGE);
                 (page, page)
             }
         };
@@ -300,7 +309,8 @@ impl Dispatcher {
         } else {
             after
         };
-        self.wake_after = next_wake_after(first_not_started, read_through, self.wake_after);
+        let settled_through = (now_ms - WRITE_SETTLE_MS, Uuid::max());
+        self.wake_after = next_wake_after(first_not_started, read_through, self.wake_after, settled_through);
         if look == Look::Deep {
             self.known = seen;
         } else {
@@ -386,19 +396,23 @@ mod tests {
     }
 
     #[test]
-    fn a_wake_up_reads_from_the_first_event_left_waiting_else_past_all_it_read() {
+    fn a_wake_up_reads_from_the_first_event_left_waiting_else_past_all_it_read_but_not_past_what_settled() {
         let key = |due_ms: i64, id: u128| (due_ms, Uuid::from_u128(id));
         // An event left waiting: the next wake-up reads it again, first.
+        let settled = key(40, u128::MAX);
         assert_eq!(
-            next_wake_after(Some(key(10, 5)), Some(key(50, 1)), None),
+            next_wake_after(Some(key(10, 5)), Some(key(50, 1)), None, settled),
             Some(key(10, 4))
         );
         // All read were started: on from the last key read.
         assert_eq!(
-            next_wake_after(None, Some(key(50, 1)), Some(key(3, 3))),
-            Some(key(50, 1))
+            next_wake_after(None, Some(key(30, 1)), Some(key(3, 3)), settled),
+            Some(key(30, 1))
         );
         // Nothing read at all: where it was.
-        assert_eq!(next_wake_after(None, None, Some(key(3, 3))), Some(key(3, 3)));
+        assert_eq!(next_wake_after(None, None, Some(key(3, 3)), settled), Some(key(3, 3)));
+        // Never past what may still be written: an event due at 45 ms and
+        // not yet visible is read by the next wake-up.
+        assert_eq!(next_wake_after(None, Some(key(50, 1)), None, settled), Some(settled));
     }
 }

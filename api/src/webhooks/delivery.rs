@@ -1,8 +1,7 @@
-//! Webhook delivery (DESIGN.md 6): renders an event's V1 or Legacy body,
-//! signs it (Standard Webhooks and `X-Signature`), POSTs it with a 10 s
-//! timeout over a pooled keep-alive client, and records the attempt with its
-//! next retry. The loop that picks due events from the durable outbox and
-//! paces each merchant's deliveries is `webhooks/dispatcher.rs`.
+//! One webhook delivery (DESIGN.md 6): renders an event's V1 or Legacy
+//! body, signs it (Standard Webhooks and `X-Signature`), POSTs it with a
+//! 10 s timeout over a pooled keep-alive client, and records the attempt
+//! with its next retry.
 
 use crate::legacy::wib;
 use crate::wire::{disbursement_view, order_view, refund_view, timestamp};
@@ -16,9 +15,6 @@ use paygate_engine::EngineError;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-mod dispatcher;
-pub use dispatcher::run;
 
 /// How long one attempt may take.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,0 +1,9 @@
+//! Webhooks (DESIGN.md 6): `dispatcher.rs` picks due events from the
+//! durable outbox and paces each merchant's deliveries; `delivery.rs` sends
+//! one (body, signatures, HTTP) and records the attempt.
+
+mod delivery;
+mod dispatcher;
+
+pub use delivery::{client, deliver};
+pub use dispatcher::run;
