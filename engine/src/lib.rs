@@ -57,5 +57,5 @@ pub mod webhooks;
 pub use actors::PostReceipt;
 pub use engine::{Engine, EngineConfig};
 pub use error::EngineError;
-pub use merchants::{LedgerReport, MerchantPatch, NewMerchant};
+pub use merchants::{HistoryPage, HistoryQuery, LedgerReport, MerchantPatch, NewMerchant, HISTORY_LIMIT_MAX};
 pub use money::MinorUnits;

@@ -4,6 +4,7 @@ mod balance;
 mod beneficiaries;
 mod catalog;
 mod disbursements;
+mod history;
 mod orders;
 pub mod pagination;
 mod settlements;
@@ -19,6 +20,7 @@ pub use catalog::EwalletCache;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/balance", get(balance::get_balance))
+        .route("/v1/balance/history", get(history::balance_history))
         .route("/v1/banks", get(catalog::list_banks))
         .route("/v1/ewallets", get(catalog::list_ewallets))
         .route(

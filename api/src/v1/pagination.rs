@@ -27,11 +27,11 @@ pub struct ListQuery {
     pub created_to_ms: Option<i64>,
 }
 
-fn invalid(message: String) -> V1Error {
+pub(crate) fn invalid(message: String) -> V1Error {
     V1Error::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", message)
 }
 
-fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, V1Error> {
+pub(crate) fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, V1Error> {
     match query.get(name) {
         None => Ok(default),
         Some(raw) => match raw.parse::<usize>() {
@@ -46,7 +46,7 @@ fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Resu
     }
 }
 
-fn instant(query: &HashMap<String, String>, name: &str) -> Result<Option<i64>, V1Error> {
+pub(crate) fn instant(query: &HashMap<String, String>, name: &str) -> Result<Option<i64>, V1Error> {
     match query.get(name) {
         None => Ok(None),
         Some(raw) => chrono::DateTime::parse_from_rfc3339(raw)

@@ -6,6 +6,8 @@ use crate::money::MinorUnits;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub mod statement;
+
 /// Ledger accounts of DESIGN.md 2. `Wallet` and `PendingSettlement` belong to
 /// the merchant whose entry posts them; the rest are platform accounts, whose
 /// balances are tracked per merchant as that merchant's contribution and
@@ -157,6 +159,29 @@ pub enum EntryKind {
     Settlement,
 }
 
+/// The kind of resource an entry moved money for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResourceKind {
+    /// An order's payment.
+    Order,
+    /// A refund of an order.
+    Refund,
+    /// A disbursement.
+    Disbursement,
+}
+
+/// The resource an entry moved money for, as a statement line names it:
+/// kept on the entry so a statement is read from entries alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryResource {
+    /// Which kind.
+    pub kind: ResourceKind,
+    /// Its id (a refund's own id).
+    pub id: Uuid,
+    /// Its reference code (a refund's is its order's).
+    pub ref_code: String,
+}
+
 /// What a caller asks the book to record; the book turns it into an `Entry`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryProposal {
@@ -170,6 +195,8 @@ pub struct EntryProposal {
     pub postings: Vec<Posting>,
     /// For reversals: the merchant sequence number of the entry mirrored.
     pub reverses: Option<u64>,
+    /// What the money moved for, if a resource.
+    pub resource: Option<EntryResource>,
 }
 
 /// A recorded, balanced movement of money belonging to one merchant.
@@ -191,6 +218,11 @@ pub struct Entry {
     pub reverses: Option<u64>,
     /// When it was recorded, Unix milliseconds.
     pub created_at_ms: i64,
+    /// What the money moved for, if a resource.
+    pub resource: Option<EntryResource>,
+    /// The wallet's balance right after this entry: the statement's
+    /// running balance, so a page deep in it needs no sum from the start.
+    pub wallet_balance_after: i64,
 }
 
 impl Entry {
@@ -210,6 +242,7 @@ impl Entry {
                 })
                 .collect(),
             reverses: Some(self.seq),
+            resource: self.resource.clone(),
         }
     }
 }
@@ -262,6 +295,9 @@ pub enum LedgerError {
     /// was used is unknown: nothing is recorded.
     #[error("idempotency index unreadable: {0}")]
     IndexUnreadable(String),
+    /// A stored entry's running wallet balance is not what its postings give.
+    #[error("entry {0} states a wallet balance its postings do not give")]
+    RunningBalanceMismatch(u64),
 }
 
 /// One merchant's balances: its own accounts and its contribution to the
@@ -294,7 +330,7 @@ impl MerchantBook {
     /// Validates a proposal against this book and turns it into the next
     /// entry, without applying it.
     pub fn prepare(&self, proposal: EntryProposal, created_at_ms: i64) -> Result<Entry, LedgerError> {
-        let entry = Entry {
+        let mut entry = Entry {
             merchant_id: self.merchant_id,
             seq: self.last_seq + 1,
             kind: proposal.kind,
@@ -303,8 +339,11 @@ impl MerchantBook {
             postings: proposal.postings,
             reverses: proposal.reverses,
             created_at_ms,
+            resource: proposal.resource,
+            wallet_balance_after: 0,
         };
-        self.balances_after(&entry)?;
+        let balances = self.balances_after(&entry)?;
+        entry.wallet_balance_after = balances[Account::Wallet.index()];
         Ok(entry)
     }
 
@@ -312,6 +351,9 @@ impl MerchantBook {
     /// Refuses anything that would break an invariant, leaving the book as it was.
     pub fn apply(&mut self, entry: &Entry) -> Result<(), LedgerError> {
         let balances = self.balances_after(entry)?;
+        if entry.wallet_balance_after != balances[Account::Wallet.index()] {
+            return Err(LedgerError::RunningBalanceMismatch(entry.seq));
+        }
         self.balances = balances;
         self.last_seq = entry.seq;
         assert!(
@@ -379,6 +421,7 @@ pub fn wallet_credit(amount: MinorUnits, memo: String, idempotency_key: Option<S
             Posting::credit(Account::Wallet, amount),
         ],
         reverses: None,
+        resource: None,
     }
 }
 
@@ -393,6 +436,7 @@ pub fn wallet_debit(amount: MinorUnits, memo: String, idempotency_key: Option<St
             Posting::credit(Account::PayoutClearing, amount),
         ],
         reverses: None,
+        resource: None,
     }
 }
 
@@ -448,6 +492,7 @@ mod tests {
                 Posting::credit(Account::Wallet, MinorUnits::new(4)),
             ],
             reverses: None,
+            resource: None,
         };
         assert_eq!(b.prepare(unbalanced, 0), Err(LedgerError::Unbalanced(-1)));
         assert_eq!(

@@ -15,8 +15,10 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 mod books;
+mod history;
 
 pub use books::LedgerReport;
+pub use history::{HistoryPage, HistoryQuery, HISTORY_LIMIT_MAX};
 
 /// A new merchant as an admin describes it (`POST /admin/v1/merchants`).
 #[derive(Clone, Debug, Default)]

@@ -106,6 +106,46 @@ impl Store {
         Ok(entries)
     }
 
+    /// A merchant's durable entries with `seq < below`, newest first, read
+    /// lazily: the first comes from a seek to the block holding `below - 1`,
+    /// never from a walk from either end, so a page deep in a long history
+    /// costs what the first page does.
+    pub fn entries_newest_first(&self, merchant_id: &Uuid, below: u64) -> EntriesNewestFirst {
+        // The overlay first, as in `entries_after`: what a concurrent
+        // checkpoint moves to sled meanwhile is read again there and skipped.
+        let view = self.merchant_view(merchant_id);
+        let mut recent = Vec::new();
+        let mut failed = None;
+        for layer in view.layers() {
+            for (first_seq, block) in &layer.blocks {
+                if *first_seq >= below {
+                    continue;
+                }
+                match decode_block(merchant_id, block) {
+                    Ok(entries) => recent.extend(entries.into_iter().filter(|e| e.seq < below)),
+                    Err(error) => failed = Some(error),
+                }
+            }
+        }
+        recent.sort_unstable_by_key(|entry| std::cmp::Reverse(entry.seq));
+        recent.dedup_by_key(|entry| entry.seq);
+        let blocks = self
+            .ledger
+            .range(
+                merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, 0)
+                    ..merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, below),
+            )
+            .rev();
+        EntriesNewestFirst {
+            merchant_id: *merchant_id,
+            failed,
+            recent: recent.into_iter(),
+            blocks,
+            block: Vec::new().into_iter(),
+            next_below: below,
+        }
+    }
+
     /// Every idempotency key hash of a merchant, or `None` when there are
     /// more than `limit` (the caller then looks keys up one at a time).
     pub fn idempotency_index(
@@ -156,6 +196,62 @@ impl Store {
 }
 
 /// Decodes an entry block: length-prefixed encoded `EntryPosted` records.
+/// See `Store::entries_newest_first`.
+pub struct EntriesNewestFirst {
+    merchant_id: Uuid,
+    /// An overlay block that could not be read: the first item, then the end.
+    failed: Option<StoreError>,
+    recent: std::vec::IntoIter<Entry>,
+    blocks: std::iter::Rev<sled::Iter>,
+    /// The current sled block's entries still to give, newest last.
+    block: std::vec::IntoIter<Entry>,
+    /// Every entry given so far is at or above it; only older ones follow.
+    next_below: u64,
+}
+
+impl Iterator for EntriesNewestFirst {
+    type Item = Result<Entry, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(error) = self.failed.take() {
+            self.next_below = 0;
+            return Some(Err(error));
+        }
+        loop {
+            let entry = match self.recent.next() {
+                Some(entry) => entry,
+                None => match self.block.next_back() {
+                    Some(entry) => entry,
+                    None => {
+                        if self.next_below <= 1 {
+                            return None;
+                        }
+                        let bytes = match self.blocks.next()? {
+                            Ok((_, bytes)) => bytes,
+                            Err(error) => {
+                                self.next_below = 0;
+                                return Some(Err(error.into()));
+                            }
+                        };
+                        match decode_block(&self.merchant_id, &bytes) {
+                            Ok(entries) => self.block = entries.into_iter(),
+                            Err(error) => {
+                                self.next_below = 0;
+                                return Some(Err(error));
+                            }
+                        }
+                        continue;
+                    }
+                },
+            };
+            if entry.seq < self.next_below {
+                self.next_below = entry.seq;
+                return Some(Ok(entry));
+            }
+        }
+    }
+}
+
 fn decode_block(merchant_id: &Uuid, bytes: &[u8]) -> Result<Vec<Entry>, StoreError> {
     let corrupt = |reason: &str| StoreError::Corrupt {
         merchant_id: *merchant_id,

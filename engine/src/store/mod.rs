@@ -40,6 +40,7 @@ mod queries;
 pub mod record;
 pub mod runs;
 
+pub use books::EntriesNewestFirst;
 pub use directory::Directory;
 pub use keys::{index_suffix_hash, order_id_suffix, KeyPrefix};
 

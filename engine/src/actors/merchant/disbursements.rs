@@ -8,7 +8,10 @@ use crate::domain::disbursement::lifecycle::{self, DisbursementEvent, Money};
 use crate::domain::disbursement::{wib_day, WIB_OFFSET_SECONDS};
 use crate::domain::{Channel, Disbursement, DisbursementRequest, DisbursementStatus};
 use crate::error::EngineError;
-use crate::ledger::{reversal_idempotency_key, Account, Entry, EntryKind, EntryProposal, LedgerError, Posting};
+use crate::ledger::{
+    reversal_idempotency_key, Account, Entry, EntryKind, EntryProposal, EntryResource, LedgerError, Posting,
+    ResourceKind,
+};
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
 use ractor::{ActorProcessingErr, RpcReplyPort};
@@ -58,6 +61,12 @@ impl MerchantState {
         if fee.is_positive() {
             postings.push(Posting::credit(Account::DisbursementFeeRevenue, fee));
         }
+        // Random codes: one handed out to a request refused below is no gap.
+        let store = self.args.store.clone();
+        let ref_code = self
+            .args
+            .ref_codes
+            .next("DSB", now, |code| store.disbursement_ref_exists(code).unwrap_or(true));
         let proposal = EntryProposal {
             kind: EntryKind::Disbursement,
             // The disbursement's own idempotency key guards the debit; a
@@ -67,13 +76,13 @@ impl MerchantState {
             memo: format!("disbursement {id}"),
             postings,
             reverses: None,
+            resource: Some(EntryResource {
+                kind: ResourceKind::Disbursement,
+                id,
+                ref_code: ref_code.clone(),
+            }),
         };
         let (entry, _) = self.record_entry(proposal)?;
-        let store = self.args.store.clone();
-        let ref_code = self
-            .args
-            .ref_codes
-            .next("DSB", now, |code| store.disbursement_ref_exists(code).unwrap_or(true));
         let now_ms = now.timestamp_millis();
         let disbursement = Arc::new(Disbursement {
             id,
@@ -209,6 +218,11 @@ impl MerchantState {
                 memo: format!("disbursement {id} {}", next.status.as_str()),
                 postings,
                 reverses: Some(current.debit_seq),
+                resource: Some(EntryResource {
+                    kind: ResourceKind::Disbursement,
+                    id,
+                    ref_code: current.ref_code.clone(),
+                }),
             };
             let (entry, _) = self.record_entry(proposal)?;
             next.reversal_seq = Some(entry.seq);

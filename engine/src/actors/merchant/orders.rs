@@ -7,7 +7,9 @@ use crate::domain::{
     EventResource, FeeSplit, Order, OrderStatus, Refund, RefundStatus, SettlementType, Source, WebhookEvent,
 };
 use crate::error::EngineError;
-use crate::ledger::{reversal_idempotency_key, Account, EntryKind, EntryProposal, LedgerError, Posting};
+use crate::ledger::{
+    reversal_idempotency_key, Account, EntryKind, EntryProposal, EntryResource, LedgerError, Posting, ResourceKind,
+};
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
 use crate::store::{index_suffix_hash, order_id_suffix, KeyPrefix};
@@ -165,6 +167,11 @@ impl MerchantState {
                 }
                 let proposal = EntryProposal {
                     kind: EntryKind::OrderPayment,
+                    resource: Some(EntryResource {
+                        kind: ResourceKind::Order,
+                        id: order.id,
+                        ref_code: order.ref_code.clone(),
+                    }),
                     // One payment entry per order, whatever asks twice.
                     idempotency_key: Some(format!("order-payment:{id}")),
                     memo: format!("order {} paid", order.ref_code),
@@ -304,6 +311,7 @@ impl MerchantState {
                     Posting::credit(Account::RefundClearing, refund.amount),
                 ],
                 reverses: None,
+                resource: Some(refund_resource(&refund)),
             };
             let (posted, _) = self.record_entry(proposal)?;
             refund.debit_seq = Some(posted.seq);
@@ -365,6 +373,7 @@ impl MerchantState {
                         Posting::debit(Account::RefundClearing, refund.amount),
                     ],
                     reverses: Some(debit_seq),
+                    resource: Some(refund_resource(&refund)),
                 };
                 let (posted, _) = self.record_entry(proposal)?;
                 refund.reversal_seq = Some(posted.seq);
@@ -383,6 +392,7 @@ impl MerchantState {
                         Posting::debit(Account::RefundClearing, refund.amount),
                     ],
                     reverses: None,
+                    resource: Some(refund_resource(&refund)),
                 };
                 let (posted, _) = self.record_entry(proposal)?;
                 refund.reversal_seq = Some(posted.seq);
@@ -554,4 +564,13 @@ impl MerchantState {
 /// digits, stable per order.
 fn sandbox_rrn(order: &Order) -> String {
     format!("{:012}", order.id.as_u128() % 1_000_000_000_000)
+}
+
+/// A refund as its entries name it: its own id, its order's reference code.
+fn refund_resource(refund: &Refund) -> EntryResource {
+    EntryResource {
+        kind: ResourceKind::Refund,
+        id: refund.id,
+        ref_code: refund.order_ref_code.clone(),
+    }
 }

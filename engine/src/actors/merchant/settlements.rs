@@ -122,6 +122,7 @@ impl MerchantState {
             postings.push(Posting::debit(Account::PendingSettlement, MinorUnits::new(debit)));
             let proposal = EntryProposal {
                 kind: EntryKind::Settlement,
+                resource: None,
                 idempotency_key: Some(format!("settlement:{}", draft.id)),
                 memo: format!("settlement {}", draft.ref_code),
                 postings,
@@ -227,6 +228,7 @@ impl MerchantState {
                 }
                 let proposal = EntryProposal {
                     kind: EntryKind::Reversal,
+                    resource: None,
                     idempotency_key: Some(reversal_idempotency_key(taken)),
                     memo: format!("settlement {} transfer failed", settlement.ref_code),
                     postings,

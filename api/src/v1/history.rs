@@ -1,0 +1,151 @@
+//! `GET /v1/balance/history` (DESIGN.md 11): the wallet's statement, newest
+//! first, a page after a cursor; JSON, or the same lines as CSV for
+//! `Accept: text/csv`.
+
+use super::pagination::{instant, invalid, positive};
+use crate::error::V1Error;
+use crate::extract::V1Merchant;
+use crate::wire::timestamp;
+use crate::AppState;
+use axum::extract::State;
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use paygate_engine::ledger::statement::{LineId, LineType, StatementLine};
+use paygate_engine::ledger::ResourceKind;
+use paygate_engine::{EngineError, HistoryQuery, HISTORY_LIMIT_MAX};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// Lines a page holds when no `limit` is asked for.
+const HISTORY_LIMIT_DEFAULT: usize = 20;
+
+/// The CSV header: a line's fields, its resource's spread over three.
+const CSV_HEADER: [&str; 8] = [
+    "id",
+    "type",
+    "amount_minor",
+    "balance_after_minor",
+    "resource_type",
+    "resource_id",
+    "resource_ref_code",
+    "created_at",
+];
+
+/// GET /v1/balance/history.
+pub async fn balance_history(
+    State(state): State<AppState>,
+    V1Merchant(merchant): V1Merchant,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+) -> Result<Response, V1Error> {
+    let query = axum::extract::Query::<HashMap<String, String>>::try_from_uri(&uri)
+        .map_err(|_| invalid("query string could not be read".into()))?
+        .0;
+    let history_query = HistoryQuery {
+        starting_after: match query.get("starting_after") {
+            None => None,
+            Some(raw) => Some(
+                LineId::parse(raw).ok_or_else(|| invalid("starting_after: not a line id of this statement".into()))?,
+            ),
+        },
+        limit: positive(&query, "limit", HISTORY_LIMIT_DEFAULT)?.min(HISTORY_LIMIT_MAX),
+        created_from_ms: instant(&query, "created_from")?,
+        created_to_ms: instant(&query, "created_to")?,
+        line_type: match query.get("type") {
+            None => None,
+            Some(raw) => Some(LineType::parse(raw).ok_or_else(|| {
+                let known: Vec<_> = LineType::ALL.iter().map(|t| t.as_str()).collect();
+                invalid(format!("type: must be one of {}", known.join(", ")))
+            })?),
+        },
+    };
+    let page = match state.engine.balance_history(merchant.id, &history_query) {
+        Ok(page) => page,
+        Err(EngineError::InvalidInput { field, reason }) => return Err(invalid(format!("{field}: {reason}"))),
+        Err(other) => return Err(other.into()),
+    };
+    if wants_csv(&headers) {
+        return csv_response(&page.lines);
+    }
+    let body = json!({
+        "success": true,
+        "data": page.lines.iter().map(line_view).collect::<Vec<_>>(),
+        "meta": { "has_more": page.has_more },
+    });
+    Ok((StatusCode::OK, Json(body)).into_response())
+}
+
+/// True when `Accept` names `text/csv` before any JSON type (a range with
+/// `q=0` names nothing).
+fn wants_csv(headers: &HeaderMap) -> bool {
+    for value in headers.get_all(ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for range in value.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let refused = parts.any(|p| p.replace(' ', "").eq_ignore_ascii_case("q=0"));
+            if refused {
+                continue;
+            }
+            match media.as_str() {
+                "text/csv" => return true,
+                "application/json" | "application/*" => return false,
+                _ => {}
+            }
+        }
+    }
+    false
+}
+
+fn resource_type(kind: ResourceKind) -> &'static str {
+    match kind {
+        ResourceKind::Order => "order",
+        ResourceKind::Refund => "refund",
+        ResourceKind::Disbursement => "disbursement",
+    }
+}
+
+/// A line as DESIGN.md 11 shows it.
+fn line_view(line: &StatementLine) -> Value {
+    json!({
+        "id": line.id.encode(),
+        "type": line.line_type.as_str(),
+        "amount_minor": line.amount_minor,
+        "balance_after_minor": line.balance_after_minor,
+        "resource": line.resource.as_ref().map(|r| json!({
+            "type": resource_type(r.kind),
+            "id": r.id,
+            "ref_code": r.ref_code,
+        })),
+        "created_at": timestamp(line.created_at_ms),
+    })
+}
+
+/// The same lines as CSV: the header row, then one row a line.
+fn csv_response(lines: &[StatementLine]) -> Result<Response, V1Error> {
+    let write = || -> Result<Vec<u8>, csv::Error> {
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.write_record(CSV_HEADER)?;
+        for line in lines {
+            let (kind, id, ref_code) = match &line.resource {
+                Some(r) => (resource_type(r.kind).to_string(), r.id.to_string(), r.ref_code.clone()),
+                None => Default::default(),
+            };
+            writer.write_record([
+                line.id.encode(),
+                line.line_type.as_str().to_string(),
+                line.amount_minor.to_string(),
+                line.balance_after_minor.to_string(),
+                kind,
+                id,
+                ref_code,
+                timestamp(line.created_at_ms),
+            ])?;
+        }
+        writer.into_inner().map_err(|error| error.into_error().into())
+    };
+    let body = write().map_err(V1Error::internal)?;
+    Ok((StatusCode::OK, [(CONTENT_TYPE, "text/csv; charset=utf-8")], body).into_response())
+}
