@@ -2,11 +2,16 @@
 //! vendor failures and successes, operator rejections, reused keys and
 //! restarts, against a model of the wallet. The wallet always equals the
 //! model, money comes back exactly once per failed or rejected disbursement,
-//! and the ledger verifies.
+//! its statement is exactly the model's lines and chains to it (DESIGN.md
+//! 11), and the ledger verifies.
+
+#[path = "statement_check/mod.rs"]
+mod statement_check;
 
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{DisbursementStatus, LimitsPatch, SettlementType};
+use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::vendor::SandboxPayoutVendor;
 use paygate_engine::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
@@ -101,6 +106,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
         .await
         .unwrap();
     let mut wallet = funding;
+    let mut lines = vec![(LineType::WalletCredit, funding)];
     let mut made: Vec<ModelDisbursement> = Vec::new();
 
     for op in ops {
@@ -125,6 +131,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     prop_assert_eq!(created.status, DisbursementStatus::Pending);
                     prop_assert_eq!(created.final_amount.get(), amount + FEE);
                     wallet -= amount + FEE;
+                    lines.extend([(LineType::Disbursement, -amount), (LineType::DisbursementFee, -FEE)]);
                     made.push(ModelDisbursement {
                         id: created.id,
                         key,
@@ -149,6 +156,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     prop_assert_eq!(done.status, outcome);
                     if outcome == DisbursementStatus::Failed {
                         wallet += target.amount + FEE;
+                        lines.push((LineType::DisbursementReversal, target.amount + FEE));
                     }
                     made[index].final_status = Some(outcome);
                 } else if target.final_status.is_some() {
@@ -162,6 +170,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                             prop_assert_eq!(done.status, outcome);
                             if outcome == DisbursementStatus::Failed {
                                 wallet += target.amount + FEE;
+                                lines.push((LineType::DisbursementReversal, target.amount + FEE));
                             }
                             made[index].final_status = Some(outcome);
                         }
@@ -177,6 +186,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     let done = result.map_err(|e| TestCaseError::fail(format!("reject failed: {e}")))?;
                     prop_assert_eq!(done.status, DisbursementStatus::Rejected);
                     wallet += target.amount + FEE;
+                    lines.push((LineType::DisbursementReversal, target.amount + FEE));
                     made[index].final_status = Some(DisbursementStatus::Rejected);
                 } else if target.final_status.is_some() {
                     prop_assert!(matches!(result, Err(EngineError::InvalidStatus(_))), "{:?}", result);
@@ -187,6 +197,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                         Ok(done) => {
                             prop_assert_eq!(done.status, DisbursementStatus::Rejected);
                             wallet += target.amount + FEE;
+                            lines.push((LineType::DisbursementReversal, target.amount + FEE));
                             made[index].final_status = Some(DisbursementStatus::Rejected);
                         }
                         Err(other) => prop_assert!(false, "{:?}", other),
@@ -216,6 +227,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
             _ => {}
         }
         prop_assert_eq!(engine.wallet_balance(id).await.unwrap().get(), wallet);
+        statement_check::check(&engine, id, &lines, wallet, 1 + lines.len() % 5)?;
     }
     let report = engine.verify_ledger().await.unwrap();
     prop_assert!(report.balanced, "{:?}", report.problems);

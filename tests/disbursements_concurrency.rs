@@ -79,6 +79,18 @@ async fn two_hundred_concurrent_disbursements_against_funds_for_one_hundred_crea
     }
     assert_eq!(created, 100);
     assert_eq!(server.balance(&merchant.api_key).await, 0);
+    // The statement: the funding, then each created one's two lines.
+    let lines = server.statement(&merchant.api_key).await;
+    assert_eq!(lines.len(), 1 + 2 * 100);
+    for reply in replies.iter().filter(|r| r.status == StatusCode::CREATED) {
+        let id = &reply.body["data"]["id"];
+        let own: Vec<_> = lines.iter().filter(|l| &l["resource"]["id"] == id).collect();
+        let kinds: Vec<_> = own.iter().map(|l| (l["type"].clone(), l["amount_minor"].clone())).collect();
+        assert_eq!(
+            kinds,
+            [(json!("DISBURSEMENT_FEE"), json!(-BANK_FEE)), (json!("DISBURSEMENT"), json!(-AMOUNT))]
+        );
+    }
     let verify = server.verify().await;
     assert_eq!(verify["balanced"], json!(true), "{verify}");
 }

@@ -2,10 +2,15 @@
 //! (some over the refundable amount, some beyond the wallet, some with a
 //! reused key), refund successes and failures, and restarts, against a model.
 //! Refunded never exceeds an order's amount, every status matches the model,
-//! the wallet matches it, and the ledger verifies.
+//! the wallet matches it, its statement is exactly the model's lines and
+//! chains to it (DESIGN.md 11), and the ledger verifies.
+
+#[path = "statement_check/mod.rs"]
+mod statement_check;
 
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::{OrderStatus, RefundStatus, SettlementType};
+use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::orders::{NewOrder, NewRefund};
 use paygate_engine::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
@@ -106,6 +111,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
         .await
         .unwrap();
     let mut wallet = funding;
+    let mut lines = vec![(LineType::WalletCredit, funding)];
     let mut orders: Vec<ModelOrder> = Vec::new();
     let mut refunds: Vec<ModelRefund> = Vec::new();
 
@@ -153,6 +159,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     prop_assert_eq!(changed.status, next);
                     if paying {
                         wallet += target.net;
+                        lines.push((LineType::OrderPayment, target.net));
                     }
                     orders[index].status = next;
                 } else {
@@ -187,6 +194,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     let refund = result.map_err(|e| TestCaseError::fail(format!("refund failed: {e}")))?;
                     prop_assert_eq!(refund.status, RefundStatus::Pending);
                     wallet -= amount;
+                    lines.push((LineType::Refund, -amount));
                     orders[index].refunded += amount;
                     orders[index].status = status_for(target.amount, orders[index].refunded);
                     refunds.push(ModelRefund {
@@ -214,6 +222,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     refunds[index].status = outcome;
                     if !success {
                         wallet += target.amount;
+                        lines.push((LineType::RefundReversal, target.amount));
                         let order = &mut orders[target.order];
                         order.refunded -= target.amount;
                         order.status = status_for(order.amount, order.refunded);
@@ -237,6 +246,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
             _ => {}
         }
         prop_assert_eq!(engine.wallet_balance(id).await.unwrap().get(), wallet);
+        statement_check::check(&engine, id, &lines, wallet, 1 + lines.len() % 4)?;
         for model in &orders {
             let stored = engine.order_for(id, &model.ref_code).unwrap();
             prop_assert_eq!(stored.id, model.id);

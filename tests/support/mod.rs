@@ -191,6 +191,33 @@ impl TestServer {
         reply.body["data"]["balance_minor"].as_i64().unwrap()
     }
 
+    /// A merchant's whole balance history, newest first, walked 100 lines
+    /// a page; asserts that consecutive lines chain and that the newest
+    /// ends at `GET /v1/balance` and the oldest starts from zero.
+    pub async fn statement(&self, api_key: &str) -> Vec<Value> {
+        let mut lines: Vec<Value> = Vec::new();
+        loop {
+            let cursor = match lines.last() {
+                Some(line) => format!("&starting_after={}", line["id"].as_str().unwrap()),
+                None => String::new(),
+            };
+            let path = format!("/v1/balance/history?limit=100{cursor}");
+            let reply = self.call(Method::GET, &path, Some(api_key), None).await;
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            lines.extend(reply.body["data"].as_array().unwrap().iter().cloned());
+            if reply.body["meta"]["has_more"] != json!(true) {
+                break;
+            }
+        }
+        let mut balance = self.balance(api_key).await;
+        for line in &lines {
+            assert_eq!(line["balance_after_minor"].as_i64().unwrap(), balance, "{line}");
+            balance -= line["amount_minor"].as_i64().unwrap();
+        }
+        assert_eq!(balance, 0, "the oldest line starts from an empty wallet");
+        lines
+    }
+
     /// `GET /admin/v1/ledger/verify`'s data.
     pub async fn verify(&self) -> Value {
         let reply = self.admin(Method::GET, "/admin/v1/ledger/verify", None).await;
