@@ -85,10 +85,16 @@ async fn two_hundred_concurrent_disbursements_against_funds_for_one_hundred_crea
     for reply in replies.iter().filter(|r| r.status == StatusCode::CREATED) {
         let id = &reply.body["data"]["id"];
         let own: Vec<_> = lines.iter().filter(|l| &l["resource"]["id"] == id).collect();
-        let kinds: Vec<_> = own.iter().map(|l| (l["type"].clone(), l["amount_minor"].clone())).collect();
+        let kinds: Vec<_> = own
+            .iter()
+            .map(|l| (l["type"].clone(), l["amount_minor"].clone()))
+            .collect();
         assert_eq!(
             kinds,
-            [(json!("DISBURSEMENT_FEE"), json!(-BANK_FEE)), (json!("DISBURSEMENT"), json!(-AMOUNT))]
+            [
+                (json!("DISBURSEMENT_FEE"), json!(-BANK_FEE)),
+                (json!("DISBURSEMENT"), json!(-AMOUNT))
+            ]
         );
     }
     let verify = server.verify().await;

@@ -61,24 +61,29 @@ impl Engine {
         let limit = query.limit.clamp(1, HISTORY_LIMIT_MAX);
         let store = self.store();
         let unknown = || EngineError::invalid("starting_after", "not a line of this wallet's statement");
-        // Lines of the cursor's own entry after it come first, then older entries.
-        let (mut pending, below) = match query.starting_after {
-            None => (Vec::new(), u64::MAX),
+        // One read from the cursor's entry down: its lines after the cursor
+        // come first, then older entries'.
+        let (mut pending, mut entries) = match query.starting_after {
+            None => (Vec::new(), store.entries_newest_first(&merchant_id, u64::MAX)),
             Some(cursor) => {
                 if cursor.merchant_id != merchant_id {
                     return Err(unknown());
                 }
-                let entry = store.entry(&merchant_id, cursor.seq)?.ok_or_else(unknown)?;
+                let mut entries = store.entries_newest_first(&merchant_id, cursor.seq.saturating_add(1));
+                let entry = entries
+                    .next()
+                    .transpose()?
+                    .filter(|e| e.seq == cursor.seq)
+                    .ok_or_else(unknown)?;
                 let lines = lines_of(&entry);
                 if !lines.iter().any(|line| line.id == cursor) {
                     return Err(unknown());
                 }
-                let older: Vec<_> = lines.into_iter().filter(|line| line.id.part < cursor.part).collect();
-                (older, cursor.seq)
+                let older = lines.into_iter().filter(|line| line.id.part < cursor.part).collect();
+                (older, entries)
             }
         };
         let mut lines = Vec::with_capacity(limit);
-        let mut entries = store.entries_newest_first(&merchant_id, below);
         loop {
             let Some(line) = pending.pop() else {
                 match entries.next().transpose()? {

@@ -53,12 +53,12 @@ impl Store {
         self.sled_book(merchant_id)
     }
 
-    /// A stored entry.
+    /// A stored entry: one block read, wherever it is in the history.
     pub fn entry(&self, merchant_id: &Uuid, seq: u64) -> Result<Option<Entry>, StoreError> {
         match self
-            .entries_after(merchant_id, seq.saturating_sub(1))?
-            .into_iter()
+            .entries_newest_first(merchant_id, seq.saturating_add(1))
             .next()
+            .transpose()?
         {
             Some(entry) if entry.seq == seq => Ok(Some(entry)),
             _ => Ok(None),
