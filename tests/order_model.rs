@@ -159,7 +159,10 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     prop_assert_eq!(changed.status, next);
                     if paying {
                         wallet += target.net;
-                        lines.push((LineType::OrderPayment, target.net));
+                        // A net of 0 (the fees took it all) posts nothing to the wallet.
+                        if target.net > 0 {
+                            lines.push((LineType::OrderPayment, target.net));
+                        }
                     }
                     orders[index].status = next;
                 } else {

@@ -107,43 +107,51 @@ impl Store {
     }
 
     /// A merchant's durable entries with `seq < below`, newest first, read
-    /// lazily: the first comes from a seek to the block holding `below - 1`,
-    /// never from a walk from either end, so a page deep in a long history
-    /// costs what the first page does.
-    pub fn entries_newest_first(&self, merchant_id: &Uuid, below: u64) -> EntriesNewestFirst {
-        // The overlay first, as in `entries_after`: what a concurrent
-        // checkpoint moves to sled meanwhile is read again there and skipped.
-        let view = self.merchant_view(merchant_id);
-        let mut recent = Vec::new();
-        let mut failed = None;
-        for layer in view.layers() {
-            for (first_seq, block) in &layer.blocks {
-                if *first_seq >= below {
-                    continue;
-                }
-                match decode_block(merchant_id, block) {
-                    Ok(entries) => recent.extend(entries.into_iter().filter(|e| e.seq < below)),
-                    Err(error) => failed = Some(error),
-                }
-            }
+    /// lazily a block (4 KiB) at a time: each block is found by a seek to
+    /// `below`, never by a walk from either end, so a page deep in a long
+    /// history costs what the first page does, and a busy merchant's
+    /// overlay is never copied whole.
+    pub fn entries_newest_first(&self, merchant_id: &Uuid, below: u64) -> EntriesNewestFirst<'_> {
+        EntriesNewestFirst {
+            store: self,
+            merchant_id: *merchant_id,
+            block: Vec::new().into_iter(),
+            next_below: below,
         }
-        recent.sort_unstable_by_key(|entry| std::cmp::Reverse(entry.seq));
-        recent.dedup_by_key(|entry| entry.seq);
-        let blocks = self
+    }
+
+    /// The newest block of a merchant's entries that holds any below
+    /// `below`: the overlay's or sled's, whichever starts later. A
+    /// checkpoint writes the overlay's blocks under the same first sequence
+    /// numbers, so the two never hold different cuts of the same entries,
+    /// and one moving to sled meanwhile is found there.
+    fn newest_block_below(&self, merchant_id: &Uuid, below: u64) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        let in_overlay = {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let layers = [
+                overlay.flushing.as_ref().and_then(|f| f.merchants.get(merchant_id)),
+                overlay.active.merchants.get(merchant_id),
+            ];
+            layers
+                .into_iter()
+                .flatten()
+                .filter_map(|layer| layer.blocks.iter().rev().find(|(first, _)| *first < below))
+                .max_by_key(|(first, _)| *first)
+                .map(|(first, block)| (*first, block.clone()))
+        };
+        let in_sled = self
             .ledger
             .range(
                 merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, 0)
                     ..merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, below),
             )
-            .rev();
-        EntriesNewestFirst {
-            merchant_id: *merchant_id,
-            failed,
-            recent: recent.into_iter(),
-            blocks,
-            block: Vec::new().into_iter(),
-            next_below: below,
-        }
+            .next_back()
+            .transpose()?
+            .map(|(key, block)| (seq_of_block_key(&key), block.to_vec()));
+        Ok(match (in_overlay, in_sled) {
+            (Some(overlay), Some(sled)) => Some(if overlay.0 >= sled.0 { overlay } else { sled }),
+            (one, other) => one.or(other),
+        })
     }
 
     /// Every idempotency key hash of a merchant, or `None` when there are
@@ -195,63 +203,70 @@ impl Store {
     }
 }
 
-/// Decodes an entry block: length-prefixed encoded `EntryPosted` records.
 /// See `Store::entries_newest_first`.
-pub struct EntriesNewestFirst {
+pub struct EntriesNewestFirst<'a> {
+    store: &'a Store,
     merchant_id: Uuid,
-    /// An overlay block that could not be read: the first item, then the end.
-    failed: Option<StoreError>,
-    recent: std::vec::IntoIter<Entry>,
-    blocks: std::iter::Rev<sled::Iter>,
-    /// The current sled block's entries still to give, newest last.
+    /// The current block's entries still to give, newest last.
     block: std::vec::IntoIter<Entry>,
     /// Every entry given so far is at or above it; only older ones follow.
     next_below: u64,
 }
 
-impl Iterator for EntriesNewestFirst {
+impl Iterator for EntriesNewestFirst<'_> {
     type Item = Result<Entry, StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(error) = self.failed.take() {
-            self.next_below = 0;
-            return Some(Err(error));
-        }
         loop {
-            let entry = match self.recent.next() {
-                Some(entry) => entry,
-                None => match self.block.next_back() {
-                    Some(entry) => entry,
-                    None => {
-                        if self.next_below <= 1 {
-                            return None;
-                        }
-                        let bytes = match self.blocks.next()? {
-                            Ok((_, bytes)) => bytes,
-                            Err(error) => {
-                                self.next_below = 0;
-                                return Some(Err(error.into()));
-                            }
-                        };
-                        match decode_block(&self.merchant_id, &bytes) {
-                            Ok(entries) => self.block = entries.into_iter(),
-                            Err(error) => {
-                                self.next_below = 0;
-                                return Some(Err(error));
-                            }
-                        }
-                        continue;
-                    }
-                },
-            };
-            if entry.seq < self.next_below {
-                self.next_below = entry.seq;
-                return Some(Ok(entry));
+            if let Some(entry) = self.block.next_back() {
+                if entry.seq < self.next_below {
+                    self.next_below = entry.seq;
+                    return Some(Ok(entry));
+                }
+                continue;
+            }
+            if self.next_below <= 1 {
+                return None;
+            }
+            let found = self
+                .store
+                .newest_block_below(&self.merchant_id, self.next_below)
+                .and_then(|found| match found {
+                    Some((_, bytes)) => decode_block(&self.merchant_id, &bytes).map(Some),
+                    None => Ok(None),
+                });
+            // A block found below `next_below` must give an entry below it,
+            // or the next search would find the same block forever.
+            let found = found.and_then(|entries| match entries {
+                Some(entries) if entries.first().is_none_or(|e| e.seq >= self.next_below) => Err(StoreError::Corrupt {
+                    merchant_id: self.merchant_id,
+                    reason: format!("entry block below {} starts at or above it", self.next_below),
+                }),
+                other => Ok(other),
+            });
+            match found {
+                Ok(Some(entries)) => self.block = entries.into_iter(),
+                Ok(None) => {
+                    self.next_below = 0;
+                    return None;
+                }
+                Err(error) => {
+                    self.next_below = 0;
+                    return Some(Err(error));
+                }
             }
         }
     }
 }
 
+/// The first sequence number in an entry block's key (its last 8 bytes).
+fn seq_of_block_key(key: &[u8]) -> u64 {
+    key.get(key.len().wrapping_sub(8)..)
+        .and_then(|tail| <[u8; 8]>::try_from(tail).ok())
+        .map_or(0, u64::from_be_bytes)
+}
+
+/// Decodes an entry block: length-prefixed encoded `EntryPosted` records.
 fn decode_block(merchant_id: &Uuid, bytes: &[u8]) -> Result<Vec<Entry>, StoreError> {
     let corrupt = |reason: &str| StoreError::Corrupt {
         merchant_id: *merchant_id,
@@ -310,6 +325,17 @@ mod tests {
             assert_eq!(entries.len(), 3000);
             assert!(entries.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
             assert_eq!(store.entries_after(&merchant, 2222).unwrap()[0].seq, 2223);
+            // Newest first from anywhere, across the overlay and sled.
+            for below in [u64::MAX, 3001, 2000, 1501, 1500, 777, 2, 1] {
+                let seqs: Vec<u64> = store
+                    .entries_newest_first(&merchant, below)
+                    .map(|e| e.unwrap().seq)
+                    .collect();
+                let expected: Vec<u64> = (1..below.min(3001)).rev().collect();
+                assert_eq!(seqs, expected, "below {below}");
+            }
+            assert_eq!(store.entry(&merchant, 2999).unwrap().unwrap().seq, 2999);
+            assert_eq!(store.entry(&merchant, 3001).unwrap(), None);
             store.checkpoint().unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
