@@ -89,8 +89,9 @@ pub enum StoreError {
 }
 
 /// The format of the records and state this build writes. Format 2
-/// disbursements carry their payout vendor and ON_PROCESS time.
-pub const DATA_FORMAT: u32 = 2;
+/// disbursements carry their payout vendor and ON_PROCESS time; format 3
+/// ledger entries carry their resource and the wallet's balance after them.
+pub const DATA_FORMAT: u32 = 3;
 
 /// Checks that `data_dir` holds data of `DATA_FORMAT` (a directory with a
 /// journal or state but no `format` file is format 1), and marks a new one.
