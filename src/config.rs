@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
+use paygate_api::serve::ConnectionLimits;
 use paygate_api::Mode;
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -64,6 +65,9 @@ pub struct ServeArgs {
     /// Multiplier of the payout vendor inquiry schedule [default: 1].
     #[arg(long, env = "PAYGATE_VENDOR_RETRY_SCALE")]
     pub vendor_retry_scale: Option<f64>,
+    /// Connections served at once; more are answered 503 and closed [default: 10000].
+    #[arg(long, env = "PAYGATE_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
 }
 
 /// Flags of `paygate benchmark`.
@@ -103,6 +107,7 @@ struct FileSettings {
     webhook_retry_scale: Option<f64>,
     sandbox_disbursement_delay_ms: Option<u64>,
     vendor_retry_scale: Option<f64>,
+    max_connections: Option<usize>,
 }
 
 /// The settings in force.
@@ -116,6 +121,7 @@ pub struct Settings {
     pub webhook_retry_scale: f64,
     pub sandbox_disbursement_delay_ms: u64,
     pub vendor_retry_scale: f64,
+    pub max_connections: usize,
 }
 
 impl Settings {
@@ -163,7 +169,15 @@ impl Settings {
         if sandbox_disbursement_delay_ms > SANDBOX_DELAY_MAX_MS {
             bail!("--sandbox-disbursement-delay-ms must be at most {SANDBOX_DELAY_MAX_MS} (24 hours)");
         }
+        let max_connections = args
+            .max_connections
+            .or(file.max_connections)
+            .unwrap_or(ConnectionLimits::default().max_connections);
+        if max_connections == 0 {
+            bail!("--max-connections must be at least 1");
+        }
         Ok(Settings {
+            max_connections,
             listen: args.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".into()),
             data_dir: args
                 .data_dir

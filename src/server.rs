@@ -4,6 +4,7 @@
 
 use crate::config::{self, Settings};
 use anyhow::Context;
+use paygate_api::serve::ConnectionLimits;
 use paygate_api::{router, ApiConfig, AppState, Mode};
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::SettlementType;
@@ -76,12 +77,17 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     let (stop_dispatcher, dispatcher_stop) = watch::channel(false);
     let dispatcher = tokio::spawn(paygate_api::webhooks::run(state.clone(), dispatcher_stop));
     let (stop_http, http_stop) = oneshot::channel::<()>();
+    let limits = ConnectionLimits {
+        max_connections: settings.max_connections,
+        ..ConnectionLimits::default()
+    };
+    let connections = state.connections.clone();
     let http = tokio::spawn(async move {
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.await;
-            })
-            .await
+        let stop = async move {
+            let _ = http_stop.await;
+        };
+        paygate_api::serve::serve(listener, router(state), limits, connections, stop).await;
+        Ok::<(), std::io::Error>(())
     });
     Ok(RunningServer {
         address,

@@ -127,7 +127,13 @@ fn invalid_signature() -> V1Error {
 
 async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, V1Error> {
     Bytes::from_request(request, state).await.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        if crate::guard::is_body_deadline(&rejection) {
+            V1Error::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "REQUEST_TIMEOUT",
+                "request body not received in time",
+            )
+        } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             V1Error::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "PAYLOAD_TOO_LARGE",

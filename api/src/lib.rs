@@ -13,9 +13,11 @@ pub mod admin;
 pub mod callbacks;
 pub mod error;
 pub mod extract;
+pub mod guard;
 pub mod legacy;
 pub mod ops;
 pub mod ratelimit;
+pub mod serve;
 pub mod v1;
 pub mod webhooks;
 pub mod wire;
@@ -76,6 +78,10 @@ pub struct SharedState {
     pub http_metrics: Arc<ops::HttpMetrics>,
     /// The client webhook deliveries go out on.
     pub webhook_client: reqwest::Client,
+    /// The per-address limit on unauthenticated requests.
+    pub address_limits: guard::AddressLimits,
+    /// Connections being served and refused (`serve`).
+    pub connections: Arc<serve::ConnectionStats>,
 }
 
 impl std::ops::Deref for AppState {
@@ -97,6 +103,8 @@ impl AppState {
             ewallet_cache: Arc::default(),
             http_metrics: Arc::default(),
             webhook_client,
+            address_limits: Default::default(),
+            connections: Arc::default(),
         }))
     }
 }
@@ -114,6 +122,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::guard))
         .layer(axum::middleware::from_fn_with_state(state.clone(), ops::track))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

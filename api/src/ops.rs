@@ -81,12 +81,42 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut buffer = Vec::new();
     let _ = TextEncoder::new().encode(&state.http_metrics.registry.gather(), &mut buffer);
     let mut text = String::from_utf8(buffer).unwrap_or_default();
+    text.push_str(&connection_metrics(&state));
     text.push_str(&state.engine.metrics_text());
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,
     )
         .into_response()
+}
+
+/// The listener's and the guard's counts, in Prometheus text.
+fn connection_metrics(state: &AppState) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let metrics = [
+        (
+            "paygate_http_connections_open",
+            "gauge",
+            "Connections being served.",
+            state.connections.open.load(Relaxed) as u64,
+        ),
+        (
+            "paygate_http_connections_refused_total",
+            "counter",
+            "Connections answered 503 at the connection cap.",
+            state.connections.refused.load(Relaxed),
+        ),
+        (
+            "paygate_http_unauthenticated_limited_total",
+            "counter",
+            "Requests answered 429 because their address sent too many unauthenticated requests.",
+            state.address_limits.limited.load(Relaxed),
+        ),
+    ];
+    metrics
+        .iter()
+        .map(|(name, kind, help, value)| format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"))
+        .collect()
 }
 
 fn is_legacy(uri: &axum::http::Uri) -> bool {

@@ -51,6 +51,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         webhook_retry_scale: 1.0,
         sandbox_disbursement_delay_ms: delay_ms,
         vendor_retry_scale: 1.0,
+        max_connections: paygate_api::serve::ConnectionLimits::default().max_connections,
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pace = match args.rate {

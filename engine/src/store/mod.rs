@@ -353,9 +353,11 @@ mod tests {
         assert!(refused.contains("data format 1"), "{refused}");
         assert!(!old.path().join("format").exists(), "left untouched");
 
-        fs::write(new.path().join("format"), "3\n").unwrap();
-        let refused = check_data_format(new.path()).unwrap_err().to_string();
-        assert!(refused.contains("data format 3"), "{refused}");
+        for other in [DATA_FORMAT - 1, DATA_FORMAT + 1] {
+            fs::write(new.path().join("format"), format!("{other}\n")).unwrap();
+            let refused = check_data_format(new.path()).unwrap_err().to_string();
+            assert!(refused.contains(&format!("data format {other}")), "{refused}");
+        }
     }
 
     pub(super) fn test_disbursement(merchant_id: Uuid, n: usize) -> Disbursement {
