@@ -100,6 +100,9 @@ struct ErrorView<'a> {
     message: &'a str,
 }
 
+// Most items are created ones: boxing the large variant would allocate
+// for each of them to spare the rare 409.
+#[allow(clippy::large_enum_variant)]
 #[derive(Serialize)]
 #[serde(untagged)]
 enum ItemData<'a> {
