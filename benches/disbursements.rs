@@ -7,7 +7,10 @@
 //! window. Every counted disbursement was fsynced before its caller heard.
 //! (Webhooks are the API layer's: `benches/http/run.sh` and `paygate
 //! benchmark` measure them.)
-//! Next to it, the baseline of the same run: the journal alone, appending
+//! The same lives created through batches (`*_batched`: each merchant's
+//! share of an iteration in batches of up to 1,000, one actor message and
+//! one journal record each) stand beside the single-request path.
+//! Next to them, the baseline of the same run: the journal alone, appending
 //! and syncing three records of a disbursement record's size per
 //! disbursement (created, handed over, settled).
 //!
@@ -19,7 +22,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{LimitsPatch, SettlementType};
+use paygate_engine::domain::{LimitsPatch, SettlementType, BATCH_ITEMS_MAX};
 use paygate_engine::store::journal::{self, Journal};
 use paygate_engine::vendor::SandboxPayoutVendor;
 use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
@@ -117,6 +120,43 @@ async fn disburse(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Durati
     for task in tasks {
         task.await.unwrap();
     }
+    await_lives(engine).await;
+    started.elapsed()
+}
+
+/// `disburse` through batches: each merchant's share of the iteration in
+/// batches of up to `BATCH_ITEMS_MAX`, every batch its own caller.
+async fn disburse_batched(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Duration {
+    let per_merchant = DISBURSEMENTS / ids.len();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for merchant in ids {
+        let mut left = per_merchant;
+        while left > 0 {
+            let size = left.min(BATCH_ITEMS_MAX);
+            left -= size;
+            let base = next_key.fetch_add(size as u64, Ordering::Relaxed);
+            let (engine, merchant) = (engine.clone(), *merchant);
+            tasks.push(tokio::spawn(async move {
+                let items = (0..size as u64).map(|n| Ok(disbursement(base + n))).collect();
+                let answer = engine
+                    .create_disbursement_batch(merchant, format!("bench-batch-{base}"), items)
+                    .await
+                    .unwrap();
+                assert!(answer.items.iter().all(|item| item.is_ok()));
+            }));
+        }
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    await_lives(engine).await;
+    started.elapsed()
+}
+
+/// Waits until every disbursement created is final (or handed over, in
+/// the hand-over-only extra).
+async fn await_lives(engine: &Engine) {
     // Counted once final, so hand-overs or settlements falling behind show
     // here instead of piling up unseen. Every one created is durable by now,
     // so none is missing from the count.
@@ -129,7 +169,6 @@ async fn disburse(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Durati
             tokio::time::sleep(Duration::from_micros(200)).await;
         }
     }
-    started.elapsed()
 }
 
 fn durable_disbursements(c: &mut Criterion) {
@@ -195,6 +234,18 @@ fn durable_disbursements(c: &mut Criterion) {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
                         total += disburse(engine, ids, next_key).await;
+                    }
+                    total
+                }
+            })
+        });
+        group.bench_function(format!("{merchants}_merchants_batched"), |b| {
+            b.to_async(&runtime).iter_custom(|iters| {
+                let (engine, ids, next_key) = (&engine, &ids, &next_key);
+                async move {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        total += disburse_batched(engine, ids, next_key).await;
                     }
                     total
                 }

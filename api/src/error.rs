@@ -203,6 +203,7 @@ impl From<EngineError> for V1Error {
             ),
             EngineError::OrderNotFound => V1Error::new(S::NOT_FOUND, "ORDER_NOT_FOUND", "order not found"),
             EngineError::SettlementNotFound => V1Error::new(S::NOT_FOUND, "NOT_FOUND", "settlement not found"),
+            EngineError::BatchNotFound => V1Error::new(S::NOT_FOUND, "NOT_FOUND", "disbursement batch not found"),
             EngineError::EventNotFound => V1Error::new(S::NOT_FOUND, "EVENT_NOT_FOUND", "event not found"),
             EngineError::RefundNotFound => V1Error::new(S::NOT_FOUND, "REFUND_NOT_FOUND", "refund not found"),
             EngineError::VendorNotFound => V1Error::route_not_found(),
@@ -234,7 +235,9 @@ impl From<EngineError> for V1Error {
                 "a refund with this idempotency key exists",
             )
             .with_data(crate::wire::refund_view(&existing)),
-            other @ (EngineError::Ledger(_) | EngineError::Store(_)) => V1Error::internal(other),
+            other @ (EngineError::Ledger(_) | EngineError::Store(_) | EngineError::Internal(_)) => {
+                V1Error::internal(other)
+            }
         }
     }
 }

@@ -8,7 +8,9 @@ use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use paygate_engine::domain::MerchantRecord;
+use paygate_engine::EngineError;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -125,7 +127,17 @@ fn invalid_signature() -> V1Error {
     )
 }
 
+/// The body limit of a route that takes more than `BODY_BYTES_MAX`, put
+/// in its requests' extensions beside its `DefaultBodyLimit`, so that a 413
+/// names the limit in force.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyBytesMax(pub usize);
+
 async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, V1Error> {
+    let limit = request
+        .extensions()
+        .get::<BodyBytesMax>()
+        .map_or(crate::BODY_BYTES_MAX, |limit| limit.0);
     Bytes::from_request(request, state).await.map_err(|rejection| {
         if crate::guard::is_body_deadline(&rejection) {
             V1Error::new(
@@ -134,10 +146,15 @@ async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes,
                 "request body not received in time",
             )
         } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            let limit = if limit % (1024 * 1024) == 0 {
+                format!("{} MiB", limit / (1024 * 1024))
+            } else {
+                format!("{} KiB", limit / 1024)
+            };
             V1Error::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "PAYLOAD_TOO_LARGE",
-                "request body exceeds 64 KiB",
+                format!("request body exceeds {limit}"),
             )
         } else {
             V1Error::invalid_body("request body could not be read")
@@ -153,26 +170,9 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, V1Error> {
         return Err(V1Error::invalid_body("request body must be a JSON object"));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        let mut message = inner.to_string();
-        // serde_json appends " at line L column C": noise for API clients.
-        if let Some(cut) = message.rfind(" at line ") {
-            message.truncate(cut);
-        }
-        let names_field = path != "." && !path.is_empty();
-        // serde_json reports an enum given a number or null as a syntax
-        // error; when the body is valid JSON it is the field that is wrong.
-        if inner.is_syntax() && names_field && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
-            V1Error::invalid_body(format!("{path}: invalid type or value"))
-        } else if inner.is_syntax() || inner.is_eof() {
-            V1Error::invalid_body(format!("malformed JSON: {message}"))
-        } else if !names_field {
-            V1Error::invalid_body(message)
-        } else {
-            V1Error::invalid_body(format!("{path}: {message}"))
-        }
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| match describe(error, bytes) {
+        (Some(path), message) => V1Error::invalid_body(format!("{path}: {message}")),
+        (None, message) => V1Error::invalid_body(message),
     })?;
     // Anything but whitespace after the object is not JSON: `{..} garbage`
     // and `{..}{..}` are refused, not read up to the first object's end.
@@ -180,6 +180,45 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, V1Error> {
         .end()
         .map_err(|_| V1Error::invalid_body("malformed JSON: trailing characters after the object"))?;
     Ok(value)
+}
+
+/// What is wrong with JSON `bytes` that failed to parse: the path of the
+/// field at fault (`None`: the value as a whole) and a message.
+fn describe(error: serde_path_to_error::Error<serde_json::Error>, bytes: &[u8]) -> (Option<String>, String) {
+    let path = error.path().to_string();
+    let inner = error.into_inner();
+    let mut message = inner.to_string();
+    // serde_json appends " at line L column C": noise for API clients.
+    if let Some(cut) = message.rfind(" at line ") {
+        message.truncate(cut);
+    }
+    let names_field = path != "." && !path.is_empty();
+    // serde_json reports an enum given a number or null as a syntax
+    // error; when the body is valid JSON it is the field that is wrong.
+    if inner.is_syntax() && names_field && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
+        (Some(path), "invalid type or value".into())
+    } else if inner.is_syntax() || inner.is_eof() {
+        (None, format!("malformed JSON: {message}"))
+    } else if !names_field {
+        (None, message)
+    } else {
+        (Some(path), message)
+    }
+}
+
+/// Parses one value of a larger body (an item of a batch) as `T`, refused
+/// with the message the same value sent alone as a body would get, as an
+/// engine refusal: the field at fault, or `item` for the value as a whole.
+pub fn parse_item<T: DeserializeOwned>(raw: &RawValue) -> Result<T, EngineError> {
+    let text = raw.get();
+    if !text.trim_start().starts_with('{') {
+        return Err(EngineError::invalid("item", "must be a JSON object"));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let (path, message) = describe(error, text.as_bytes());
+        EngineError::invalid(path.unwrap_or_else(|| "item".into()), message)
+    })
 }
 
 /// The merchant behind a valid, active V1 API key, within its rate limit.

@@ -41,7 +41,7 @@ impl Engine {
             Some("BANK") => {
                 let (Some(code), Some(number)) = (present(&new.bank_short_code), present(&new.account_number)) else {
                     return Err(EngineError::MissingBankInfo(
-                        "bank_short_code and account_number are required for BANK",
+                        "bank_short_code and account_number are required for BANK".into(),
                     ));
                 };
                 // The holder's name is optional here; empty stands for "not given".

@@ -1,5 +1,6 @@
 //! The engine's errors: business refusals and broken machinery, with no HTTP in sight.
 
+use crate::domain::{BatchRefusal, Disbursement};
 use crate::ledger::LedgerError;
 use crate::store::StoreError;
 
@@ -39,7 +40,7 @@ pub enum EngineError {
     /// A bank disbursement or beneficiary without the account fields it
     /// needs; says which.
     #[error("{0}")]
-    MissingBankInfo(&'static str),
+    MissingBankInfo(std::borrow::Cow<'static, str>),
     /// An e-wallet disbursement without provider or phone.
     #[error("ewallet_provider and ewallet_phone are required for EWALLET")]
     MissingEwalletInfo,
@@ -97,6 +98,9 @@ pub enum EngineError {
     /// No such refund for this merchant.
     #[error("refund not found")]
     RefundNotFound,
+    /// No such disbursement batch for this merchant.
+    #[error("disbursement batch not found")]
+    BatchNotFound,
     /// Input failed validation; names the field.
     #[error("{field}: {reason}")]
     InvalidInput {
@@ -114,6 +118,10 @@ pub enum EngineError {
     /// Storage is broken.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Broken machinery recorded earlier (an item of a batch that met a
+    /// storage failure), or state that should exist and does not.
+    #[error("internal: {0}")]
+    Internal(String),
 }
 
 impl EngineError {
@@ -122,6 +130,63 @@ impl EngineError {
         EngineError::InvalidInput {
             field: field.into(),
             reason: reason.into(),
+        }
+    }
+}
+
+impl EngineError {
+    /// This refusal of one item of a batch, as stored with the batch.
+    /// Refusals a disbursement's creation cannot meet, and broken
+    /// machinery, are `Internal`.
+    pub fn refusal(&self) -> BatchRefusal {
+        match self {
+            EngineError::InvalidInput { field, reason } => BatchRefusal::Invalid {
+                field: field.clone(),
+                reason: reason.clone(),
+            },
+            EngineError::BankNotFound => BatchRefusal::BankNotFound,
+            EngineError::BankDisabled => BatchRefusal::BankDisabled,
+            EngineError::EwalletNotFound => BatchRefusal::EwalletNotFound,
+            EngineError::EwalletDisabled => BatchRefusal::EwalletDisabled,
+            EngineError::MissingBankInfo(message) => BatchRefusal::MissingBankInfo(message.to_string()),
+            EngineError::MissingEwalletInfo => BatchRefusal::MissingEwalletInfo,
+            EngineError::AmountBelowMinimum(minimum) => BatchRefusal::AmountBelowMinimum(minimum.clone()),
+            EngineError::BeneficiaryNotFound => BatchRefusal::BeneficiaryNotFound,
+            EngineError::NoVendor => BatchRefusal::NoVendor,
+            EngineError::Ledger(LedgerError::InsufficientBalance) => BatchRefusal::InsufficientBalance,
+            EngineError::Ledger(LedgerError::Overflow) => BatchRefusal::AmountOverflow,
+            EngineError::AmountExceedsLimit => BatchRefusal::AmountExceedsLimit,
+            EngineError::DailyLimitExceeded => BatchRefusal::DailyLimitExceeded,
+            EngineError::DuplicateDisbursement(existing) => BatchRefusal::Duplicate(existing.id),
+            EngineError::NotWalletMerchant => BatchRefusal::NotWalletMerchant,
+            _ => BatchRefusal::Internal,
+        }
+    }
+
+    /// The error a stored refusal stands for; a duplicate carries
+    /// `existing`, the disbursement that holds its key (as it is now).
+    pub fn from_refusal(refusal: BatchRefusal, existing: Option<Disbursement>) -> EngineError {
+        match refusal {
+            BatchRefusal::Invalid { field, reason } => EngineError::InvalidInput { field, reason },
+            BatchRefusal::BankNotFound => EngineError::BankNotFound,
+            BatchRefusal::BankDisabled => EngineError::BankDisabled,
+            BatchRefusal::EwalletNotFound => EngineError::EwalletNotFound,
+            BatchRefusal::EwalletDisabled => EngineError::EwalletDisabled,
+            BatchRefusal::MissingBankInfo(message) => EngineError::MissingBankInfo(message.into()),
+            BatchRefusal::MissingEwalletInfo => EngineError::MissingEwalletInfo,
+            BatchRefusal::AmountBelowMinimum(minimum) => EngineError::AmountBelowMinimum(minimum),
+            BatchRefusal::BeneficiaryNotFound => EngineError::BeneficiaryNotFound,
+            BatchRefusal::NoVendor => EngineError::NoVendor,
+            BatchRefusal::InsufficientBalance => EngineError::Ledger(LedgerError::InsufficientBalance),
+            BatchRefusal::AmountOverflow => EngineError::Ledger(LedgerError::Overflow),
+            BatchRefusal::AmountExceedsLimit => EngineError::AmountExceedsLimit,
+            BatchRefusal::DailyLimitExceeded => EngineError::DailyLimitExceeded,
+            BatchRefusal::Duplicate(id) => match existing {
+                Some(existing) => EngineError::DuplicateDisbursement(Box::new(existing)),
+                None => EngineError::Internal(format!("disbursement {id} of a batch is missing")),
+            },
+            BatchRefusal::NotWalletMerchant => EngineError::NotWalletMerchant,
+            BatchRefusal::Internal => EngineError::Internal("an item of this batch met a storage failure".into()),
         }
     }
 }

@@ -97,7 +97,8 @@ pub mod defaults {
 }
 
 /// Ledger records one merchant may have queued for the journal before its
-/// actor waits for them to become durable: backpressure per merchant, and
+/// actor waits for them to become durable (a record carrying many entries,
+/// a batch's, counts one per entry): backpressure per merchant, and
 /// the bound that keeps every in-flight entry among the recent ones kept in
 /// memory (see `RECENT_ENTRIES_MAX`).
 pub const MERCHANT_IN_FLIGHT_MAX: usize = 4096;

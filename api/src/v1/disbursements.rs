@@ -11,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
 use paygate_engine::domain::DisbursementStatus;
+use paygate_engine::EngineError;
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -30,31 +31,38 @@ pub struct CreateDisbursement {
     beneficiary_id: Option<String>,
 }
 
+impl CreateDisbursement {
+    /// The disbursement this body describes, for the engine to validate
+    /// (also each item of a batch).
+    pub fn into_new(self) -> Result<NewDisbursement, EngineError> {
+        // An id that is not even a UUID names no beneficiary either.
+        let beneficiary_id = match &self.beneficiary_id {
+            None => None,
+            Some(raw) => Some(Uuid::parse_str(raw).map_err(|_| EngineError::BeneficiaryNotFound)?),
+        };
+        Ok(NewDisbursement {
+            idempotency_key: self.idempotency_key,
+            channel: self.channel,
+            bank_short_code: self.bank_short_code,
+            account_number: self.account_number,
+            account_name: self.account_name,
+            ewallet_provider: self.ewallet_provider,
+            ewallet_phone: self.ewallet_phone,
+            amount_minor: self.amount_minor,
+            notify_url: self.notify_url,
+            source: None,
+            beneficiary_id,
+        })
+    }
+}
+
 /// POST /v1/disbursements: 201 with the disbursement, wallet debited by request + fee.
 pub async fn create_disbursement(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     SignedJson(body): SignedJson<CreateDisbursement>,
 ) -> Result<Response, V1Error> {
-    // An id that is not even a UUID names no beneficiary either.
-    let beneficiary_id = match &body.beneficiary_id {
-        None => None,
-        Some(raw) => Some(Uuid::parse_str(raw).map_err(|_| paygate_engine::EngineError::BeneficiaryNotFound)?),
-    };
-    let new = NewDisbursement {
-        idempotency_key: body.idempotency_key,
-        channel: body.channel,
-        bank_short_code: body.bank_short_code,
-        account_number: body.account_number,
-        account_name: body.account_name,
-        ewallet_provider: body.ewallet_provider,
-        ewallet_phone: body.ewallet_phone,
-        amount_minor: body.amount_minor,
-        notify_url: body.notify_url,
-        source: None,
-        beneficiary_id,
-    };
-    let disbursement = state.engine.create_disbursement(merchant.id, new).await?;
+    let disbursement = state.engine.create_disbursement(merchant.id, body.into_new()?).await?;
     Ok(Created(created_disbursement_view(&disbursement)).into_response())
 }
 

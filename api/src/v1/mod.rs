@@ -3,6 +3,7 @@
 mod balance;
 mod beneficiaries;
 mod catalog;
+mod disbursement_batches;
 mod disbursements;
 mod history;
 mod orders;
@@ -10,9 +11,13 @@ pub mod pagination;
 mod settlements;
 mod webhooks;
 
+use crate::extract::BodyBytesMax;
 use crate::AppState;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
-use axum::Router;
+use axum::{Extension, Router};
+use disbursement_batches::BATCH_BODY_BYTES_MAX;
+use std::convert::Infallible;
 
 pub use catalog::EwalletCache;
 
@@ -28,6 +33,16 @@ pub fn routes() -> Router<AppState> {
             post(disbursements::create_disbursement).get(disbursements::list_disbursements),
         )
         .route("/v1/disbursements/{id}", get(disbursements::get_disbursement))
+        .route(
+            "/v1/disbursements/batch",
+            post(disbursement_batches::create_disbursement_batch)
+                .layer::<_, Infallible>(DefaultBodyLimit::max(BATCH_BODY_BYTES_MAX))
+                .layer::<_, Infallible>(Extension(BodyBytesMax(BATCH_BODY_BYTES_MAX))),
+        )
+        .route(
+            "/v1/disbursements/batch/{id}",
+            get(disbursement_batches::get_disbursement_batch),
+        )
         .route(
             "/v1/beneficiaries",
             post(beneficiaries::create_beneficiary).get(beneficiaries::list_beneficiaries),

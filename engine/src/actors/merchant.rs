@@ -25,10 +25,12 @@ use std::sync::Arc;
 use std::time::Instant;
 use uuid::Uuid;
 
+mod batches;
 mod disbursements;
 mod orders;
 mod settlements;
 
+pub use batches::{BatchDraft, BatchOutcome};
 pub use orders::{OrderCommand, OrderOutcome};
 pub use settlements::SettlementDraft;
 
@@ -86,6 +88,13 @@ pub enum MerchantMsg {
     CreateDisbursement {
         request: DisbursementRequest,
         reply: RpcReplyPort<Result<Arc<Disbursement>, EngineError>>,
+    },
+    /// Create a batch's disbursements, each on its own (a refusal stops
+    /// only its item), in one journal record with the batch; or answer
+    /// with the batch its key made before. Replies once durable.
+    CreateDisbursements {
+        draft: BatchDraft,
+        reply: RpcReplyPort<Result<BatchOutcome, EngineError>>,
     },
     /// Move disbursements, each to its next status; FAILED and REJECTED give
     /// the full amount back. Replies once every move is durable, with each
@@ -221,6 +230,8 @@ pub struct MerchantState {
     known_order_keys: KnownKeys,
     /// Orders and refunds written recently, forgotten the same way.
     orders: orders::RecentOrders,
+    /// Batches made recently, by batch key hash, forgotten the same way.
+    recent_batches: HashMap<u128, Arc<crate::domain::DisbursementBatch>>,
 }
 
 impl Actor for MerchantActor {
@@ -274,6 +285,7 @@ impl Actor for MerchantActor {
             disbursement_keys: HashMap::new(),
             daily_total: None,
             orders: Default::default(),
+            recent_batches: HashMap::new(),
             known_disbursement_keys,
             known_order_ids,
             known_order_keys,
@@ -393,6 +405,9 @@ async fn handle_message(
                 }
                 Err(refusal) => state.reply_when_durable(reply, Err(refusal)).await?,
             }
+        }
+        MerchantMsg::CreateDisbursements { draft, reply } => {
+            state.create_disbursement_batch(draft, reply).await?;
         }
         MerchantMsg::MoveDisbursements { moves, reply } => {
             state.wait_for_room().await?;
@@ -579,7 +594,11 @@ impl MerchantState {
     /// just created is then answered from memory, not from storage.
     async fn forget_what_storage_has(&mut self) -> Result<(), ActorProcessingErr> {
         let in_flight = self.in_flight.load(Ordering::Acquire) > 0;
-        let recent = self.disbursements.len().max(self.orders.len());
+        let recent = self
+            .disbursements
+            .len()
+            .max(self.orders.len())
+            .max(self.recent_batches.len());
         if recent < limits::RECENT_ROOM_KEPT || (in_flight && recent < limits::RECENT_ENTRIES_MAX) {
             return Ok(());
         }
@@ -588,6 +607,7 @@ impl MerchantState {
         }
         forget_all(&mut self.disbursements);
         forget_all(&mut self.disbursement_keys);
+        forget_all(&mut self.recent_batches);
         self.orders.clear();
         Ok(())
     }
@@ -603,39 +623,52 @@ impl MerchantState {
     async fn journal_entry(&mut self, entry: Arc<Entry>, then: Continuation) -> Result<(), ActorProcessingErr> {
         let payload = record::encode_entry(&entry);
         let store = self.args.store.clone();
-        self.journal(payload, then, move |seq, payload| {
+        self.journal(payload, 1, then, move |seq, payload| {
             store.apply_entry(seq, &entry, payload)
         })
         .await
     }
 
     async fn journal_record(&mut self, record: JournalRecord, then: Continuation) -> Result<(), ActorProcessingErr> {
+        self.journal_record_weighted(record, 1, then).await
+    }
+
+    /// `journal_record` for a record that counts as `weight` in flight
+    /// (a batch's record, one for each entry it carries).
+    async fn journal_record_weighted(
+        &mut self,
+        record: JournalRecord,
+        weight: usize,
+        then: Continuation,
+    ) -> Result<(), ActorProcessingErr> {
         let (payload, spans) = record.encode_with_spans();
         let store = self.args.store.clone();
-        self.journal(payload, then, move |seq, payload| {
+        self.journal(payload, weight, then, move |seq, payload| {
             store.apply_encoded(seq, &record, payload, &spans)
         })
         .await
     }
 
     /// Queues a record whose effect is already in this actor's memory; `apply`
-    /// runs once it is durable, then `then`. If the journal refuses, memory is
-    /// ahead of the disk, so the actor stops and is rebuilt from storage.
+    /// runs once it is durable, then `then`. It counts as `weight` in flight
+    /// until then. If the journal refuses, memory is ahead of the disk, so
+    /// the actor stops and is rebuilt from storage.
     async fn journal(
         &mut self,
         payload: Vec<u8>,
+        weight: usize,
         then: Continuation,
         apply: impl FnOnce(u64, &[u8]) -> Result<(), StoreError> + Send + 'static,
     ) -> Result<(), ActorProcessingErr> {
         let in_flight = self.in_flight.clone();
-        in_flight.fetch_add(1, Ordering::AcqRel);
+        in_flight.fetch_add(weight, Ordering::AcqRel);
         let done: Completion = Box::new(move |seq, payload| {
             if let Err(error) = apply(seq, payload) {
                 tracing::error!(%error, "applying a durable record failed; aborting (the journal will replay it)");
                 std::process::abort();
             }
             Some(Box::new(move || {
-                in_flight.fetch_sub(1, Ordering::AcqRel);
+                in_flight.fetch_sub(weight, Ordering::AcqRel);
                 then();
             }))
         });

@@ -9,6 +9,7 @@ pub mod registry;
 
 pub use handle::{CreatedDisbursements, MerchantActorSettings, MerchantHandle};
 pub use merchant::{
-    BeneficiaryChange, MerchantChange, MerchantMsg, OrderCommand, OrderOutcome, PostReceipt, SettlementDraft,
+    BatchDraft, BatchOutcome, BeneficiaryChange, MerchantChange, MerchantMsg, OrderCommand, OrderOutcome, PostReceipt,
+    SettlementDraft,
 };
 pub use registry::ActorRegistry;

@@ -1,6 +1,6 @@
 //! Disbursements: the engine's operations (validation against the catalog
-//! and merchant settings, creation through the merchant actor, queries,
-//! payout routes) and the disbursement actors that own each one's life
+//! and merchant settings, creation through the merchant actor, alone or in
+//! batches (`batch`), queries, payout routes) and the disbursement actors that own each one's life
 //! once it exists (`actor`), hosted per merchant (`host`), reaching the
 //! rest of the engine only through `context`.
 
@@ -22,7 +22,10 @@ use actor::DisbursementMsg;
 use std::sync::Arc;
 use uuid::Uuid;
 
+pub use batch::{BatchAnswer, BatchSummary, StatusTotal};
+
 pub(crate) mod actor;
+mod batch;
 pub(crate) mod context;
 pub(crate) mod host;
 mod recorder;
@@ -167,7 +170,7 @@ impl Engine {
                     .or(new.account_name.clone());
                 if present(&from_beneficiary.account_name).is_none() {
                     return Err(EngineError::MissingBankInfo(
-                        "account_name is required: the beneficiary has no account name",
+                        "account_name is required: the beneficiary has no account name".into(),
                     ));
                 }
             }
@@ -195,7 +198,7 @@ impl Engine {
             present(&new.account_name),
         ) else {
             return Err(EngineError::MissingBankInfo(
-                "bank_short_code, account_number and account_name are required for BANK",
+                "bank_short_code, account_number and account_name are required for BANK".into(),
             ));
         };
         self.bank_account(code, number, name)

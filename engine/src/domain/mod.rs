@@ -1,6 +1,8 @@
 //! The records the engine keeps besides money: merchants and their
-//! credentials, organizations, and the bank and e-wallet catalog.
+//! credentials, organizations, the bank and e-wallet catalog, and the
+//! resources merchants make (orders, disbursements and their batches, ...).
 
+pub mod batch;
 pub mod beneficiary;
 pub mod catalog;
 pub mod disbursement;
@@ -9,6 +11,7 @@ pub mod order;
 pub mod settlement;
 pub mod webhook;
 
+pub use batch::{BatchItem, BatchRefusal, DisbursementBatch, BATCH_ITEMS_MAX};
 pub use beneficiary::{Beneficiary, VerificationStatus};
 pub use catalog::{Bank, Catalog, Ewallet, Organization, PaymentVendorConfig, VendorKind, VendorRouting};
 pub use disbursement::{Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, Source};

@@ -8,7 +8,9 @@ use super::keys::{order_id_key, prefixed, KeyPrefix};
 use super::overlay::{MerchantLayer, Overlay};
 use super::record::{self, encode_value, JournalRecord};
 use super::{Store, StoreError};
-use crate::domain::{Disbursement, Order, OrderStatus, Refund, RefundStatus, Settlement, WebhookEvent};
+use crate::domain::{
+    Disbursement, DisbursementBatch, Order, OrderStatus, Refund, RefundStatus, Settlement, WebhookEvent,
+};
 use crate::ledger::Entry;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -109,6 +111,13 @@ impl Store {
                 for disbursement in disbursements {
                     self.overlay_disbursement(overlay, disbursement, encoded.next(), false);
                 }
+            }
+            JournalRecord::DisbursementBatchCreated { disbursements, batch } => {
+                for (disbursement, entry) in disbursements {
+                    self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
+                    self.overlay_disbursement(overlay, disbursement, encoded.next(), true);
+                }
+                self.overlay_batch(overlay, batch);
             }
             JournalRecord::OrderCreated(order) => self.overlay_order(overlay, order, true),
             JournalRecord::OrderUpdated(order) => self.overlay_order(overlay, order, false),
@@ -280,6 +289,23 @@ impl Store {
                 unsettled,
             ));
         }
+        overlay.active.put_resources(writes);
+    }
+
+    /// A batch and its index by batch key; written once, never changed.
+    fn overlay_batch(&self, overlay: &mut Overlay, batch: &DisbursementBatch) {
+        let id = batch.id.as_bytes();
+        let key_hash = self.key_hash(&batch.idempotency_key).to_be_bytes();
+        let writes = [
+            (prefixed(KeyPrefix::DisbursementBatch, &[id]), Some(encode_value(batch))),
+            (
+                prefixed(
+                    KeyPrefix::DisbursementBatchByKey,
+                    &[batch.merchant_id.as_bytes(), &key_hash],
+                ),
+                Some(id.to_vec()),
+            ),
+        ];
         overlay.active.put_resources(writes);
     }
 

@@ -79,6 +79,10 @@ pub enum KeyPrefix {
     WebhookEventDue = b'p',
     /// `q`+merchant+attempted ms+event id+attempt -> delivery attempt.
     WebhookAttempt = b'q',
+    /// `d`+id -> disbursement batch (what each item came to).
+    DisbursementBatch = b'd',
+    /// `i`+merchant+batch idempotency key hash -> batch id.
+    DisbursementBatchByKey = b'i',
 }
 
 impl KeyPrefix {
@@ -220,6 +224,8 @@ mod tests {
             (WebhookEvent, b'g'),
             (WebhookEventDue, b'p'),
             (WebhookAttempt, b'q'),
+            (DisbursementBatch, b'd'),
+            (DisbursementBatchByKey, b'i'),
         ];
         for (prefix, byte) in on_disk {
             assert_eq!(prefix.byte(), byte, "{prefix:?}");

@@ -4,7 +4,7 @@ use crate::domain::catalog::{PaymentVendorConfig, PayoutRouting, VendorRouting};
 use crate::domain::order::{Order, Refund};
 use crate::domain::settlement::Settlement;
 use crate::domain::webhook::{WebhookAttempt, WebhookEvent};
-use crate::domain::{Bank, Beneficiary, Disbursement, Ewallet, MerchantRecord, Organization};
+use crate::domain::{Bank, Beneficiary, Disbursement, DisbursementBatch, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
@@ -116,6 +116,15 @@ pub enum JournalRecord {
     DisbursementsUpdated(Vec<Arc<Disbursement>>),
     /// An organization's payout vendors for a channel were set.
     PayoutRoutingSaved(PayoutRouting),
+    /// One batch request's disbursements, created together, each with the
+    /// entry debiting the wallet, and the batch with what every item came
+    /// to: one record however many items, so a batch is durable whole.
+    DisbursementBatchCreated {
+        /// The new disbursements, in the batch's order, with their debits.
+        disbursements: Vec<(Arc<Disbursement>, Entry)>,
+        /// The batch.
+        batch: Arc<DisbursementBatch>,
+    },
 }
 
 impl JournalRecord {
@@ -142,6 +151,7 @@ mod variant {
     pub const DISBURSEMENT_REVERSED: u32 = 8;
     pub const EVENTED: u32 = 15;
     pub const DISBURSEMENTS_UPDATED: u32 = 19;
+    pub const DISBURSEMENT_BATCH_CREATED: u32 = 21;
 }
 
 /// `JournalRecord` by reference: the same variants in the same order, so it
@@ -231,6 +241,17 @@ impl JournalRecord {
                     spanned(out, spans, disbursement);
                 }
             }
+            JournalRecord::DisbursementBatchCreated { disbursements, batch } => {
+                tag(out, variant::DISBURSEMENT_BATCH_CREATED);
+                bincode::encode_into_std_write(disbursements.len() as u64, out, config())
+                    .expect("journal records always encode");
+                // A tuple is its fields one after the other.
+                for (disbursement, entry) in disbursements {
+                    spanned(out, spans, disbursement);
+                    put(out, entry);
+                }
+                put(out, batch);
+            }
             JournalRecord::Evented { record, events } => {
                 tag(out, variant::EVENTED);
                 record.encode_spanned(out, spans);
@@ -311,6 +332,28 @@ mod tests {
         }
     }
 
+    /// A batch whose items created `created` and met a refusal each way
+    /// a stored refusal can hold data.
+    fn batch(created: &[Uuid]) -> crate::domain::DisbursementBatch {
+        use crate::domain::{BatchItem, BatchRefusal};
+        let mut items: Vec<BatchItem> = created.iter().map(|id| BatchItem::Created(*id)).collect();
+        items.extend([
+            BatchItem::Refused(BatchRefusal::Invalid {
+                field: "amount_minor".into(),
+                reason: "must be at least 1".into(),
+            }),
+            BatchItem::Refused(BatchRefusal::Duplicate(Uuid::new_v4())),
+            BatchItem::Refused(BatchRefusal::InsufficientBalance),
+        ]);
+        crate::domain::DisbursementBatch {
+            id: Uuid::new_v4(),
+            merchant_id: Uuid::new_v4(),
+            idempotency_key: "batch-1".into(),
+            created_at_ms: 1_700_000_000_000,
+            items,
+        }
+    }
+
     /// `encode_with_spans` writes exactly what serde writes, and each span
     /// is the encoding of a carried disbursement, in the record's order.
     #[test]
@@ -361,6 +404,20 @@ mod tests {
             (
                 JournalRecord::with_events(JournalRecord::DisbursementUpdated(three.clone()), vec![event]),
                 vec![&three],
+            ),
+            (
+                JournalRecord::DisbursementBatchCreated {
+                    disbursements: vec![(two.clone(), entry.clone()), (one.clone(), entry.clone())],
+                    batch: Arc::new(batch(&[two.id, one.id])),
+                },
+                vec![&two, &one],
+            ),
+            (
+                JournalRecord::DisbursementBatchCreated {
+                    disbursements: Vec::new(),
+                    batch: Arc::new(batch(&[])),
+                },
+                vec![],
             ),
             (JournalRecord::EntryPosted(entry), vec![]),
         ];

@@ -1,8 +1,9 @@
-//! Reading resources (orders, refunds, beneficiaries, settlements, webhooks;
-//! disbursements have their own indexes): the overlay's newest values laid
-//! over sled's, and the lookups every family shares (by key, through an
-//! index, by time range, a page of the newest).
+//! Reading resources (orders, refunds, beneficiaries, settlements, webhooks,
+//! disbursement batches; disbursements have their own indexes): the
+//! overlay's newest values laid over sled's, and the lookups every family
+//! shares (by key, through an index, by time range, a page of the newest).
 
+mod batches;
 mod beneficiaries;
 mod disbursements;
 mod orders;

@@ -1,0 +1,237 @@
+//! How long one 1,000-item disbursement batch takes (DESIGN.md 11; target:
+//! at most 50 ms of server time), one batch at a time:
+//! - `http_1000_items`: server time, the whole route in process: the V1
+//!   router gets the request (a JSON body of 1,000 bank disbursements,
+//!   about 180 KB) and the time runs until its answer's body is read:
+//!   authentication, parsing, each item's validation, the merchant actor,
+//!   the fsynced record, the rendered 201. No socket: what a client adds
+//!   over loopback is not the server's.
+//! - `engine_1000_items`: the same batch from `Engine::create_disbursement_batch`.
+//! - `journal_append_sync_baseline`: the same run's journal appending and
+//!   syncing one record of that batch's record size.
+//!
+//! Between batches (not timed) the previous batch's hand-overs to the
+//! vendor finish, so each batch is measured alone. The vendor then holds
+//! every payout: nothing settles during the run.
+//!
+//! Run: `cargo bench --bench disbursement_batches` (see BENCHMARKS.md).
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use paygate_api::{router, ApiConfig, AppState, Mode};
+use paygate_engine::clock::SystemClock;
+use paygate_engine::disbursements::NewDisbursement;
+use paygate_engine::domain::{LimitsPatch, SettlementType};
+use paygate_engine::store::journal::{self, Journal};
+use paygate_engine::vendor::SandboxPayoutVendor;
+use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tower::Service;
+use uuid::Uuid;
+
+// The allocator of the `paygate` binary, with its settings.
+#[path = "../src/allocator.rs"]
+mod allocator;
+
+/// Items of the measured batch.
+const ITEMS: usize = 1000;
+
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var("PAYGATE_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into());
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
+/// An engine whose vendor holds every payout, and one funded WALLET
+/// merchant with no limit in the way: its id and API key.
+async fn open_engine(dir: &std::path::Path) -> (Engine, Uuid, String) {
+    let mut config = EngineConfig::new(dir);
+    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    }));
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let new = NewMerchant {
+        name: "bench".into(),
+        settlement_type: Some(SettlementType::Wallet),
+        limits: LimitsPatch {
+            daily_minor: Some(i64::MAX / 4),
+            rate_limit_per_second: Some(1_000_000),
+            rate_limit_burst: Some(1_000_000),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (merchant, credentials) = engine.create_merchant(new).await.unwrap();
+    engine
+        .credit_wallet(merchant.id, MinorUnits::new(i64::MAX / 4), "bench funding", None)
+        .await
+        .unwrap();
+    (engine, merchant.id, credentials.api_key)
+}
+
+fn item(key: u64) -> NewDisbursement {
+    NewDisbursement {
+        idempotency_key: Some(format!("bench-{key}")),
+        channel: Some("BANK".into()),
+        bank_short_code: Some("BCA".into()),
+        account_number: Some(format!("{:010}", 1_000_000_000 + key % 1_000_000)),
+        account_name: Some("Budi Santoso".into()),
+        amount_minor: Some(1_000_000),
+        ..Default::default()
+    }
+}
+
+/// The JSON body of a batch of `ITEMS` items from key `base` on.
+fn body(base: u64) -> Vec<u8> {
+    let items: Vec<serde_json::Value> = (base..base + ITEMS as u64)
+        .map(|key| {
+            serde_json::json!({
+                "idempotency_key": format!("bench-{key}"),
+                "channel": "BANK",
+                "bank_short_code": "BCA",
+                "account_number": format!("{:010}", 1_000_000_000 + key % 1_000_000),
+                "account_name": "Budi Santoso",
+                "amount_minor": 1_000_000,
+            })
+        })
+        .collect();
+    serde_json::to_vec(&serde_json::json!({ "idempotency_key": format!("batch-{base}"), "items": items })).unwrap()
+}
+
+/// Bytes the engine's journal made durable so far.
+fn journal_bytes(engine: &Engine) -> u64 {
+    let metrics = engine.metrics_text();
+    let line = metrics
+        .lines()
+        .find(|line| line.starts_with("paygate_journal_bytes_total "))
+        .expect("the journal's byte counter");
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// Waits (untimed) until the last batch's disbursements are with the vendor.
+async fn settle_handovers(engine: &Engine) {
+    while engine.disbursements_awaiting_handoff() > 0 {
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+}
+
+fn batch_latency(c: &mut Criterion) {
+    allocator::keep_freed_memory();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("disbursement_batch");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Elements(ITEMS as u64));
+
+    let dir = bench_dir();
+    let (engine, merchant_id, api_key) = runtime.block_on(open_engine(dir.path()));
+    let next_key = AtomicU64::new(0);
+
+    // The baseline's record: what one 1,000-item batch journals, read from
+    // the journal's byte counter around one (the hand-overs it starts come
+    // after its reply, so they are not in it).
+    let record_bytes = {
+        let base = next_key.fetch_add(ITEMS as u64, Ordering::Relaxed);
+        let items = (base..base + ITEMS as u64).map(|key| Ok(item(key))).collect();
+        let before = journal_bytes(&engine);
+        let answer = runtime
+            .block_on(engine.create_disbursement_batch(merchant_id, format!("batch-{base}"), items))
+            .unwrap();
+        let bytes = journal_bytes(&engine) - before;
+        assert!(answer.items.iter().all(|item| item.is_ok()));
+        runtime.block_on(settle_handovers(&engine));
+        eprintln!("a {ITEMS}-item batch's journal record: {bytes} bytes");
+        bytes as usize
+    };
+    let journal_dir = bench_dir();
+    let outcome = journal::replay(journal_dir.path(), 0, |_, _| Ok(())).unwrap();
+    let journal = Journal::start(journal_dir.path(), outcome.next_seq).unwrap();
+    group.bench_function("journal_append_sync_baseline", |b| {
+        b.to_async(&runtime).iter_custom(|iters| {
+            let journal = journal.clone();
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let started = Instant::now();
+                    journal
+                        .append(vec![7u8; record_bytes], Box::new(|_, _| None))
+                        .await
+                        .unwrap();
+                    journal.sync_point().await.unwrap();
+                    total += started.elapsed();
+                }
+                total
+            }
+        })
+    });
+    runtime.block_on(journal.shutdown());
+
+    group.bench_function("engine_1000_items", |b| {
+        b.to_async(&runtime).iter_custom(|iters| {
+            let (engine, next_key) = (&engine, &next_key);
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let base = next_key.fetch_add(ITEMS as u64, Ordering::Relaxed);
+                    let items = (base..base + ITEMS as u64).map(|key| Ok(item(key))).collect();
+                    let started = Instant::now();
+                    let answer = engine
+                        .create_disbursement_batch(merchant_id, format!("batch-{base}"), items)
+                        .await
+                        .unwrap();
+                    total += started.elapsed();
+                    assert!(answer.items.iter().all(|item| item.is_ok()));
+                    settle_handovers(engine).await;
+                }
+                total
+            }
+        })
+    });
+
+    let config = ApiConfig {
+        mode: Mode::Sandbox,
+        public_url: "http://127.0.0.1:0".into(),
+        admin_token: "bench".into(),
+        cdn_url: "http://127.0.0.1:0/cdn".into(),
+        webhook_retry_scale: 1.0,
+        sandbox_disbursement_delay_ms: 3_600_000,
+    };
+    let app = router(AppState::new(engine.clone(), config));
+    group.bench_function("http_1000_items", |b| {
+        b.to_async(&runtime).iter_custom(|iters| {
+            let (engine, next_key, app, api_key) = (&engine, &next_key, &app, &api_key);
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let base = next_key.fetch_add(ITEMS as u64, Ordering::Relaxed);
+                    let request = Request::post("/v1/disbursements/batch")
+                        .header("x-api-key", api_key.as_str())
+                        .header("content-type", "application/json")
+                        .body(Body::from(body(base)))
+                        .unwrap();
+                    let started = Instant::now();
+                    let response = app.clone().call(request).await.unwrap();
+                    let status = response.status();
+                    let answer = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+                    total += started.elapsed();
+                    assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&answer));
+                    settle_handovers(engine).await;
+                }
+                total
+            }
+        })
+    });
+    group.finish();
+    runtime.block_on(engine.shutdown());
+}
+
+criterion_group!(benches, batch_latency);
+criterion_main!(benches);

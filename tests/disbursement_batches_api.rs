@@ -1,0 +1,550 @@
+//! `POST /v1/disbursements/batch` and `GET /v1/disbursements/batch/{id}`
+//! (DESIGN.md 11) over HTTP against the real binary: items succeed and fail
+//! on their own with the single route's codes, a reused item key is that
+//! item's 409 with the existing disbursement, the batch key replays the
+//! first answer (across a SIGKILL too), the envelope's refusals change
+//! nothing, 1,000 items fit one request, and a batch's figures by status.
+
+mod support;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use support::*;
+
+/// DESIGN.md 3: `fees.disbursement_fee_bank_minor` default.
+const BANK_FEE: i64 = 250_000;
+/// DESIGN.md 3: `limits.review_threshold_minor` default.
+const REVIEW_THRESHOLD: i64 = 2_500_000_000;
+/// DESIGN.md 3: `limits.per_transaction_minor` default.
+const PER_TRANSACTION: i64 = 5_000_000_000;
+/// The sandbox vendor waits a minute: disbursements stay ON_PROCESS.
+const SLOW: &[&str] = &["--sandbox-disbursement-delay-ms", "60000"];
+
+fn bank_item(key: &str, amount: i64) -> Value {
+    json!({
+        "idempotency_key": key,
+        "channel": "BANK",
+        "bank_short_code": "BCA",
+        "account_number": "1234567890",
+        "account_name": "Budi Santoso",
+        "amount_minor": amount,
+    })
+}
+
+fn ewallet_item(key: &str, provider: &str, amount: i64) -> Value {
+    json!({
+        "idempotency_key": key,
+        "channel": "EWALLET",
+        "ewallet_provider": provider,
+        "ewallet_phone": "081234567890",
+        "amount_minor": amount,
+    })
+}
+
+async fn post_batch(server: &TestServer, merchant: &TestMerchant, key: &str, items: Vec<Value>) -> Reply {
+    let body = json!({ "idempotency_key": key, "items": items });
+    server
+        .call(
+            Method::POST,
+            "/v1/disbursements/batch",
+            Some(&merchant.api_key),
+            Some(body),
+        )
+        .await
+}
+
+/// Posts a batch that must be answered 201; returns its `data`.
+async fn batch_ok(server: &TestServer, merchant: &TestMerchant, key: &str, items: Vec<Value>) -> Value {
+    let count = items.len();
+    let reply = post_batch(server, merchant, key, items).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    assert_eq!(reply.body["success"], json!(true), "{}", reply.body);
+    let data = reply.body["data"].clone();
+    assert!(is_uuid(&data["id"]), "{data}");
+    assert_eq!(keys_in_order(&data), ordered(&["id", "items"]));
+    let items = data["items"].as_array().expect("items");
+    assert_eq!(items.len(), count);
+    for (index, item) in items.iter().enumerate() {
+        assert_eq!(item["index"], json!(index), "{item}");
+    }
+    data
+}
+
+async fn get_batch(server: &TestServer, merchant: &TestMerchant, id: &str) -> Reply {
+    server
+        .call(
+            Method::GET,
+            &format!("/v1/disbursements/batch/{id}"),
+            Some(&merchant.api_key),
+            None,
+        )
+        .await
+}
+
+async fn single(server: &TestServer, merchant: &TestMerchant, body: Value) -> Reply {
+    server
+        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
+        .await
+}
+
+/// A funded WALLET merchant on `server`.
+async fn funded(server: &TestServer, amount: i64) -> TestMerchant {
+    let merchant = server.create_wallet_merchant().await;
+    server.credit(&merchant.id, amount).await;
+    merchant
+}
+
+#[tokio::test]
+async fn each_item_succeeds_or_fails_on_its_own_with_the_single_routes_answer() {
+    let server = TestServer::start();
+    let merchant = funded(&server, 10_000_000).await;
+    let items = vec![
+        bank_item("ok-bank", 1_000_000),
+        bank_item("zero", 0),
+        ewallet_item("ok-ovo", "OVO", 2_000_000),
+        json!("not an object"),
+        {
+            let mut item = bank_item("unknown-bank", 1_000_000);
+            item["bank_short_code"] = json!("NOPE");
+            item
+        },
+        bank_item("too-much", 20_000_000),
+        {
+            let mut item = bank_item("typed", 1);
+            item["amount_minor"] = json!("lots");
+            item
+        },
+        json!({ "idempotency_key": "no-account", "channel": "BANK", "bank_short_code": "BCA", "amount_minor": 1_000_000 }),
+        ewallet_item("dana-small", "DANA", 1_000_000),
+        bank_item("above-limit", PER_TRANSACTION + 1),
+        json!({ "idempotency_key": "bad-beneficiary", "beneficiary_id": "not-a-uuid", "amount_minor": 1_000_000 }),
+        bank_item("ok-last", 3_000_000),
+    ];
+    let data = batch_ok(&server, &merchant, "batch-1", items.clone()).await;
+    let answered = data["items"].as_array().unwrap();
+    let expected = [
+        (true, ""),
+        (false, "INVALID_BODY"),
+        (true, ""),
+        (false, "INVALID_BODY"),
+        (false, "BANK_NOT_FOUND"),
+        (false, "INSUFFICIENT_BALANCE"),
+        (false, "INVALID_BODY"),
+        (false, "MISSING_BANK_INFO"),
+        (false, "AMOUNT_BELOW_MINIMUM"),
+        (false, "AMOUNT_EXCEEDS_LIMIT"),
+        (false, "BENEFICIARY_NOT_FOUND"),
+        (true, ""),
+    ];
+    for ((item, sent), (success, code)) in answered.iter().zip(&items).zip(expected) {
+        assert_eq!(item["success"], json!(success), "{item}");
+        if success {
+            assert_eq!(keys_in_order(item), ordered(&["index", "success", "data"]), "{item}");
+            assert_eq!(item["data"]["status"], json!("PENDING"), "{item}");
+            assert_eq!(item["data"]["idempotency_key"], sent["idempotency_key"], "{item}");
+            // The single route's creation shape: e-wallets leave out vendor_disbursement_id.
+            let channel = item["data"]["channel"].as_str().unwrap();
+            assert_eq!(item["data"].get("vendor_disbursement_id").is_some(), channel == "BANK");
+            let got = server
+                .call(
+                    Method::GET,
+                    &format!("/v1/disbursements/{}", item["data"]["id"].as_str().unwrap()),
+                    Some(&merchant.api_key),
+                    None,
+                )
+                .await;
+            assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+            continue;
+        }
+        assert_eq!(keys_in_order(item), ordered(&["index", "success", "error"]), "{item}");
+        assert_eq!(item["error"]["code"], json!(code), "{item}");
+        assert_eq!(sorted_keys(&item["error"]), strings(&["code", "message"]));
+        // The same body alone gets the same error (none of these changed anything).
+        if sent.is_object() {
+            let alone = single(&server, &merchant, sent.clone()).await;
+            assert_eq!(
+                alone.body["error"], item["error"],
+                "item {item} vs alone {}",
+                alone.body
+            );
+        } else {
+            assert_eq!(item["error"]["message"], json!("item: must be a JSON object"));
+        }
+    }
+    assert!(answered[6]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("amount_minor: "));
+    let debited = (1_000_000 + BANK_FEE) + 2_000_000 + (3_000_000 + BANK_FEE);
+    assert_eq!(server.balance(&merchant.api_key).await, 10_000_000 - debited);
+    assert_eq!(server.verify().await["balanced"], json!(true));
+
+    let summary = get_batch(&server, &merchant, data["id"].as_str().unwrap()).await;
+    assert_eq!(summary.status, StatusCode::OK, "{}", summary.body);
+    assert_eq!(summary.body["data"]["total_items"], json!(12));
+    assert_eq!(summary.body["data"]["accepted"], json!(3));
+    assert_eq!(summary.body["data"]["refused"], json!(9));
+}
+
+#[tokio::test]
+async fn the_same_batch_key_replays_the_first_answer_even_after_a_crash() {
+    let mut server = TestServer::start_with(SLOW);
+    let merchant = funded(&server, 10_000_000).await;
+    let items = vec![
+        bank_item("a", 1_000_000),
+        bank_item("b", 0),
+        bank_item("c", 50_000_000),
+        bank_item("a", 1_000_000),
+    ];
+    let first = batch_ok(&server, &merchant, "replayed", items).await;
+    let balance = server.balance(&merchant.api_key).await;
+    assert_eq!(balance, 10_000_000 - 1_000_000 - BANK_FEE);
+    // Within one batch a repeated key is the later item's 409 with the earlier one.
+    assert_eq!(first["items"][3]["error"]["code"], json!("DUPLICATE_IDEMPOTENCY_KEY"));
+    assert_eq!(first["items"][3]["data"]["id"], first["items"][0]["data"]["id"]);
+
+    let same_items = |answer: &Value| {
+        let outcome = |item: &Value| {
+            (
+                item["index"].clone(),
+                item["success"].clone(),
+                item["error"].clone(),
+                item["data"]["id"].clone(),
+            )
+        };
+        assert_eq!(answer["id"], first["id"]);
+        let (got, want) = (answer["items"].as_array().unwrap(), first["items"].as_array().unwrap());
+        assert_eq!(
+            got.iter().map(outcome).collect::<Vec<_>>(),
+            want.iter().map(outcome).collect::<Vec<_>>()
+        );
+    };
+    // Other items under the same key change nothing: the first answer comes back.
+    let again = batch_ok(
+        &server,
+        &merchant,
+        "replayed",
+        vec![
+            bank_item("a", 1_000_000),
+            bank_item("d", 1),
+            bank_item("e", 1),
+            bank_item("f", 1),
+        ],
+    )
+    .await;
+    same_items(&again);
+    assert_eq!(server.balance(&merchant.api_key).await, balance);
+
+    server.kill();
+    server.restart();
+    let after = batch_ok(
+        &server,
+        &merchant,
+        "replayed",
+        vec![
+            bank_item("x", 1),
+            bank_item("y", 1),
+            bank_item("z", 1),
+            bank_item("w", 1),
+        ],
+    )
+    .await;
+    same_items(&after);
+    assert_eq!(server.balance(&merchant.api_key).await, balance);
+    let summary = get_batch(&server, &merchant, first["id"].as_str().unwrap()).await;
+    assert_eq!(summary.status, StatusCode::OK, "{}", summary.body);
+    assert_eq!(summary.body["data"]["accepted"], json!(1));
+    assert_eq!(summary.body["data"]["refused"], json!(3));
+    assert_eq!(server.verify().await["balanced"], json!(true));
+}
+
+#[tokio::test]
+async fn concurrent_requests_with_one_batch_key_make_one_batch() {
+    let server = TestServer::start_with(SLOW);
+    let merchant = funded(&server, 100_000_000).await;
+    let items: Vec<Value> = (0..50).map(|n| bank_item(&format!("c-{n}"), 1_000_000)).collect();
+    let answers =
+        futures::future::join_all((0..4).map(|_| post_batch(&server, &merchant, "raced", items.clone()))).await;
+    for answer in &answers {
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        assert_eq!(answer.body["data"]["id"], answers[0].body["data"]["id"]);
+        let accepted = answer.body["data"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["success"] == json!(true))
+            .count();
+        assert_eq!(accepted, 50, "{}", answer.body);
+    }
+    assert_eq!(
+        server.balance(&merchant.api_key).await,
+        100_000_000 - 50 * (1_000_000 + BANK_FEE)
+    );
+}
+
+#[tokio::test]
+async fn a_batch_of_none_or_over_a_thousand_items_or_a_bad_envelope_is_refused_and_changes_nothing() {
+    let server = TestServer::start();
+    let merchant = funded(&server, 10_000_000).await;
+    let over: Vec<Value> = (0..1001).map(|n| bank_item(&format!("o-{n}"), 1)).collect();
+    let cases = [
+        (
+            json!({ "idempotency_key": "k", "items": [] }),
+            "items: must hold 1 to 1000 disbursements",
+        ),
+        (
+            json!({ "idempotency_key": "k", "items": over }),
+            "items: must hold 1 to 1000 disbursements",
+        ),
+        (json!({ "idempotency_key": "k" }), "items: is required"),
+        (json!({ "items": [bank_item("a", 1)] }), "idempotency_key: is required"),
+        (
+            json!({ "idempotency_key": "", "items": [bank_item("a", 1)] }),
+            "idempotency_key: must be 1 to 255 printable characters",
+        ),
+        (
+            json!({ "idempotency_key": 7, "items": [bank_item("a", 1)] }),
+            "idempotency_key: ",
+        ),
+        (
+            json!({ "idempotency_key": "k", "items": { "0": bank_item("a", 1) } }),
+            "items: ",
+        ),
+        (json!({ "idempotency_key": "k", "items": null }), "items: "),
+        (json!([bank_item("a", 1)]), "request body must be a JSON object"),
+    ];
+    for (body, message) in cases {
+        let reply = server
+            .call(
+                Method::POST,
+                "/v1/disbursements/batch",
+                Some(&merchant.api_key),
+                Some(body),
+            )
+            .await;
+        assert_v1_error(&reply, 400, "INVALID_BODY");
+        let said = reply.body["error"]["message"].as_str().unwrap();
+        assert!(said.starts_with(message), "{said} vs {message}");
+    }
+    let malformed = server
+        .client
+        .post(format!("{}/v1/disbursements/batch", server.base))
+        .header("X-API-Key", &merchant.api_key)
+        .body("{\"idempotency_key\": \"k\", \"items\": [")
+        .send()
+        .await
+        .unwrap();
+    assert_v1_error(&into_reply(malformed).await, 400, "INVALID_BODY");
+    // None of them made a batch under "k": it is free for a real one.
+    let data = batch_ok(&server, &merchant, "k", vec![bank_item("a", 1_000_000)]).await;
+    assert_eq!(data["items"][0]["success"], json!(true));
+    assert_eq!(
+        server.balance(&merchant.api_key).await,
+        10_000_000 - 1_000_000 - BANK_FEE
+    );
+
+    let manual = server.create_merchant_with("MANUAL", json!({})).await;
+    let reply = post_batch(&server, &manual, "m", vec![bank_item("a", 1_000_000)]).await;
+    assert_v1_error(&reply, 403, "NOT_WALLET_MERCHANT");
+    let unsigned = server
+        .call(Method::POST, "/v1/disbursements/batch", None, Some(json!({})))
+        .await;
+    assert_v1_error(&unsigned, 401, "UNAUTHORIZED");
+}
+
+#[tokio::test]
+async fn a_thousand_items_are_accepted_in_one_request_of_up_to_one_mebibyte() {
+    let server = TestServer::start_with(SLOW);
+    let merchant = funded(&server, 10_000_000_000).await;
+    let items: Vec<Value> = (0..1000)
+        .map(|n| {
+            let mut item = bank_item(&format!("thousand-{n:04}"), 1_000_000 + n);
+            item["account_number"] = json!(format!("{:010}", 1_000_000_000 + n));
+            item
+        })
+        .collect();
+    let body = json!({ "idempotency_key": "thousand", "items": items });
+    let bytes = serde_json::to_vec(&body).unwrap();
+    assert!(bytes.len() > 64 * 1024, "over the other routes' limit: {}", bytes.len());
+    let started = Instant::now();
+    let reply = server
+        .call(
+            Method::POST,
+            "/v1/disbursements/batch",
+            Some(&merchant.api_key),
+            Some(body),
+        )
+        .await;
+    eprintln!(
+        "1,000-item batch of {} bytes answered in {:?} (debug build, over loopback)",
+        bytes.len(),
+        started.elapsed()
+    );
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let answered = reply.body["data"]["items"].as_array().unwrap();
+    assert_eq!(answered.len(), 1000);
+    assert!(answered.iter().all(|item| item["success"] == json!(true)));
+    let requested: i64 = (0..1000).map(|n| 1_000_000 + n).sum();
+    let debited = requested + 1000 * BANK_FEE;
+    assert_eq!(server.balance(&merchant.api_key).await, 10_000_000_000 - debited);
+    let summary = get_batch(&server, &merchant, reply.body["data"]["id"].as_str().unwrap()).await;
+    let by_status = summary.body["data"]["by_status"].as_object().unwrap();
+    let count: i64 = by_status.values().map(|s| s["count"].as_i64().unwrap()).sum();
+    let amount: i64 = by_status.values().map(|s| s["amount_minor"].as_i64().unwrap()).sum();
+    assert_eq!((count, amount), (1000, requested), "{}", summary.body);
+    assert_eq!(server.verify().await["balanced"], json!(true));
+
+    // Past 1 MiB: 413, naming this route's limit.
+    let padded = json!({ "idempotency_key": "big", "items": [bank_item("big", 1)], "pad": "x".repeat(1024 * 1024) });
+    let reply = server
+        .call(
+            Method::POST,
+            "/v1/disbursements/batch",
+            Some(&merchant.api_key),
+            Some(padded),
+        )
+        .await;
+    assert_v1_error(&reply, 413, "PAYLOAD_TOO_LARGE");
+    assert_eq!(reply.body["error"]["message"], json!("request body exceeds 1 MiB"));
+    // The single route keeps its 64 KiB.
+    let mut big = bank_item("big-single", 1_000_000);
+    big["pad"] = json!("x".repeat(70 * 1024));
+    let reply = single(&server, &merchant, big).await;
+    assert_v1_error(&reply, 413, "PAYLOAD_TOO_LARGE");
+    assert_eq!(reply.body["error"]["message"], json!("request body exceeds 64 KiB"));
+}
+
+#[tokio::test]
+async fn an_item_whose_key_was_used_gets_the_single_routes_409_with_the_existing_disbursement() {
+    let server = TestServer::start_with(SLOW);
+    let merchant = funded(&server, 10_000_000).await;
+    let existing = single(&server, &merchant, bank_item("used", 1_000_000)).await;
+    assert_eq!(existing.status, StatusCode::CREATED, "{}", existing.body);
+    // Compared as it is once its vendor holds it, so it moves no more meanwhile.
+    let path = format!("/v1/disbursements/{}", existing.body["data"]["id"].as_str().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server
+        .call(Method::GET, &path, Some(&merchant.api_key), None)
+        .await
+        .body["data"]["status"]
+        != json!("ON_PROCESS")
+    {
+        assert!(Instant::now() < deadline, "never handed to the vendor");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let alone = single(&server, &merchant, bank_item("used", 2_000_000)).await;
+    assert_v1_error(&alone, 409, "DUPLICATE_IDEMPOTENCY_KEY");
+
+    let data = batch_ok(
+        &server,
+        &merchant,
+        "reuse",
+        vec![bank_item("fresh", 1_000_000), bank_item("used", 2_000_000)],
+    )
+    .await;
+    let item = &data["items"][1];
+    assert_eq!(item["success"], json!(false));
+    assert_eq!(keys_in_order(item), ordered(&["index", "success", "error", "data"]));
+    assert_eq!(item["error"], alone.body["error"]);
+    assert_eq!(item["data"]["id"], existing.body["data"]["id"]);
+    assert_eq!(item["data"]["request_amount_minor"], json!(1_000_000));
+    assert_eq!(item["data"], alone.body["data"]);
+    assert_eq!(
+        server.balance(&merchant.api_key).await,
+        10_000_000 - 2 * (1_000_000 + BANK_FEE)
+    );
+}
+
+#[tokio::test]
+async fn a_batch_is_found_only_by_its_own_merchant_and_by_a_valid_id() {
+    let server = TestServer::start();
+    let owner = funded(&server, 10_000_000).await;
+    let other = funded(&server, 10_000_000).await;
+    let data = batch_ok(&server, &owner, "mine", vec![bank_item("a", 1_000_000)]).await;
+    let id = data["id"].as_str().unwrap();
+    assert_eq!(get_batch(&server, &owner, id).await.status, StatusCode::OK);
+    assert_v1_error(&get_batch(&server, &other, id).await, 404, "NOT_FOUND");
+    assert_v1_error(
+        &get_batch(&server, &owner, &uuid::Uuid::new_v4().to_string()).await,
+        404,
+        "NOT_FOUND",
+    );
+    assert_v1_error(&get_batch(&server, &owner, "not-a-uuid").await, 400, "INVALID_ID");
+    // Another merchant's batch key is its own: the same key makes a new batch.
+    let theirs = batch_ok(&server, &other, "mine", vec![bank_item("a", 1_000_000)]).await;
+    assert_ne!(theirs["id"], data["id"]);
+    assert_eq!(theirs["items"][0]["success"], json!(true));
+}
+
+#[tokio::test]
+async fn get_counts_the_accepted_items_and_sums_their_request_amounts_by_current_status() {
+    let server = TestServer::start_with(SLOW);
+    let merchant = funded(&server, 10_000_000_000).await;
+    let items = vec![
+        bank_item("p-1", 1_000_000),
+        bank_item("p-2", 2_000_000),
+        bank_item("p-3", 3_000_000),
+        bank_item("p-4", 4_000_000),
+        bank_item("review", REVIEW_THRESHOLD),
+        bank_item("refused", 0),
+        ewallet_item("wallet", "OVO", 5_000_000),
+    ];
+    let data = batch_ok(&server, &merchant, "figures", items).await;
+    let id_of = |n: usize| data["items"][n]["data"]["id"].as_str().unwrap().to_string();
+    let complete = |n: usize, status: &'static str| {
+        let (server, merchant, id) = (&server, &merchant, id_of(n));
+        async move {
+            // The vendor takes it first (ON_PROCESS); then the sandbox settles it.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let reply = server
+                    .call(
+                        Method::POST,
+                        &format!("/v1/sandbox/disbursements/{id}/complete"),
+                        Some(&merchant.api_key),
+                        Some(json!({ "status": status })),
+                    )
+                    .await;
+                if reply.status == StatusCode::OK || Instant::now() > deadline {
+                    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    complete(0, "SUCCESS").await;
+    complete(2, "FAILED").await;
+    complete(3, "SUCCESS").await;
+    let want = json!({
+        "IN_REVIEW": { "count": 1, "amount_minor": REVIEW_THRESHOLD },
+        "ON_PROCESS": { "count": 2, "amount_minor": 2_000_000 + 5_000_000 },
+        "SUCCESS": { "count": 2, "amount_minor": 1_000_000 + 4_000_000 },
+        "FAILED": { "count": 1, "amount_minor": 3_000_000 },
+    });
+    let id = data["id"].as_str().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let summary = loop {
+        let reply = get_batch(&server, &merchant, id).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        if reply.body["data"]["by_status"] == want || Instant::now() > deadline {
+            break reply.body["data"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        keys_in_order(&summary),
+        ordered(&["id", "created_at", "total_items", "accepted", "refused", "by_status"])
+    );
+    assert_eq!(summary["id"], data["id"]);
+    assert!(summary["created_at"].as_str().unwrap().ends_with('Z'), "{summary}");
+    assert_eq!(summary["total_items"], json!(7));
+    assert_eq!(summary["accepted"], json!(6));
+    assert_eq!(summary["refused"], json!(1));
+    assert_eq!(summary["by_status"], want);
+    assert_eq!(
+        keys_in_order(&summary["by_status"]),
+        ordered(&["IN_REVIEW", "ON_PROCESS", "SUCCESS", "FAILED"])
+    );
+}
