@@ -394,6 +394,18 @@ async fn a_thousand_items_are_accepted_in_one_request_of_up_to_one_mebibyte() {
     let amount: i64 = by_status.values().map(|s| s["amount_minor"].as_i64().unwrap()).sum();
     assert_eq!((count, amount), (1000, requested), "{}", summary.body);
     assert_eq!(server.verify().await["balanced"], json!(true));
+    // The statement: the funding, then each item's request and fee lines,
+    // in the order of the items, chained to the balance.
+    let lines = server.statement(&merchant.api_key).await;
+    assert_eq!(lines.len(), 1 + 2 * 1000);
+    let ids: Vec<&Value> = answered.iter().map(|item| &item["data"]["id"]).collect();
+    for (n, pair) in lines[..2000].rchunks(2).enumerate() {
+        assert_eq!(pair[1]["type"], json!("DISBURSEMENT"), "{}", pair[1]);
+        assert_eq!(pair[1]["amount_minor"], json!(-(1_000_000 + n as i64)));
+        assert_eq!(pair[0]["type"], json!("DISBURSEMENT_FEE"), "{}", pair[0]);
+        assert_eq!(&pair[0]["resource"]["id"], ids[n]);
+        assert_eq!(&pair[1]["resource"]["id"], ids[n]);
+    }
 
     // Past 1 MiB: 413, naming this route's limit.
     let padded = json!({ "idempotency_key": "big", "items": [bank_item("big", 1)], "pad": "x".repeat(1024 * 1024) });
