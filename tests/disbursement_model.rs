@@ -29,7 +29,12 @@ const REVIEW_THRESHOLD: i64 = 800_000;
 enum Op {
     Create {
         amount: i64,
-        key: u8,
+        key: u16,
+    },
+    /// Several created at once (keys of their own); which fit the wallet
+    /// depends on the order the merchant's actor takes them in.
+    Concurrent {
+        amounts: Vec<i64>,
     },
     Fail {
         pick: usize,
@@ -46,7 +51,8 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        5 => (1i64..1_200_000, 0u8..12).prop_map(|(amount, key)| Op::Create { amount, key }),
+        5 => (1i64..1_200_000, 0u16..12).prop_map(|(amount, key)| Op::Create { amount, key }),
+        1 => prop::collection::vec(1i64..700_000, 2..5).prop_map(|amounts| Op::Concurrent { amounts }),
         2 => any::<usize>().prop_map(|pick| Op::Fail { pick }),
         2 => any::<usize>().prop_map(|pick| Op::Succeed { pick }),
         2 => any::<usize>().prop_map(|pick| Op::Reject { pick }),
@@ -57,7 +63,7 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Debug, Clone)]
 struct ModelDisbursement {
     id: Uuid,
-    key: u8,
+    key: u16,
     amount: i64,
     final_status: Option<DisbursementStatus>,
 }
@@ -72,7 +78,7 @@ async fn open(dir: &Path) -> Engine {
     Engine::open(config, Arc::new(SystemClock)).await.expect("engine opens")
 }
 
-fn bank(key: u8, amount: i64) -> NewDisbursement {
+fn bank(key: u16, amount: i64) -> NewDisbursement {
     NewDisbursement {
         idempotency_key: Some(format!("key-{key}")),
         channel: Some("BANK".into()),
@@ -134,6 +140,45 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     lines.extend([(LineType::Disbursement, -amount), (LineType::DisbursementFee, -FEE)]);
                     made.push(ModelDisbursement {
                         id: created.id,
+                        key,
+                        amount,
+                        final_status: None,
+                    });
+                }
+            }
+            Op::Concurrent { amounts } => {
+                let first_key = 1_000 + made.len() as u16 * 8;
+                let creations = amounts.iter().enumerate().map(|(n, amount)| {
+                    let engine = engine.clone();
+                    let new = bank(first_key + n as u16, *amount);
+                    async move { engine.create_disbursement(id, new).await }
+                });
+                let results = futures::future::join_all(creations).await;
+                let mut created = Vec::new();
+                let mut refused = Vec::new();
+                for (n, result) in results.into_iter().enumerate() {
+                    match result {
+                        Ok(disbursement) => {
+                            wallet -= amounts[n] + FEE;
+                            prop_assert!(wallet >= 0, "a concurrent creation overdrew the wallet");
+                            created.push((disbursement.debit_seq, first_key + n as u16, disbursement));
+                        }
+                        Err(EngineError::Ledger(LedgerError::InsufficientBalance)) => refused.push(amounts[n]),
+                        Err(other) => prop_assert!(false, "{:?}", other),
+                    }
+                }
+                // A refused one met the wallet as the others it came after
+                // left it, which held at least what is left after all.
+                for amount in refused {
+                    prop_assert!(amount + FEE > wallet, "refused {} yet {} is left", amount, wallet);
+                }
+                // Their lines follow the order the actor debited them in.
+                created.sort_by_key(|(seq, _, _)| *seq);
+                for (_, key, disbursement) in created {
+                    let amount = disbursement.request_amount.get();
+                    lines.extend([(LineType::Disbursement, -amount), (LineType::DisbursementFee, -FEE)]);
+                    made.push(ModelDisbursement {
+                        id: disbursement.id,
                         key,
                         amount,
                         final_status: None,
