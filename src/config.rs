@@ -27,6 +27,37 @@ pub enum Command {
     Serve(ServeArgs),
     /// Measure disbursements end to end against an in-process sandbox server.
     Benchmark(BenchmarkArgs),
+    /// Check a data dir offline (a backup, or one a crash left): replay its
+    /// journal over its checkpoint and check every ledger invariant.
+    Verify(VerifyArgs),
+    /// Last resort for a journal damaged in the middle (`verify` names the
+    /// place): cut it there. Records from the cut on are lost to the
+    /// ledger; their bytes are kept aside in `<data-dir>/journal-cut/`.
+    Repair(RepairArgs),
+}
+
+/// Flags of `paygate repair`.
+#[derive(Args, Debug)]
+pub struct RepairArgs {
+    /// The data directory to repair (no server may be running on it).
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Where to cut: the damaged segment's file name and byte, as `verify`
+    /// printed them, e.g. `journal-00000000000000000001.log:40960`.
+    #[arg(long, value_name = "SEGMENT:BYTE")]
+    pub cut_journal_at: String,
+}
+
+/// Flags of `paygate verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The data directory to check.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Recover the directory itself, as a start of the server would (a torn
+    /// journal tail cut, a checkpoint written), instead of a copy of it.
+    #[arg(long)]
+    pub in_place: bool,
 }
 
 impl Default for Command {

@@ -1,10 +1,13 @@
-//! The `paygate` binary: parse config -> open the engine -> serve HTTP, or
-//! benchmark disbursements against the same server started in process.
+//! The `paygate` binary: parse config -> open the engine -> serve HTTP;
+//! benchmark disbursements against the same server started in process; or
+//! verify (and, as a last resort, repair) a data dir offline.
 
 mod allocator;
 mod benchmark;
 mod config;
+mod repair;
 mod server;
+mod verify;
 
 use clap::Parser;
 use config::{Cli, Command, Settings};
@@ -18,7 +21,7 @@ fn main() -> anyhow::Result<()> {
     // would bury them, so by default it logs warnings only.
     let default_filter = match command {
         Command::Serve(_) => "info,sled=warn",
-        Command::Benchmark(_) => "warn",
+        Command::Benchmark(_) | Command::Verify(_) | Command::Repair(_) => "warn",
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -35,6 +38,14 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(serve(settings))
         }
         Command::Benchmark(args) => runtime.block_on(benchmark::run(args)),
+        Command::Repair(args) => repair::run(args),
+        Command::Verify(args) => {
+            let clean = runtime.block_on(verify::run(args))?;
+            if !clean {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }
 

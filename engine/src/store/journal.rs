@@ -21,7 +21,9 @@ use tokio::sync::mpsc as tokio_mpsc;
 
 const CRC32C: Crc<u32> = Crc::<u32>::new(&CRC_32_ISCSI);
 const FRAME_HEADER_BYTES: usize = 8;
-const SEQ_BYTES: usize = 8;
+/// A frame's body starts with its record's sequence number and the
+/// sequence number of the first record of the write it went out in.
+const SEQ_BYTES: usize = 16;
 const SEGMENT_PREFIX: &str = "journal-";
 const SEGMENT_SUFFIX: &str = ".log";
 
@@ -46,7 +48,10 @@ pub enum JournalError {
     #[error("journal io: {0}")]
     Io(#[from] io::Error),
     /// A record in the middle of the journal is damaged: not a torn tail.
-    #[error("journal corrupt in {path} at byte {offset}: {reason}")]
+    #[error(
+        "journal corrupt in {path} at byte {offset}: {reason} (restore a backup, or, losing every record from there on, \
+         `paygate repair --data-dir <data dir> --cut-journal-at {path}:{offset}`)"
+    )]
     Corrupt {
         /// The damaged segment.
         path: PathBuf,
@@ -157,15 +162,20 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Encodes one frame into `out`.
-pub fn encode_frame(seq: u64, payload: &[u8], out: &mut Vec<u8>) {
+/// Encodes one frame into `out`: record `seq`, sent in the write whose
+/// first record is `write_first`. Writes go out one at a time, each synced
+/// before the next, so a whole frame of a later write after damaged bytes
+/// proves the damaged record's write was synced: corruption, not a torn tail.
+pub fn encode_frame(seq: u64, write_first: u64, payload: &[u8], out: &mut Vec<u8>) {
     let body_len = SEQ_BYTES + payload.len();
     let mut digest = CRC32C.digest();
     digest.update(&seq.to_le_bytes());
+    digest.update(&write_first.to_le_bytes());
     digest.update(payload);
     out.extend_from_slice(&(body_len as u32).to_le_bytes());
     out.extend_from_slice(&digest.finalize().to_le_bytes());
     out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&write_first.to_le_bytes());
     out.extend_from_slice(payload);
 }
 
@@ -204,7 +214,7 @@ pub fn replay(
         let mut out_of_sequence = false;
         while offset < bytes.len() {
             match decode_frame(&bytes[offset..]) {
-                Ok((seq, payload, frame_len)) => {
+                Ok((seq, _, payload, frame_len)) => {
                     let want = expected_seq.unwrap_or(*first_seq);
                     if seq != want {
                         damage = Some(format!("sequence {seq} where {want} was expected"));
@@ -274,10 +284,11 @@ fn opens_next_batch(buffered: usize, payload_len: usize) -> bool {
 }
 
 /// A whole frame after the damage at `damage_at` (whose record would have
-/// been `want`) that cannot be part of the same write: further than one
-/// write's bytes (`JOURNAL_BATCH_BYTES_MAX`, or the damaged record's own
-/// length when its header is whole and it was bigger) or records
-/// (`JOURNAL_BATCH_RECORDS_MAX`) away. Returns its offset and sequence.
+/// been `want`) that cannot be part of the same write: one that says it
+/// went out in a later write, or one further than one write's bytes
+/// (`JOURNAL_BATCH_BYTES_MAX`, or the damaged record's own length when its
+/// header is whole and it was bigger) or records (`JOURNAL_BATCH_RECORDS_MAX`)
+/// away. Returns its offset and sequence.
 ///
 /// A record's payload may hold anything a merchant sent, frames included,
 /// so the search starts after the damaged record's own length when its
@@ -296,23 +307,28 @@ fn later_write_frame(bytes: &[u8], damage_at: usize, want: u64) -> Option<(usize
     let last_start = bytes.len().checked_sub(SMALLEST_FRAME)?;
     (search_from..=last_start).find_map(|at| {
         // The sequence number first: it rules out nearly every offset cheaply.
-        let seq = u64::from_le_bytes(bytes[at + FRAME_HEADER_BYTES..at + SMALLEST_FRAME].try_into().ok()?);
+        let seq = u64::from_le_bytes(
+            bytes[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + 8]
+                .try_into()
+                .ok()?,
+        );
         let records_before = seq.checked_sub(want).filter(|gap| *gap > 0)?;
         if records_before > ((at - damage_at) / SMALLEST_FRAME) as u64 {
             return None;
         }
-        if at < bytes_bound && seq < records_bound {
-            return None;
-        }
         match decode_frame(&bytes[at..]) {
-            Ok((decoded, _, _)) if decoded == seq => Some((at, seq)),
+            Ok((decoded, write_first, _, _)) if decoded == seq => {
+                let later_write = write_first > want && write_first <= seq;
+                (later_write || at >= bytes_bound || seq >= records_bound).then_some((at, seq))
+            }
             _ => None,
         }
     })
 }
 
-/// Decodes the frame at the start of `bytes`: `(seq, payload, frame length)`.
-fn decode_frame(bytes: &[u8]) -> Result<(u64, &[u8], usize), String> {
+/// Decodes the frame at the start of `bytes`: `(seq, its write's first
+/// seq, payload, frame length)`.
+fn decode_frame(bytes: &[u8]) -> Result<(u64, u64, &[u8], usize), String> {
     if bytes.len() < FRAME_HEADER_BYTES {
         return Err("truncated frame header".into());
     }
@@ -329,8 +345,9 @@ fn decode_frame(bytes: &[u8]) -> Result<(u64, &[u8], usize), String> {
     if CRC32C.checksum(body) != crc {
         return Err("checksum mismatch".into());
     }
-    let seq = u64::from_le_bytes(body[0..SEQ_BYTES].try_into().expect("8 bytes"));
-    Ok((seq, &body[SEQ_BYTES..], end))
+    let seq = u64::from_le_bytes(body[0..8].try_into().expect("8 bytes"));
+    let write_first = u64::from_le_bytes(body[8..16].try_into().expect("8 bytes"));
+    Ok((seq, write_first, &body[SEQ_BYTES..], end))
 }
 
 impl Journal {
@@ -512,6 +529,7 @@ impl Writer {
             let mut closing = false;
             let mut next = Some(first);
             let mut records = 0usize;
+            let write_first = self.next_seq;
             while let Some(command) = next.take() {
                 match command {
                     Command::Close => closing = true,
@@ -524,7 +542,7 @@ impl Writer {
                     Command::Append { payload, done } => {
                         let seq = self.next_seq;
                         self.next_seq += 1;
-                        encode_frame(seq, &payload, &mut buffer);
+                        encode_frame(seq, write_first, &payload, &mut buffer);
                         completions.push((seq, payload, done));
                         records += 1;
                     }
@@ -698,13 +716,13 @@ mod tests {
     }
 
     /// A segment of `count` records of `payload_len` bytes written directly,
-    /// as frames; returns its path and each frame's offset.
+    /// as frames of one write; returns its path and each frame's offset.
     fn segment_of(dir: &Path, count: u64, payload_len: usize) -> (PathBuf, Vec<usize>) {
         let mut bytes = Vec::new();
         let mut offsets = Vec::new();
         for seq in 1..=count {
             offsets.push(bytes.len());
-            encode_frame(seq, &vec![(seq % 251) as u8; payload_len], &mut bytes);
+            encode_frame(seq, 1, &vec![(seq % 251) as u8; payload_len], &mut bytes);
         }
         let path = segment_path(dir, 1);
         fs::write(&path, &bytes).unwrap();
@@ -773,7 +791,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut bytes = Vec::new();
         for seq in [1, 2, 3, 7, 8] {
-            encode_frame(seq, b"payload", &mut bytes);
+            encode_frame(seq, seq, b"payload", &mut bytes);
         }
         fs::write(segment_path(dir.path(), 1), &bytes).unwrap();
         let reason = match replay(dir.path(), 0, |_, _| Ok(())) {
@@ -788,7 +806,7 @@ mod tests {
     fn payload_of_fake_frames(first_fake_seq: u64, count: u64) -> Vec<u8> {
         let mut payload = Vec::new();
         for seq in first_fake_seq..first_fake_seq + count {
-            encode_frame(seq, b"fake", &mut payload);
+            encode_frame(seq, seq, b"fake", &mut payload);
         }
         payload
     }
@@ -798,14 +816,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut bytes = Vec::new();
         for seq in 1..=3 {
-            encode_frame(seq, b"whole", &mut bytes);
+            encode_frame(seq, seq, b"whole", &mut bytes);
         }
         let whole = bytes.len();
         // A far-off sequence, and one as far on as whole records between could reach.
         let mut payload = payload_of_fake_frames(0x7f7f_7f7f, 10);
         payload.extend(vec![b' '; 600 * 1024]);
         payload.extend(payload_of_fake_frames(4 + limits::JOURNAL_BATCH_RECORDS_MAX as u64, 10));
-        encode_frame(4, &payload, &mut bytes);
+        encode_frame(4, 4, &payload, &mut bytes);
         // The crash cut the record short, just before its end.
         bytes.truncate(bytes.len() - 3);
         fs::write(segment_path(dir.path(), 1), &bytes).unwrap();
@@ -827,6 +845,37 @@ mod tests {
         fs::write(&path, &bytes).unwrap();
         let (seen, _) = replay_all(dir.path());
         assert_eq!(seen.len(), 5, "cut as a torn tail");
+    }
+
+    /// Records 1-5 went out in one write and 6-10 in the next.
+    fn two_writes(dir: &Path) -> (PathBuf, Vec<usize>) {
+        let mut bytes = Vec::new();
+        let mut offsets = Vec::new();
+        for seq in 1..=10u64 {
+            offsets.push(bytes.len());
+            encode_frame(seq, if seq <= 5 { 1 } else { 6 }, b"a record", &mut bytes);
+        }
+        let path = segment_path(dir, 1);
+        fs::write(&path, &bytes).unwrap();
+        (path, offsets)
+    }
+
+    #[test]
+    fn damage_followed_by_a_record_of_a_later_write_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, offsets) = two_writes(dir.path());
+        flip_byte(&path, offsets[2] + FRAME_HEADER_BYTES + SEQ_BYTES);
+        let before = fs::metadata(&path).unwrap().len();
+        let reason = corrupt_at(replay(dir.path(), 0, |_, _| Ok(())), offsets[2]);
+        assert!(reason.contains("a whole record 6 follows"), "{reason}");
+        assert_eq!(fs::metadata(&path).unwrap().len(), before, "nothing is cut");
+        // The same damage in the last write is its torn tail.
+        let dir = tempfile::tempdir().unwrap();
+        let (path, offsets) = two_writes(dir.path());
+        flip_byte(&path, offsets[7] + FRAME_HEADER_BYTES + SEQ_BYTES);
+        let (seen, _) = replay_all(dir.path());
+        assert_eq!(seen.len(), 7);
+        assert_eq!(fs::metadata(&path).unwrap().len(), offsets[7] as u64);
     }
 
     #[test]
@@ -904,7 +953,7 @@ mod tests {
     #[test]
     fn frames_reject_bad_checksums() {
         let mut frame = Vec::new();
-        encode_frame(5, b"hello", &mut frame);
+        encode_frame(5, 5, b"hello", &mut frame);
         assert_eq!(decode_frame(&frame).unwrap().0, 5);
         frame[9] ^= 1;
         assert!(decode_frame(&frame).is_err());

@@ -90,7 +90,8 @@ pub enum StoreError {
 
 /// The format of the records and state this build writes. Format 2
 /// disbursements carry their payout vendor and ON_PROCESS time; format 3
-/// ledger entries carry their resource and the wallet's balance after them.
+/// ledger entries carry their resource and the wallet's balance after them,
+/// and each journal frame the first sequence number of its write.
 pub const DATA_FORMAT: u32 = 3;
 
 /// Checks that `data_dir` holds data of `DATA_FORMAT` (a directory with a
