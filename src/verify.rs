@@ -37,7 +37,10 @@ pub async fn run(args: VerifyArgs) -> anyhow::Result<bool> {
         copy.path().to_path_buf()
     };
     println!("paygate verify: {}", original.display());
-    let engine = match Engine::open(EngineConfig::new(&dir), Arc::new(SystemClock)).await {
+    let mut config = EngineConfig::new(&dir);
+    // Recovery only: nothing in flight is taken up, so nothing moves.
+    config.resume_work = false;
+    let engine = match Engine::open(config, Arc::new(SystemClock)).await {
         Ok(engine) => engine,
         Err(error) => {
             // Name the checked directory's own files, not the scratch copy's.

@@ -33,7 +33,9 @@ fn receiver() -> (String, Arc<Mutex<Vec<String>>>) {
                     match stream.read(&mut buffer) {
                         Ok(0) | Err(_) => return,
                         Ok(n) => {
-                            kept.lock().unwrap().push(String::from_utf8_lossy(&buffer[..n]).into_owned());
+                            kept.lock()
+                                .unwrap()
+                                .push(String::from_utf8_lossy(&buffer[..n]).into_owned());
                             let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
                         }
                     }
@@ -56,7 +58,14 @@ fn header_values(requests: &[String], name: &str) -> Vec<String> {
         .collect()
 }
 
-async fn call(client: &reqwest::Client, method: Method, url: String, key: Option<&str>, token: Option<&str>, body: Option<Value>) -> Value {
+async fn call(
+    client: &reqwest::Client,
+    method: Method,
+    url: String,
+    key: Option<&str>,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> Value {
     let mut request = client.request(method, url);
     if let Some(key) = key {
         request = request.header("X-API-Key", key);
@@ -76,7 +85,14 @@ async fn no_secret_key_or_signature_is_logged_at_any_level() {
     let log_path = dir.path().join("server.log");
     let data_dir = dir.path().join("data");
     let mut child = Command::new(env!("CARGO_BIN_EXE_paygate"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--sandbox-disbursement-delay-ms", "200", "--data-dir"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--sandbox-disbursement-delay-ms",
+            "200",
+            "--data-dir",
+        ])
         .arg(&data_dir)
         .env("PAYGATE_LOG", "trace")
         .stdout(Stdio::piped())
@@ -92,9 +108,13 @@ async fn no_secret_key_or_signature_is_logged_at_any_level() {
     };
     std::thread::spawn(move || for _ in lines {});
     let token_file = data_dir.join("admin-token");
-    assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let token = std::fs::read_to_string(&token_file).unwrap().trim().to_string();
-    let demo: Value = serde_json::from_str(&std::fs::read_to_string(data_dir.join("demo-credentials.json")).unwrap()).unwrap();
+    let demo: Value =
+        serde_json::from_str(&std::fs::read_to_string(data_dir.join("demo-credentials.json")).unwrap()).unwrap();
 
     let (hook_url, received) = receiver();
     let client = reqwest::Client::new();
@@ -150,10 +170,34 @@ async fn no_secret_key_or_signature_is_logged_at_any_level() {
     )
     .await;
     let ref_code = order["data"]["ref_code"].as_str().unwrap();
-    call(&client, Method::POST, format!("{base}/v1/sandbox/orders/{ref_code}/pay"), Some(&api_key), None, None).await;
+    call(
+        &client,
+        Method::POST,
+        format!("{base}/v1/sandbox/orders/{ref_code}/pay"),
+        Some(&api_key),
+        None,
+        None,
+    )
+    .await;
     // A wrong key and a wrong token are not echoed either.
-    call(&client, Method::GET, format!("{base}/v1/balance"), Some("pk_wrong_key_0123456789"), None, None).await;
-    call(&client, Method::GET, format!("{base}/admin/v1/ledger/verify"), None, Some("wrong-admin-token-0123"), None).await;
+    call(
+        &client,
+        Method::GET,
+        format!("{base}/v1/balance"),
+        Some("pk_wrong_key_0123456789"),
+        None,
+        None,
+    )
+    .await;
+    call(
+        &client,
+        Method::GET,
+        format!("{base}/admin/v1/ledger/verify"),
+        None,
+        Some("wrong-admin-token-0123"),
+        None,
+    )
+    .await;
     // A Legacy call with a signature that does not verify.
     let legacy_signature = "f".repeat(128);
     client
@@ -209,7 +253,11 @@ async fn no_secret_key_or_signature_is_logged_at_any_level() {
         }
     }
     let log = std::fs::read_to_string(&log_path).unwrap();
-    assert!(log.lines().count() > 100, "trace logging was on: {} lines", log.lines().count());
+    assert!(
+        log.lines().count() > 100,
+        "trace logging was on: {} lines",
+        log.lines().count()
+    );
     for (what, secret) in &secrets {
         assert!(secret.len() >= 16, "{what} is a real secret");
         if let Some(line) = log.lines().find(|line| line.contains(secret.as_str())) {

@@ -42,6 +42,10 @@ pub struct EngineConfig {
     pub sandbox_refund_delay: Option<Duration>,
     /// Sandbox mode: notify URLs may name loopback and private hosts.
     pub allow_private_notify_urls: bool,
+    /// Take up the work in flight at open (payouts, account checks, refunds,
+    /// expiries, settlements) and keep doing it. Off for an offline check
+    /// (`paygate verify`), which must move nothing: recovery only.
+    pub resume_work: bool,
 }
 
 impl EngineConfig {
@@ -56,6 +60,7 @@ impl EngineConfig {
             vendor_retry_scale: 1.0,
             sandbox_refund_delay: None,
             allow_private_notify_urls: false,
+            resume_work: true,
         }
     }
 }
@@ -219,6 +224,9 @@ impl Engine {
         engine.track_background(timer_task);
         engine.seed_catalog().await?;
         engine.start_checkpointer(config.checkpoint_interval);
+        if !config.resume_work {
+            return Ok(engine);
+        }
         let resumed = engine.resume_disbursements()?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed disbursements in flight");

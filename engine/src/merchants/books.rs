@@ -130,8 +130,25 @@ impl Engine {
                 tokio::task::spawn_blocking(move || recompute_book(&store, merchant_id, live.last_seq))
                     .await
                     .map_err(|_| EngineError::ShuttingDown)?;
+            // Under load the stored book may have moved past the live one
+            // read before it: it is then held to the entries up to its own
+            // sequence. Behind the live book it cannot be: the live book is
+            // answered only once durable.
             let durable = self.store().durable_book(&merchant_id)?;
-            if durable != live {
+            let stored_ok = match durable.last_seq.cmp(&live.last_seq) {
+                std::cmp::Ordering::Equal => durable == live,
+                std::cmp::Ordering::Less => false,
+                std::cmp::Ordering::Greater => {
+                    let store = self.store().clone();
+                    let up_to = durable.last_seq;
+                    let (at_durable, _, _) =
+                        tokio::task::spawn_blocking(move || recompute_book(&store, merchant_id, up_to))
+                            .await
+                            .map_err(|_| EngineError::ShuttingDown)?;
+                    at_durable == durable
+                }
+            };
+            if !stored_ok {
                 report
                     .problems
                     .push(format!("merchant {merchant_id}: stored book differs from the live one"));
