@@ -178,6 +178,14 @@ fn config() -> impl bincode::config::Config {
     bincode::config::standard()
 }
 
+/// `config` for reading: a length read from damaged bytes may claim any
+/// size, and without a limit the decoder would try to allocate it (found by
+/// the `record_decode` fuzz target: 13 bytes asked for an exabyte). No
+/// record is larger than the journal takes.
+fn read_config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<{ crate::limits::JOURNAL_RECORD_BYTES_MAX }>()
+}
+
 /// Why a stored record could not be read back.
 #[derive(Debug, thiserror::Error)]
 #[error("undecodable record: {0}")]
@@ -275,7 +283,7 @@ pub fn encode_value<T: Serialize>(value: &T) -> Vec<u8> {
 /// Decodes any stored value with the journal's configuration.
 pub fn decode_value<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     let (value, used) =
-        bincode::serde::decode_from_slice::<T, _>(bytes, config()).map_err(|e| DecodeError(e.to_string()))?;
+        bincode::serde::decode_from_slice::<T, _>(bytes, read_config()).map_err(|e| DecodeError(e.to_string()))?;
     if used != bytes.len() {
         return Err(DecodeError(format!("{} trailing bytes", bytes.len() - used)));
     }
@@ -288,6 +296,15 @@ mod tests {
     use crate::ledger::{wallet_credit, MerchantBook};
     use crate::money::MinorUnits;
     use uuid::Uuid;
+
+    /// A length claiming more than any record holds is refused, not allocated.
+    #[test]
+    fn a_damaged_length_is_an_error_not_an_allocation() {
+        let damaged = [
+            0x09, 0xfd, 0xf0, 0xff, 0xdb, 0x00, 0x00, 0x00, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f,
+        ];
+        assert!(JournalRecord::decode(&damaged).is_err());
+    }
 
     #[test]
     fn entries_round_trip_through_bincode() {
