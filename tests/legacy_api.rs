@@ -559,6 +559,28 @@ async fn x_signature_is_over_the_raw_bytes() {
         )
         .await,
     );
+
+    // Parsed keys are kept, by their PEM: once the merchant's key changes,
+    // signatures of the old one are refused at once.
+    let other = RsaPrivateKey::new(&mut rand::thread_rng(), 2048).unwrap();
+    let pem = other.to_public_key().to_pkcs1_pem(LineEnding::LF).unwrap();
+    let reply = server
+        .admin(
+            Method::PUT,
+            &format!("/admin/v1/merchants/{}/public-key", merchant.id),
+            Some(json!({ "pem": pem })),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let body = bank_body(&merchant, "OLD-KEY-1", 10000, "BRI");
+    let refused = post(
+        &server,
+        "/api/disbursement/create",
+        &body,
+        Some(&x_signature(&merchant, &body)),
+    )
+    .await;
+    assert_legacy_error(&refused, 401, "Invalid X-SIGNATURE");
 }
 
 #[tokio::test]

@@ -7,6 +7,8 @@ use rsa::pkcs1::DecodeRsaPublicKey;
 use rsa::pkcs8::DecodePublicKey;
 use rsa::traits::PublicKeyParts;
 use rsa::RsaPublicKey;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 /// Parses a PEM RSA public key, SPKI (`BEGIN PUBLIC KEY`) or PKCS#1
 /// (`BEGIN RSA PUBLIC KEY`), of at least 2048 bits.
@@ -30,12 +32,37 @@ pub fn parse_rsa_public_key(pem: &str) -> Result<RsaPublicKey, EngineError> {
     Ok(key)
 }
 
+/// Verifying keys parsed from PEM, by the PEM's SHA-256: a merchant's key
+/// is parsed once, not on every Legacy request. Past `PARSED_KEYS_MAX`
+/// (keys rotated away, or many merchants) it starts over.
+type ParsedKeys = HashMap<[u8; 32], rsa::pkcs1v15::VerifyingKey<sha2::Sha256>>;
+
+/// Parsed keys kept at most.
+const PARSED_KEYS_MAX: usize = 4096;
+
+fn verifying_key(public_key_pem: &str) -> Option<rsa::pkcs1v15::VerifyingKey<sha2::Sha256>> {
+    use sha2::Digest;
+    static PARSED: OnceLock<Mutex<ParsedKeys>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(Default::default);
+    let fingerprint: [u8; 32] = sha2::Sha256::digest(public_key_pem.as_bytes()).into();
+    if let Some(key) = parsed.lock().expect("parsed keys lock").get(&fingerprint) {
+        return Some(key.clone());
+    }
+    let key = rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new(parse_rsa_public_key(public_key_pem).ok()?);
+    let mut parsed = parsed.lock().expect("parsed keys lock");
+    if parsed.len() >= PARSED_KEYS_MAX {
+        parsed.clear();
+    }
+    parsed.insert(fingerprint, key.clone());
+    Some(key)
+}
+
 /// Verifies a base64 RSASSA-PKCS1-v1_5 SHA-256 signature of `message` with
 /// a PEM public key (Legacy `X-SIGNATURE`, DESIGN.md 5).
 pub fn verify_rsa_sha256(public_key_pem: &str, message: &[u8], signature_base64: &str) -> bool {
     use base64::Engine as _;
     use rsa::signature::Verifier;
-    let Ok(key) = parse_rsa_public_key(public_key_pem) else {
+    let Some(key) = verifying_key(public_key_pem) else {
         return false;
     };
     let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(signature_base64.trim()) else {
@@ -44,9 +71,7 @@ pub fn verify_rsa_sha256(public_key_pem: &str, message: &[u8], signature_base64:
     let Ok(signature) = rsa::pkcs1v15::Signature::try_from(bytes.as_slice()) else {
         return false;
     };
-    rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new(key)
-        .verify(message, &signature)
-        .is_ok()
+    key.verify(message, &signature).is_ok()
 }
 
 /// `sha256=<lowercase hex HMAC-SHA256(secret, body)>`: SPEC.md 5.1's
