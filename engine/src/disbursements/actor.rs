@@ -29,6 +29,7 @@ use crate::limits;
 use crate::timers::DisbursementDue;
 use crate::vendor::payout::sandbox_reference;
 use crate::vendor::{Inquiry, PayoutReport, PayoutStatus, PayoutVendor, Submission, VENDOR_FAILED_REASON};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -94,6 +95,23 @@ pub struct Hosting {
     /// The merchant's routes, looked up once per channel and catalog
     /// version, not once per disbursement: (catalog version, routes).
     routes: Mutex<(u64, Vec<Route>)>,
+    /// Panics in a row of each disbursement whose handling panicked (a
+    /// vendor's bug, say): each next try waits twice as long, up to an hour.
+    panics: Mutex<HashMap<Uuid, u32>>,
+}
+
+/// Disbursements whose panics are counted at most (per merchant); past it
+/// the counts start over.
+const PANICKING_MAX: usize = 1024;
+
+/// The longest wait before a disbursement whose handling panics is tried again.
+const PANIC_RETRY_MAX: Duration = Duration::from_secs(3600);
+
+/// The wait after the `panics`-th panic in a row: `base`, doubled for each
+/// panic before it, at most `PANIC_RETRY_MAX` (or `base`, if longer).
+fn panic_retry_delay(base: Duration, panics: u32) -> Duration {
+    let factor = 1u32 << panics.saturating_sub(1).min(16);
+    base.saturating_mul(factor).min(PANIC_RETRY_MAX.max(base))
 }
 
 impl Hosting {
@@ -103,6 +121,26 @@ impl Hosting {
             recorder: MoveRecorder::new(merchant_id, ctx.merchants.clone()),
             ctx,
             routes: Mutex::new((0, Vec::new())),
+            panics: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Counts a panic of `id`'s handling; how many in a row it has been.
+    pub fn panicked(&self, id: Uuid) -> u32 {
+        let mut panics = self.panics.lock().expect("panic counts lock");
+        if panics.len() >= PANICKING_MAX && !panics.contains_key(&id) {
+            panics.clear();
+        }
+        let count = panics.entry(id).or_insert(0);
+        *count += 1;
+        *count
+    }
+
+    /// `id` was handled without a panic: its count, if any, ends.
+    pub fn handled_cleanly(&self, id: Uuid) {
+        let mut panics = self.panics.lock().expect("panic counts lock");
+        if !panics.is_empty() {
+            panics.remove(&id);
         }
     }
 
@@ -202,6 +240,16 @@ impl DisbursementActor {
     /// A `TakeUp` once whatever went wrong had time to settle.
     pub fn take_up_later(&self) {
         let delay = self.ctx().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER);
+        self.due_after(delay, DisbursementDue::TakeUp);
+    }
+
+    /// A `TakeUp` after the `panics`-th panic in a row: the usual wait,
+    /// doubled for each panic before it, at most an hour, so a disbursement
+    /// a vendor's bug trips on is tried again ever more rarely, not every
+    /// 10 s for ever.
+    pub fn take_up_after_panic(&self, panics: u32) {
+        let delay = panic_retry_delay(self.ctx().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER), panics);
+        tracing::error!(id = %self.id, panics, delay_s = delay.as_secs(), "a disbursement's handling panicked; it is taken up again later");
         self.due_after(delay, DisbursementDue::TakeUp);
     }
 
@@ -559,4 +607,22 @@ pub(crate) fn report_moves(current: &Disbursement, vendor: &str, report: &Payout
 fn needs_claim(current: &Disbursement, vendor: &dyn PayoutVendor) -> bool {
     let held_by = current.payout_vendor.as_deref();
     (vendor.pays_out_for_real() && held_by != Some(vendor.name())) || held_by.is_some_and(|v| v != vendor.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disbursement_that_keeps_panicking_waits_twice_as_long_each_time_up_to_an_hour() {
+        let base = Duration::from_secs(10);
+        let waits: Vec<u64> = (1..=12).map(|n| panic_retry_delay(base, n).as_secs()).collect();
+        assert_eq!(waits, [10, 20, 40, 80, 160, 320, 640, 1280, 2560, 3600, 3600, 3600]);
+        assert_eq!(panic_retry_delay(base, u32::MAX), Duration::from_secs(3600));
+        // Tests scale the base down; the cap holds the same.
+        assert_eq!(
+            panic_retry_delay(Duration::from_millis(100), 2),
+            Duration::from_millis(200)
+        );
+    }
 }

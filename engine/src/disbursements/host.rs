@@ -339,7 +339,8 @@ fn retire(host: &HostInner, merchant_id: Uuid, actors: &MerchantActors, stopping
 }
 
 /// Activates disbursement `id`'s actor for `message`. A panic (a vendor's,
-/// say) ends only this message: the actor is taken up again shortly.
+/// say) ends only this message: the actor is taken up again later, each
+/// time later than the last while it keeps panicking.
 async fn handle(hosting: Arc<Hosting>, merchant_id: Uuid, id: Uuid, message: DisbursementMsg) -> (Uuid, bool) {
     let was_start = message.is_start();
     let actor = DisbursementActor {
@@ -352,13 +353,15 @@ async fn handle(hosting: Arc<Hosting>, merchant_id: Uuid, id: Uuid, message: Dis
         .await
         .is_err()
     {
-        tracing::error!(%id, %merchant_id, "a disbursement actor panicked; it is taken up again shortly");
+        let panics = hosting.panicked(id);
         let actor = DisbursementActor {
             id,
             merchant_id,
             hosting,
         };
-        actor.take_up_later();
+        actor.take_up_after_panic(panics);
+    } else {
+        hosting.handled_cleanly(id);
     }
     (id, was_start)
 }
