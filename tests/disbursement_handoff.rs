@@ -722,3 +722,65 @@ async fn a_payout_taken_again_with_nothing_new_is_still_inquired() {
     );
     engine.shutdown().await;
 }
+
+/// Work that outruns the vendors pushes back: past the bound on open
+/// disbursements, creation (single, or a whole batch) is `Busy` (503 with
+/// `Retry-After` over HTTP) and moves nothing; once some end, it goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_bound_on_open_disbursements_creation_is_busy_until_some_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    }));
+    config.disbursements_open_max = 5;
+    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let (merchant, _) = engine
+        .create_merchant(NewMerchant {
+            name: "bounded".into(),
+            settlement_type: Some(SettlementType::Wallet),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine
+        .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
+        .await
+        .unwrap();
+    let mut made = Vec::new();
+    for n in 0..5 {
+        made.push(engine.create_disbursement(merchant.id, request(n)).await.unwrap());
+    }
+    let balance = engine.wallet_balance(merchant.id).await.unwrap();
+    assert!(matches!(
+        engine.create_disbursement(merchant.id, request(5)).await,
+        Err(EngineError::Busy)
+    ));
+    let batch = engine
+        .create_disbursement_batch(merchant.id, "busy-batch".into(), vec![Ok(request(6)), Ok(request(8))])
+        .await;
+    assert!(matches!(batch, Err(EngineError::Busy)), "{batch:?}");
+    assert_eq!(
+        engine.wallet_balance(merchant.id).await.unwrap(),
+        balance,
+        "nothing moved"
+    );
+    // One ends: room for one more.
+    for _ in 0..200 {
+        if engine.disbursements_awaiting_handoff() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let first = &made[0];
+    engine
+        .complete_disbursement(merchant.id, &first.id.to_string(), DisbursementStatus::Success)
+        .await
+        .unwrap();
+    engine.create_disbursement(merchant.id, request(5)).await.unwrap();
+    assert!(matches!(
+        engine.create_disbursement(merchant.id, request(9)).await,
+        Err(EngineError::Busy)
+    ));
+    engine.shutdown().await;
+}

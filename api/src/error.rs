@@ -138,6 +138,15 @@ impl From<EngineError> for V1Error {
             EngineError::ShuttingDown => {
                 V1Error::new(S::SERVICE_UNAVAILABLE, "UNAVAILABLE", "service is shutting down")
             }
+            EngineError::Busy => {
+                let mut error = V1Error::new(
+                    S::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    "too many disbursements in flight; try again shortly",
+                );
+                error.retry_after_seconds = Some(1);
+                error
+            }
             EngineError::DuplicateDisbursement(existing) => V1Error::new(
                 S::CONFLICT,
                 "DUPLICATE_IDEMPOTENCY_KEY",

@@ -46,6 +46,8 @@ pub struct EngineConfig {
     /// expiries, settlements) and keep doing it. Off for an offline check
     /// (`paygate verify`), which must move nothing: recovery only.
     pub resume_work: bool,
+    /// Disbursements not yet final at most; then creation is `Busy`.
+    pub disbursements_open_max: usize,
 }
 
 impl EngineConfig {
@@ -61,6 +63,7 @@ impl EngineConfig {
             sandbox_refund_delay: None,
             allow_private_notify_urls: false,
             resume_work: true,
+            disbursements_open_max: limits::DISBURSEMENTS_OPEN_MAX,
         }
     }
 }
@@ -97,6 +100,8 @@ struct EngineInner {
     // One creation at a time per merchant and order id: a repeat waits and
     // is answered from the first, instead of asking the vendor again.
     order_creations: crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)>,
+    // Disbursements not yet final at most (`EngineConfig`).
+    disbursements_open_max: usize,
 }
 
 /// Where the timer task's wake-ups go: a disbursement's to its actor, an
@@ -218,6 +223,7 @@ impl Engine {
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
+                disbursements_open_max: config.disbursements_open_max,
             }),
         };
         let _ = engine_slot.set(Arc::downgrade(&engine.inner));
@@ -252,6 +258,11 @@ impl Engine {
     /// The order creations in progress, by merchant, source and order id.
     pub(crate) fn order_creations(&self) -> &crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)> {
         &self.inner.order_creations
+    }
+
+    /// Disbursements not yet final at most (`EngineConfig`).
+    pub(crate) fn disbursements_open_max(&self) -> usize {
+        self.inner.disbursements_open_max
     }
 
     /// The engine's clock.

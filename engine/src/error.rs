@@ -115,6 +115,9 @@ pub enum EngineError {
     /// The engine is shutting down.
     #[error("engine is shutting down")]
     ShuttingDown,
+    /// Too much work in flight to take more now; try again shortly.
+    #[error("too many disbursements in flight; try again shortly")]
+    Busy,
     /// Storage is broken.
     #[error(transparent)]
     Store(#[from] StoreError),

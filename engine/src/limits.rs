@@ -112,6 +112,16 @@ pub const RECENT_ENTRIES_MAX: usize = 4096;
 /// with room for more than this is freed.
 pub const RECENT_ROOM_KEPT: usize = 256;
 
+/// Disbursements not yet final the engine holds at most (each is in memory
+/// while open: its index entry, its timers); past it creation answers 503
+/// with `Retry-After` until some end.
+pub const DISBURSEMENTS_OPEN_MAX: usize = 1_000_000;
+
+/// New disbursements waiting for their first step at most; past it creation
+/// answers 503 with `Retry-After`, so a hand-over slower than creation
+/// pushes back on callers instead of queueing without end.
+pub const DISBURSEMENTS_UNSTARTED_MAX: usize = 100_000;
+
 /// Proposals accepted in one batch message.
 pub const POST_BATCH_MAX: usize = 8192;
 

@@ -57,6 +57,12 @@ impl Engine {
                 self.disbursement_host().starts_unhandled() as u64,
             ),
             (
+                "paygate_timers_pending",
+                "Wake-ups scheduled and not yet due (settlements, inquiries, retries).",
+                "gauge",
+                self.timers().pending() as u64,
+            ),
+            (
                 "paygate_disbursements_open",
                 "Durable disbursements not yet in a final status.",
                 "gauge",

@@ -51,6 +51,9 @@ struct Due {
 #[derive(Clone)]
 pub struct Timers {
     sender: mpsc::UnboundedSender<Due>,
+    /// Wake-ups sent and not yet due: one or two per open disbursement, so
+    /// it is bounded by `limits::DISBURSEMENTS_OPEN_MAX`. For `/metrics`.
+    pending: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Timers {
@@ -61,6 +64,8 @@ impl Timers {
         mut stopping: tokio::sync::watch::Receiver<bool>,
     ) -> (Timers, tokio::task::JoinHandle<()>) {
         let (sender, mut receiver) = mpsc::unbounded_channel::<Due>();
+        let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let due_count = pending.clone();
         let task = tokio::spawn(async move {
             let mut heap: BinaryHeap<Reverse<Due>> = BinaryHeap::new();
             loop {
@@ -77,6 +82,7 @@ impl Timers {
                         let now = Instant::now();
                         while heap.peek().is_some_and(|Reverse(due)| due.at <= now) {
                             let Reverse(due) = heap.pop().expect("peeked");
+                            due_count.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                             sink(due.wake);
                         }
                     }
@@ -84,7 +90,7 @@ impl Timers {
                 }
             }
         });
-        (Timers { sender }, task)
+        (Timers { sender, pending }, task)
     }
 
     /// `wake` falls due after `delay`.
@@ -94,7 +100,16 @@ impl Timers {
             wake,
         };
         // Fails only while shutting down; the next start takes it up again.
-        let _ = self.sender.send(due);
+        // Counted before it can fall due, so the count never dips below zero.
+        self.pending.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.sender.send(due).is_err() {
+            self.pending.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Wake-ups not yet due.
+    pub fn pending(&self) -> usize {
+        self.pending.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Disbursement `id`'s actor gets `due` after `delay`.

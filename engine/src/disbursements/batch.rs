@@ -83,6 +83,8 @@ impl Engine {
         if let Some(batch) = self.store().disbursement_batch_by_key(&merchant_id, &idempotency_key)? {
             return self.replay(&batch);
         }
+        // Whole batches in or out: no item is refused for room alone.
+        self.room_for_disbursements(items.len())?;
         let mut answers: Vec<Option<Result<Arc<Disbursement>, EngineError>>> = Vec::with_capacity(items.len());
         let mut draft = BatchDraft {
             idempotency_key,

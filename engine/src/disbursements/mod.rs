@@ -81,6 +81,7 @@ impl Engine {
         new: NewDisbursement,
     ) -> Result<Arc<Disbursement>, EngineError> {
         let request = self.validate_disbursement(merchant_id, new)?;
+        self.room_for_disbursements(1)?;
         let created = self
             .call_merchant(merchant_id, |reply| MerchantMsg::CreateDisbursement {
                 request: request.clone(),
@@ -389,6 +390,19 @@ impl Engine {
     /// yet taken.
     pub fn disbursements_awaiting_handoff(&self) -> usize {
         self.disbursement_host().starts_unhandled()
+    }
+
+    /// `Busy` unless `count` more disbursements fit: the open ones and the
+    /// ones waiting for their first step each have a bound (`limits`), so
+    /// work that outruns the vendors pushes back on callers (503 with
+    /// `Retry-After`) instead of growing memory without end.
+    pub(crate) fn room_for_disbursements(&self, count: usize) -> Result<(), EngineError> {
+        let open = self.open_disbursement_count().saturating_add(count);
+        let unstarted = self.disbursements_awaiting_handoff().saturating_add(count);
+        if open > self.disbursements_open_max() || unstarted > crate::limits::DISBURSEMENTS_UNSTARTED_MAX {
+            return Err(EngineError::Busy);
+        }
+        Ok(())
     }
 
     /// Durable disbursements not yet in a final status (SUCCESS, FAILED,
