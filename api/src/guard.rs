@@ -16,6 +16,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use http_body::Body as _;
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -123,8 +124,13 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         return too_many(path, wait);
     }
     let unauthenticated = !carries_credentials(&request);
-    let (parts, body) = request.into_parts();
-    let request = Request::from_parts(parts, Body::new(DeadlineBody::new(body, BODY_READ_TIMEOUT)));
+    // A request with no body (most GETs) needs no deadline, and no timer.
+    let request = if request.body().is_end_stream() {
+        request
+    } else {
+        let (parts, body) = request.into_parts();
+        Request::from_parts(parts, Body::new(DeadlineBody::new(body, BODY_READ_TIMEOUT)))
+    };
     let response = next.run(request).await;
     if let Some(address) = address {
         if unauthenticated || response.status() == StatusCode::UNAUTHORIZED {

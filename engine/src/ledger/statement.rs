@@ -160,9 +160,8 @@ pub fn lines_of(entry: &Entry) -> Vec<StatementLine> {
                 .postings
                 .iter()
                 .filter(|p| p.account == Account::PayoutClearing)
-                .map(|p| -p.signed_amount())
-                .sum::<i64>()
-                .abs();
+                .map(|p| p.amount.get())
+                .sum();
             let fee = -amount - request;
             if fee <= 0 || request <= 0 {
                 return vec![line(0, LineType::Disbursement, amount, after)];
