@@ -34,6 +34,9 @@ pub enum Command {
     /// place): cut it there. Records from the cut on are lost to the
     /// ledger; their bytes are kept aside in `<data-dir>/journal-cut/`.
     Repair(RepairArgs),
+    /// Print the API document (OpenAPI 3.1, as `GET /openapi.json` serves
+    /// it) to stdout, to generate a client without running the server.
+    Openapi,
 }
 
 /// Flags of `paygate repair`.

@@ -21,7 +21,7 @@ fn main() -> anyhow::Result<()> {
     // would bury them, so by default it logs warnings only.
     let default_filter = match command {
         Command::Serve(_) => "info,sled=warn",
-        Command::Benchmark(_) | Command::Verify(_) | Command::Repair(_) => "warn",
+        Command::Benchmark(_) | Command::Verify(_) | Command::Repair(_) | Command::Openapi => "warn",
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -39,6 +39,11 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Benchmark(args) => runtime.block_on(benchmark::run(args)),
         Command::Repair(args) => repair::run(args),
+        Command::Openapi => {
+            let document = serde_json::to_string_pretty(&paygate_api::document_json())?;
+            println!("{document}");
+            Ok(())
+        }
         Command::Verify(args) => {
             let clean = runtime.block_on(verify::run(args))?;
             if !clean {

@@ -64,17 +64,28 @@ impl V1Error {
     }
 }
 
-#[derive(serde::Serialize)]
-struct ErrorBody<'a> {
+/// The V1 and admin error body. The document narrows `error.code` to the
+/// codes each route can answer (`openapi::errors`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(as = V1ErrorBody)]
+pub struct ErrorBody<'a> {
+    /// Always `false`.
     success: bool,
+    /// What went wrong.
     error: ErrorFields<'a>,
+    /// The existing resource, on a 409 duplicate.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     data: Option<&'a RawValue>,
 }
 
-#[derive(serde::Serialize)]
-struct ErrorFields<'a> {
+/// `error` of the V1 error body.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(as = V1ErrorFields)]
+pub struct ErrorFields<'a> {
+    /// Stable machine-readable code.
     code: &'a str,
+    /// Human-readable message; may change, never parse it.
     message: &'a str,
 }
 
@@ -215,7 +226,7 @@ impl From<EngineError> for V1Error {
             EngineError::BatchNotFound => V1Error::new(S::NOT_FOUND, "NOT_FOUND", "disbursement batch not found"),
             EngineError::EventNotFound => V1Error::new(S::NOT_FOUND, "EVENT_NOT_FOUND", "event not found"),
             EngineError::RefundNotFound => V1Error::new(S::NOT_FOUND, "REFUND_NOT_FOUND", "refund not found"),
-            EngineError::VendorNotFound => V1Error::route_not_found(),
+            EngineError::VendorNotFound => V1Error::new(S::NOT_FOUND, "NOT_FOUND", "no such vendor"),
             EngineError::InvalidSignature => V1Error::new(
                 S::UNAUTHORIZED,
                 "INVALID_SIGNATURE",

@@ -7,7 +7,7 @@
 //! - `error`: the V1 envelope and the engine-error mapping table.
 //! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
 //! - `callbacks`: signed payment-vendor callbacks. `webhooks`: the dispatcher.
-//! - `ops`: healthz, metrics, 404/405.
+//! - `ops`: healthz, metrics, 404/405. `openapi`: the API document and `/docs`.
 
 pub mod admin;
 pub mod callbacks;
@@ -15,6 +15,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod legacy;
+pub mod openapi;
 pub mod ops;
 pub mod ratelimit;
 pub mod serve;
@@ -23,11 +24,12 @@ pub mod webhooks;
 pub mod wire;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
-use axum::Router;
+use axum::{Extension, Router};
 use paygate_engine::Engine;
 use std::sync::Arc;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// Request bodies above this are refused (DESIGN.md 5).
 pub const BODY_BYTES_MAX: usize = 64 * 1024;
@@ -109,16 +111,33 @@ impl AppState {
     }
 }
 
-/// The whole service: V1, Legacy, admin and operations routes with request ids,
-/// metrics and the body limit.
-pub fn router(state: AppState) -> Router {
-    Router::new()
+/// Every route and the document they make (`openapi`): a route is added only
+/// through its `#[utoipa::path]`, so none is served undocumented.
+pub fn routes_and_document() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (routes, document) = OpenApiRouter::new()
         .merge(v1::routes())
         .merge(admin::routes())
         .merge(legacy::routes())
-        .route("/callbacks/{vendor}", axum::routing::post(callbacks::vendor_callback))
-        .route("/healthz", get(ops::healthz))
-        .route("/metrics", get(ops::metrics))
+        .routes(routes!(callbacks::vendor_callback))
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::metrics))
+        .routes(routes!(openapi::openapi_json))
+        .routes(routes!(openapi::docs))
+        .split_for_parts();
+    (routes, openapi::finish(document))
+}
+
+/// The API document as served at `/openapi.json`.
+pub fn document_json() -> serde_json::Value {
+    openapi::document_value(&routes_and_document().1)
+}
+
+/// The whole service: V1, Legacy, admin and operations routes with request ids,
+/// metrics and the body limit.
+pub fn router(state: AppState) -> Router {
+    let (routes, document) = routes_and_document();
+    routes
+        .layer(Extension(Arc::new(openapi::Served::new(&document))))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))

@@ -9,7 +9,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder};
-use serde_json::json;
 use std::time::Instant;
 
 /// HTTP metrics, registered in their own registry.
@@ -71,12 +70,25 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
     response
 }
 
+/// The health answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    status: &'static str,
+}
+
 /// GET /healthz.
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+#[utoipa::path(get, path = "/healthz", tag = "Operations", operation_id = "healthz",
+    summary = "Health", description = "Answers while the process serves requests.", security(()),
+    responses((status = 200, description = "Serving.", body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
 }
 
 /// GET /metrics: Prometheus text.
+#[utoipa::path(get, path = "/metrics", tag = "Operations", operation_id = "metrics",
+    summary = "Metrics", description = "Prometheus text exposition: HTTP, engine, journal and webhook figures.", security(()),
+    responses((status = 200, description = "The metrics.", content_type = "text/plain", body = String)))]
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut buffer = Vec::new();
     let _ = TextEncoder::new().encode(&state.http_metrics.registry.gather(), &mut buffer);
@@ -144,16 +156,22 @@ pub async fn method_not_allowed(uri: axum::http::Uri) -> Response {
     .into_response()
 }
 
+/// The Legacy error body. A struct, not `json!`: its keys serialize in this
+/// order, the order of Legacy success bodies. The document narrows `message`
+/// to the messages each route can answer (`openapi::errors`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct LegacyErrorBody<'a> {
+    /// The HTTP status, repeated.
+    code: u16,
+    /// One of the fixed Legacy messages.
+    message: &'a str,
+    /// Always `null`.
+    #[schema(value_type = Option<Object>)]
+    data: (),
+}
+
 /// The Legacy error body: HTTP status equals `code`, `data` null.
 pub fn legacy_error(status: StatusCode, message: &str) -> Response {
-    // A struct, not `json!`: its keys serialize in this order, the order of
-    // Legacy success bodies (`json!` would sort them: code, data, message).
-    #[derive(serde::Serialize)]
-    struct LegacyErrorBody<'a> {
-        code: u16,
-        message: &'a str,
-        data: (),
-    }
     let body = LegacyErrorBody {
         code: status.as_u16(),
         message,

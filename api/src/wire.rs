@@ -1,6 +1,10 @@
 //! JSON views shared by V1 and admin: timestamps, success envelopes and the
 //! records as clients see them.
 
+use crate::openapi::names::{
+    ChannelName, DisbursementStatusName, OrderStatusName, PaymentMethodName, RefundStatusName, SettlementStatusName,
+    SettlementTypeName, SourceName, VerificationStatusName,
+};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -8,8 +12,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use paygate_engine::domain::{
     Bank, Beneficiary, Destination, Disbursement, Ewallet, MerchantRecord, Order, Organization, Refund, Settlement,
 };
+use paygate_engine::domain::{Fees, Limits, SettlementBank};
 use serde::Serialize;
-use serde_json::{json, Value};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// RFC 3339 UTC with `Z`, millisecond precision.
@@ -19,12 +24,15 @@ pub fn timestamp(millis: i64) -> String {
         .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// `{success: true, data}`, serialized straight from `T` so raw JSON inside
-/// (an order's metadata) keeps its exact bytes.
-#[derive(Serialize)]
-struct Envelope<'a, T> {
-    success: bool,
-    data: &'a T,
+/// `{success: true, data}`: the body of every V1 and admin success but a
+/// page. Serialized straight from `T`, so raw JSON inside (an order's
+/// metadata) keeps its exact bytes.
+#[derive(Serialize, ToSchema)]
+pub struct DataBody<T> {
+    /// Always `true`.
+    pub success: bool,
+    /// The resource.
+    pub data: T,
 }
 
 /// 200 `{success: true, data}`.
@@ -34,9 +42,9 @@ impl<T: Serialize> IntoResponse for Data<T> {
     fn into_response(self) -> Response {
         (
             StatusCode::OK,
-            Json(Envelope {
+            Json(DataBody {
                 success: true,
-                data: &self.0,
+                data: self.0,
             }),
         )
             .into_response()
@@ -50,9 +58,9 @@ impl<T: Serialize> IntoResponse for Created<T> {
     fn into_response(self) -> Response {
         (
             StatusCode::CREATED,
-            Json(Envelope {
+            Json(DataBody {
                 success: true,
-                data: &self.0,
+                data: self.0,
             }),
         )
             .into_response()
@@ -60,55 +68,120 @@ impl<T: Serialize> IntoResponse for Created<T> {
 }
 
 /// A merchant as the admin API shows it (no secrets).
-pub fn merchant_view(merchant: &MerchantRecord) -> Value {
-    json!({
-        "id": merchant.id,
-        "organization_id": merchant.organization_id,
-        "name": merchant.name,
-        "settlement_type": merchant.settlement_type.as_str(),
-        "settlement_bank": merchant.settlement_bank,
-        "fees": merchant.fees,
-        "limits": merchant.limits,
-        "default_notify_url": merchant.default_notify_url,
-        "is_active": merchant.is_active,
-        "require_signature": merchant.require_signature,
-        "client_id": merchant.credentials.client_id,
-        "has_public_key": merchant.public_key_pem.is_some(),
-        "created_at": timestamp(merchant.created_at_ms),
-        "updated_at": timestamp(merchant.updated_at_ms),
-    })
+#[derive(Serialize, ToSchema)]
+pub struct MerchantView {
+    id: Uuid,
+    organization_id: Uuid,
+    name: String,
+    #[schema(value_type = SettlementTypeName)]
+    settlement_type: &'static str,
+    settlement_bank: Option<SettlementBank>,
+    fees: Fees,
+    limits: Limits,
+    default_notify_url: Option<String>,
+    is_active: bool,
+    require_signature: bool,
+    client_id: String,
+    has_public_key: bool,
+    #[schema(format = DateTime)]
+    created_at: String,
+    #[schema(format = DateTime)]
+    updated_at: String,
+}
+
+/// A merchant as the admin API shows it (no secrets).
+pub fn merchant_view(merchant: &MerchantRecord) -> MerchantView {
+    MerchantView {
+        id: merchant.id,
+        organization_id: merchant.organization_id,
+        name: merchant.name.clone(),
+        settlement_type: merchant.settlement_type.as_str(),
+        settlement_bank: merchant.settlement_bank.clone(),
+        fees: merchant.fees.clone(),
+        limits: merchant.limits.clone(),
+        default_notify_url: merchant.default_notify_url.clone(),
+        is_active: merchant.is_active,
+        require_signature: merchant.require_signature,
+        client_id: merchant.credentials.client_id.clone(),
+        has_public_key: merchant.public_key_pem.is_some(),
+        created_at: timestamp(merchant.created_at_ms),
+        updated_at: timestamp(merchant.updated_at_ms),
+    }
+}
+
+/// A bank of `GET /v1/banks` (DESIGN.md 5).
+#[derive(Serialize, ToSchema)]
+pub struct BankView {
+    id: Uuid,
+    name: String,
+    short_code: String,
+    is_enabled: bool,
 }
 
 /// A bank record of `GET /v1/banks` (DESIGN.md 5).
-pub fn bank_view(bank: &Bank) -> Value {
-    json!({ "id": bank.id, "name": bank.name, "short_code": bank.short_code, "is_enabled": bank.is_enabled })
+pub fn bank_view(bank: &Bank) -> BankView {
+    BankView {
+        id: bank.id,
+        name: bank.name.clone(),
+        short_code: bank.short_code.clone(),
+        is_enabled: bank.is_enabled,
+    }
+}
+
+/// An e-wallet of SPEC.md 2.7.
+#[derive(Serialize, ToSchema)]
+pub struct EwalletView {
+    id: Uuid,
+    name: String,
+    short_code: String,
+    logo_url: String,
+    is_enabled: bool,
+    sort_order: i64,
 }
 
 /// An e-wallet entry of SPEC.md 2.7.
-pub fn ewallet_view(ewallet: &Ewallet, cdn_url: &str) -> Value {
-    json!({
-        "id": ewallet.id,
-        "name": ewallet.name,
-        "short_code": ewallet.short_code,
-        "logo_url": format!("{}/ewallets/{}.png", cdn_url.trim_end_matches('/'), ewallet.short_code.to_lowercase()),
-        "is_enabled": ewallet.is_enabled,
-        "sort_order": ewallet.sort_order,
-    })
+pub fn ewallet_view(ewallet: &Ewallet, cdn_url: &str) -> EwalletView {
+    EwalletView {
+        id: ewallet.id,
+        name: ewallet.name.clone(),
+        short_code: ewallet.short_code.clone(),
+        logo_url: format!(
+            "{}/ewallets/{}.png",
+            cdn_url.trim_end_matches('/'),
+            ewallet.short_code.to_lowercase()
+        ),
+        is_enabled: ewallet.is_enabled,
+        sort_order: ewallet.sort_order,
+    }
 }
 
 /// An organization.
-pub fn organization_view(organization: &Organization) -> Value {
-    json!({ "id": organization.id, "name": organization.name, "created_at": timestamp(organization.created_at_ms) })
+#[derive(Serialize, ToSchema)]
+pub struct OrganizationView {
+    id: Uuid,
+    name: String,
+    #[schema(format = DateTime)]
+    created_at: String,
+}
+
+/// An organization.
+pub fn organization_view(organization: &Organization) -> OrganizationView {
+    OrganizationView {
+        id: organization.id,
+        name: organization.name.clone(),
+        created_at: timestamp(organization.created_at_ms),
+    }
 }
 
 /// A disbursement as SPEC.md 2.3 shows it; null fields per channel.
 /// Serialized straight from the disbursement: the busiest response of the
 /// API, so no intermediate JSON tree.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct DisbursementView<'a> {
     id: Uuid,
     ref_code: &'a str,
     idempotency_key: &'a str,
+    #[schema(value_type = ChannelName)]
     channel: &'static str,
     bank_id: Option<Uuid>,
     account_number: Option<&'a str>,
@@ -120,10 +193,15 @@ pub struct DisbursementView<'a> {
     final_amount_minor: i64,
     // The outer `None` leaves the field out (e-wallet creation responses).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
     vendor_disbursement_id: Option<Option<&'a str>>,
+    #[schema(value_type = SourceName)]
     source: &'static str,
+    #[schema(value_type = DisbursementStatusName)]
     status: &'static str,
+    #[schema(format = DateTime)]
     requested_at: String,
+    #[schema(format = DateTime)]
     created_at: String,
 }
 
@@ -180,7 +258,7 @@ pub fn created_disbursement_view(disbursement: &Disbursement) -> DisbursementVie
 }
 
 /// `{success, data: [..], meta: {page, limit, total, total_pages}}` (SPEC.md 4.1).
-pub struct Page<T = Value> {
+pub struct Page<T> {
     /// The items of this page.
     pub items: Vec<T>,
     /// 1-based page number.
@@ -191,18 +269,27 @@ pub struct Page<T = Value> {
     pub total: usize,
 }
 
-#[derive(Serialize)]
-struct PageBody<'a, T> {
-    success: bool,
-    data: &'a [T],
-    meta: PageMeta,
+/// The body of a page: `{success, data: [..], meta}`.
+#[derive(Serialize, ToSchema)]
+pub struct PageBody<T> {
+    /// Always `true`.
+    pub success: bool,
+    /// This page's items.
+    pub data: Vec<T>,
+    /// Where this page is.
+    pub meta: PageMeta,
 }
 
-#[derive(Serialize)]
-struct PageMeta {
+/// The place of a page among all pages.
+#[derive(Serialize, ToSchema)]
+pub struct PageMeta {
+    /// 1-based page number.
     page: usize,
+    /// Page size in force.
     limit: usize,
+    /// Items over all pages.
     total: usize,
+    /// Pages in all.
     total_pages: usize,
 }
 
@@ -210,20 +297,45 @@ impl<T: Serialize> IntoResponse for Page<T> {
     fn into_response(self) -> Response {
         let body = PageBody {
             success: true,
-            data: &self.items,
             meta: PageMeta {
                 page: self.page,
                 limit: self.limit,
                 total: self.total,
                 total_pages: self.total.div_ceil(self.limit.max(1)),
             },
+            data: self.items,
         };
         (StatusCode::OK, Json(body)).into_response()
     }
 }
 
+/// A beneficiary as SPEC.md 2.4 shows it; null fields per channel.
+#[derive(Serialize, ToSchema)]
+pub struct BeneficiaryView {
+    id: Uuid,
+    organization_id: Uuid,
+    merchant_id: Uuid,
+    label: Option<String>,
+    #[schema(value_type = ChannelName)]
+    channel: &'static str,
+    bank_id: Option<Uuid>,
+    account_number: Option<String>,
+    account_name: Option<String>,
+    ewallet_provider: Option<String>,
+    ewallet_phone: Option<String>,
+    #[schema(value_type = VerificationStatusName)]
+    verification_status: &'static str,
+    verified_name: Option<String>,
+    is_default: bool,
+    is_enabled: bool,
+    #[schema(format = DateTime)]
+    created_at: String,
+    #[schema(format = DateTime)]
+    updated_at: String,
+}
+
 /// A beneficiary as SPEC.md 2.4 shows it.
-pub fn beneficiary_view(beneficiary: &Beneficiary) -> Value {
+pub fn beneficiary_view(beneficiary: &Beneficiary) -> BeneficiaryView {
     let (bank_id, account_number, account_name, ewallet_provider, ewallet_phone) = match &beneficiary.destination {
         Destination::Bank {
             bank_id,
@@ -231,52 +343,54 @@ pub fn beneficiary_view(beneficiary: &Beneficiary) -> Value {
             account_name,
             ..
         } => {
-            let name = if account_name.is_empty() {
-                Value::Null
-            } else {
-                json!(account_name)
-            };
-            (json!(bank_id), json!(account_number), name, Value::Null, Value::Null)
+            let name = (!account_name.is_empty()).then(|| account_name.clone());
+            (Some(*bank_id), Some(account_number.clone()), name, None, None)
         }
-        Destination::Ewallet { provider, phone } => {
-            (Value::Null, Value::Null, Value::Null, json!(provider), json!(phone))
-        }
+        Destination::Ewallet { provider, phone } => (None, None, None, Some(provider.clone()), Some(phone.clone())),
     };
-    json!({
-        "id": beneficiary.id,
-        "organization_id": beneficiary.organization_id,
-        "merchant_id": beneficiary.merchant_id,
-        "label": beneficiary.label,
-        "channel": beneficiary.destination.channel().as_str(),
-        "bank_id": bank_id,
-        "account_number": account_number,
-        "account_name": account_name,
-        "ewallet_provider": ewallet_provider,
-        "ewallet_phone": ewallet_phone,
-        "verification_status": beneficiary.verification_status.as_str(),
-        "verified_name": beneficiary.verified_name,
-        "is_default": beneficiary.is_default,
-        "is_enabled": beneficiary.is_enabled,
-        "created_at": timestamp(beneficiary.created_at_ms),
-        "updated_at": timestamp(beneficiary.updated_at_ms),
-    })
+    BeneficiaryView {
+        id: beneficiary.id,
+        organization_id: beneficiary.organization_id,
+        merchant_id: beneficiary.merchant_id,
+        label: beneficiary.label.clone(),
+        channel: beneficiary.destination.channel().as_str(),
+        bank_id,
+        account_number,
+        account_name,
+        ewallet_provider,
+        ewallet_phone,
+        verification_status: beneficiary.verification_status.as_str(),
+        verified_name: beneficiary.verified_name.clone(),
+        is_default: beneficiary.is_default,
+        is_enabled: beneficiary.is_enabled,
+        created_at: timestamp(beneficiary.created_at_ms),
+        updated_at: timestamp(beneficiary.updated_at_ms),
+    }
 }
 
 /// A V1 order (SPEC.md 2.1) plus `payment_method`, `virtual_account`
 /// (DESIGN.md 5), the input-only attributes it stores, and the refunded amount.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct OrderView {
     id: uuid::Uuid,
     ref_code: String,
     merchant_order_id: String,
     amount_minor: i64,
+    /// Always `IDR`.
     currency_code: &'static str,
+    #[schema(value_type = PaymentMethodName)]
     payment_method: &'static str,
+    #[schema(value_type = OrderStatusName)]
     status: &'static str,
+    /// The QRIS payload (EMVCo), for QRIS orders.
     qris_string: Option<String>,
+    /// The QRIS as a PNG image, for QRIS orders.
     qr_url: Option<String>,
+    /// Where the payer transfers to, for BANK_TRANSFER orders.
     virtual_account: Option<VirtualAccountView>,
+    #[schema(format = DateTime)]
     expires_at: Option<String>,
+    #[schema(format = DateTime)]
     paid_at: Option<String>,
     is_settled: bool,
     vendor_rrn: Option<String>,
@@ -285,14 +399,19 @@ pub struct OrderView {
     customer_phone: Option<String>,
     notify_url: Option<String>,
     return_url: Option<String>,
+    /// The object given at creation, byte for byte.
+    #[schema(value_type = Option<Object>)]
     metadata: Option<Box<serde_json::value::RawValue>>,
     refunded_amount_minor: i64,
+    #[schema(format = DateTime)]
     created_at: String,
+    #[schema(format = DateTime)]
     updated_at: String,
 }
 
-#[derive(Serialize)]
-struct VirtualAccountView {
+/// A virtual account the payer transfers to.
+#[derive(Serialize, ToSchema)]
+pub struct VirtualAccountView {
     bank_short_code: String,
     account_number: String,
 }
@@ -341,45 +460,96 @@ pub fn order_view(order: &Order, public_url: &str) -> OrderView {
 }
 
 /// A refund (SPEC.md 2.2) with its further fields.
-pub fn refund_view(refund: &Refund) -> Value {
-    json!({
-        "id": refund.id,
-        "order_ref_code": refund.order_ref_code,
-        "amount_minor": refund.amount.get(),
-        "reason": refund.reason,
-        "reason_detail": refund.reason_detail,
-        "status": refund.status.as_str(),
-        "vendor_refund_id": refund.vendor_refund_id,
-        "failure_reason": refund.failure_reason,
-        "created_at": timestamp(refund.created_at_ms),
-        "updated_at": timestamp(refund.updated_at_ms),
-    })
+#[derive(Serialize, ToSchema)]
+pub struct RefundView {
+    id: Uuid,
+    order_ref_code: String,
+    amount_minor: i64,
+    reason: String,
+    reason_detail: Option<String>,
+    #[schema(value_type = RefundStatusName)]
+    status: &'static str,
+    vendor_refund_id: Option<String>,
+    failure_reason: Option<String>,
+    #[schema(format = DateTime)]
+    created_at: String,
+    #[schema(format = DateTime)]
+    updated_at: String,
+}
+
+/// A refund (SPEC.md 2.2) with its further fields.
+pub fn refund_view(refund: &Refund) -> RefundView {
+    RefundView {
+        id: refund.id,
+        order_ref_code: refund.order_ref_code.clone(),
+        amount_minor: refund.amount.get(),
+        reason: refund.reason.clone(),
+        reason_detail: refund.reason_detail.clone(),
+        status: refund.status.as_str(),
+        vendor_refund_id: refund.vendor_refund_id.clone(),
+        failure_reason: refund.failure_reason.clone(),
+        created_at: timestamp(refund.created_at_ms),
+        updated_at: timestamp(refund.updated_at_ms),
+    }
 }
 
 /// A settlement as SPEC.md 2.5 shows it, plus what was carried over and why
 /// it failed or was not paid.
-pub fn settlement_view(settlement: &Settlement) -> Value {
-    json!({
-        "id": settlement.id,
-        "ref_code": settlement.ref_code,
-        "settlement_date": settlement.settlement_date,
-        "period_start": timestamp(settlement.period_start_ms),
-        "period_end": timestamp(settlement.period_end_ms),
-        "gross_amount_minor": settlement.gross_amount.get(),
-        "mdr_total_minor": settlement.mdr_total.get(),
-        "platform_fee_minor": settlement.platform_fee.get(),
-        "aggregator_fee_minor": settlement.aggregator_fee.get(),
-        "refund_total_minor": settlement.refund_total.get(),
-        "disbursement_fee_minor": settlement.disbursement_fee.get(),
-        "carried_over_minor": settlement.carried_over.get(),
-        "net_payout_minor": settlement.net_payout.get(),
-        "order_count": settlement.order_count,
-        "bank_id": settlement.bank_id,
-        "account_number": settlement.account_number,
-        "account_name": settlement.account_name,
-        "status": settlement.status.as_str(),
-        "failure_reason": settlement.failure_reason,
-        "created_at": timestamp(settlement.created_at_ms),
-        "updated_at": timestamp(settlement.updated_at_ms),
-    })
+#[derive(Serialize, ToSchema)]
+pub struct SettlementView {
+    id: Uuid,
+    ref_code: String,
+    /// The WIB day settled, `YYYY-MM-DD`.
+    #[schema(format = Date)]
+    settlement_date: String,
+    #[schema(format = DateTime)]
+    period_start: String,
+    #[schema(format = DateTime)]
+    period_end: String,
+    gross_amount_minor: i64,
+    mdr_total_minor: i64,
+    platform_fee_minor: i64,
+    aggregator_fee_minor: i64,
+    refund_total_minor: i64,
+    disbursement_fee_minor: i64,
+    carried_over_minor: i64,
+    net_payout_minor: i64,
+    order_count: u64,
+    bank_id: Option<Uuid>,
+    account_number: Option<String>,
+    account_name: Option<String>,
+    #[schema(value_type = SettlementStatusName)]
+    status: &'static str,
+    failure_reason: Option<String>,
+    #[schema(format = DateTime)]
+    created_at: String,
+    #[schema(format = DateTime)]
+    updated_at: String,
+}
+
+/// A settlement as SPEC.md 2.5 shows it.
+pub fn settlement_view(settlement: &Settlement) -> SettlementView {
+    SettlementView {
+        id: settlement.id,
+        ref_code: settlement.ref_code.clone(),
+        settlement_date: settlement.settlement_date.clone(),
+        period_start: timestamp(settlement.period_start_ms),
+        period_end: timestamp(settlement.period_end_ms),
+        gross_amount_minor: settlement.gross_amount.get(),
+        mdr_total_minor: settlement.mdr_total.get(),
+        platform_fee_minor: settlement.platform_fee.get(),
+        aggregator_fee_minor: settlement.aggregator_fee.get(),
+        refund_total_minor: settlement.refund_total.get(),
+        disbursement_fee_minor: settlement.disbursement_fee.get(),
+        carried_over_minor: settlement.carried_over.get(),
+        net_payout_minor: settlement.net_payout.get(),
+        order_count: settlement.order_count,
+        bank_id: settlement.bank_id,
+        account_number: settlement.account_number.clone(),
+        account_name: settlement.account_name.clone(),
+        status: settlement.status.as_str(),
+        failure_reason: settlement.failure_reason.clone(),
+        created_at: timestamp(settlement.created_at_ms),
+        updated_at: timestamp(settlement.updated_at_ms),
+    }
 }

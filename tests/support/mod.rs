@@ -2,6 +2,8 @@
 //! temporary data dir and talks HTTP to it, as a merchant or operator would.
 #![allow(dead_code)]
 
+pub mod openapi;
+
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
@@ -124,26 +126,26 @@ impl TestServer {
 
     /// Sends a request; `api_key` goes in `X-API-Key`, `body` as JSON.
     pub async fn call(&self, method: Method, path: &str, api_key: Option<&str>, body: Option<Value>) -> Reply {
-        let mut request = self.client.request(method, format!("{}{}", self.base, path));
+        let mut request = self.client.request(method.clone(), format!("{}{}", self.base, path));
         if let Some(key) = api_key {
             request = request.header("X-API-Key", key);
         }
         if let Some(body) = body {
             request = request.json(&body);
         }
-        into_reply(request.send().await.expect("request sent")).await
+        reply_to(Some(&method), request.send().await.expect("request sent")).await
     }
 
     /// Sends an admin request with the bearer token.
     pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
         let mut request = self
             .client
-            .request(method, format!("{}{}", self.base, path))
+            .request(method.clone(), format!("{}{}", self.base, path))
             .bearer_auth(ADMIN_TOKEN);
         if let Some(body) = body {
             request = request.json(&body);
         }
-        into_reply(request.send().await.expect("request sent")).await
+        reply_to(Some(&method), request.send().await.expect("request sent")).await
     }
 
     /// Creates a merchant of `settlement_type` with any extra fields.
@@ -232,11 +234,23 @@ impl Drop for TestServer {
     }
 }
 
-/// Turns a response into a `Reply`.
+/// Turns a response into a `Reply`, checking it against the API document.
 pub async fn into_reply(response: reqwest::Response) -> Reply {
+    reply_to(None, response).await
+}
+
+/// Turns the response to a `method` request into a `Reply`, checking it
+/// against the API document (`openapi::check`).
+pub async fn reply_to(method: Option<&Method>, response: reqwest::Response) -> Reply {
     let status = response.status();
     let headers = response.headers().clone();
+    let path = response.url().path().to_string();
     let bytes = response.bytes().await.expect("body read");
+    let content_type = headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    openapi::check(method.map(Method::as_str), &path, status, content_type, &bytes);
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     Reply { status, body, headers }
 }

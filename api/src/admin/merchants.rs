@@ -3,21 +3,33 @@
 use super::parse_id;
 use crate::error::V1Error;
 use crate::extract::{Admin, V1Json};
-use crate::wire::{merchant_view, Created, Data};
+use crate::openapi::names::SettlementTypeName;
+use crate::wire::{merchant_view, Created, Data, DataBody, MerchantView};
 use crate::AppState;
 use axum::extract::{Path, State};
 use paygate_engine::domain::{Credentials, FeesPatch, LimitsPatch, SettlementBank, SettlementType};
 use paygate_engine::{MerchantPatch, MinorUnits, NewMerchant};
-use serde::{Deserialize, Deserializer};
-use serde_json::{json, Value};
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
+/// The `id` path parameter of the merchant routes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct MerchantId {
+    /// The merchant's id.
+    #[allow(dead_code)]
+    id: Uuid,
+}
+
 /// Body of `POST /admin/v1/merchants`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateMerchant {
     name: String,
+    #[schema(value_type = SettlementTypeName)]
     settlement_type: SettlementType,
+    /// An organization of `POST /admin/v1/organizations`; the default one when absent.
     organization_id: Option<Uuid>,
     settlement_bank: Option<SettlementBank>,
     #[serde(default)]
@@ -29,21 +41,45 @@ pub struct CreateMerchant {
     require_signature: bool,
 }
 
-fn credentials_view(credentials: &Credentials) -> Value {
-    json!({
-        "api_key": credentials.api_key,
-        "client_id": credentials.client_id,
-        "client_secret": credentials.client_secret,
-        "webhook_secret": credentials.webhook_secret,
-    })
+/// A merchant's secrets, shown only when made.
+#[derive(Serialize, ToSchema)]
+pub struct CredentialsView {
+    /// For `X-API-Key`.
+    api_key: String,
+    /// The Legacy `clientId`.
+    client_id: String,
+    /// The Legacy signing secret.
+    client_secret: String,
+    /// `whsec_...`: signs webhooks and `X-Signature`.
+    webhook_secret: String,
+}
+
+fn credentials_view(credentials: &Credentials) -> CredentialsView {
+    CredentialsView {
+        api_key: credentials.api_key.clone(),
+        client_id: credentials.client_id.clone(),
+        client_secret: credentials.client_secret.clone(),
+        webhook_secret: credentials.webhook_secret.clone(),
+    }
+}
+
+/// A new merchant and its credentials.
+#[derive(Serialize, ToSchema)]
+pub struct CreatedMerchantView {
+    merchant: MerchantView,
+    credentials: CredentialsView,
 }
 
 /// POST /admin/v1/merchants: 201 with the merchant and its credentials, shown once.
+#[utoipa::path(post, path = "/admin/v1/merchants", tag = "Admin", operation_id = "admin_create_merchant",
+    summary = "Create a merchant", description = "Answers with its credentials, shown this once.",
+    security(("admin_token" = [])), request_body = CreateMerchant,
+    responses((status = 201, description = "The merchant and its credentials.", body = DataBody<CreatedMerchantView>)))]
 pub async fn create_merchant(
     State(state): State<AppState>,
     _admin: Admin,
     V1Json(body): V1Json<CreateMerchant>,
-) -> Result<Created<Value>, V1Error> {
+) -> Result<Created<CreatedMerchantView>, V1Error> {
     let (merchant, credentials) = state
         .engine
         .create_merchant(NewMerchant {
@@ -57,17 +93,21 @@ pub async fn create_merchant(
             require_signature: body.require_signature,
         })
         .await?;
-    Ok(Created(
-        json!({ "merchant": merchant_view(&merchant), "credentials": credentials_view(&credentials) }),
-    ))
+    Ok(Created(CreatedMerchantView {
+        merchant: merchant_view(&merchant),
+        credentials: credentials_view(&credentials),
+    }))
 }
 
 /// GET /admin/v1/merchants/{id}.
+#[utoipa::path(get, path = "/admin/v1/merchants/{id}", tag = "Admin", operation_id = "admin_get_merchant",
+    summary = "Get a merchant", security(("admin_token" = [])), params(MerchantId),
+    responses((status = 200, description = "The merchant.", body = DataBody<MerchantView>)))]
 pub async fn get_merchant(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<MerchantView>, V1Error> {
     let merchant = state
         .engine
         .merchant(parse_id(&id)?)
@@ -81,12 +121,14 @@ fn explicit_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result
 }
 
 /// Body of `PATCH /admin/v1/merchants/{id}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateMerchant {
     fees: Option<FeesPatch>,
     limits: Option<LimitsPatch>,
+    /// `null` removes it.
     #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>)]
     default_notify_url: Option<Option<String>>,
     is_active: Option<bool>,
     require_signature: Option<bool>,
@@ -94,12 +136,16 @@ pub struct UpdateMerchant {
 }
 
 /// PATCH /admin/v1/merchants/{id}: fees, limits, URL, flags.
+#[utoipa::path(patch, path = "/admin/v1/merchants/{id}", tag = "Admin", operation_id = "admin_update_merchant",
+    summary = "Change a merchant", description = "Fees, limits, default notify URL, flags; absent fields keep their value.",
+    security(("admin_token" = [])), params(MerchantId), request_body = UpdateMerchant,
+    responses((status = 200, description = "The merchant.", body = DataBody<MerchantView>)))]
 pub async fn update_merchant(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,
     V1Json(body): V1Json<UpdateMerchant>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<MerchantView>, V1Error> {
     let patch = MerchantPatch {
         fees: body.fees,
         limits: body.limits,
@@ -113,51 +159,75 @@ pub async fn update_merchant(
 }
 
 /// Body of `PUT /admin/v1/merchants/{id}/public-key`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetPublicKey {
+    /// PEM of an RSA public key of 2048 bits or more.
     pem: String,
 }
 
 /// PUT /admin/v1/merchants/{id}/public-key: an RSA key of 2048 bits or more.
+#[utoipa::path(put, path = "/admin/v1/merchants/{id}/public-key", tag = "Admin", operation_id = "admin_set_public_key",
+    summary = "Set a merchant's RSA public key", description = "The key Legacy `X-SIGNATURE`s are checked with.",
+    security(("admin_token" = [])), params(MerchantId), request_body = SetPublicKey,
+    responses((status = 200, description = "The merchant.", body = DataBody<MerchantView>)))]
 pub async fn set_public_key(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,
     V1Json(body): V1Json<SetPublicKey>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<MerchantView>, V1Error> {
     let id = parse_id(&id)?;
     let merchant = state.engine.set_public_key(id, &body.pem).await?;
     Ok(Data(merchant_view(&merchant)))
 }
 
 /// POST /admin/v1/merchants/{id}/rotate-credentials: the old key and secrets die at once.
+#[utoipa::path(post, path = "/admin/v1/merchants/{id}/rotate-credentials", tag = "Admin", operation_id = "admin_rotate_credentials",
+    summary = "Rotate a merchant's credentials", description = "The old key and secrets stop working at once.",
+    security(("admin_token" = [])), params(MerchantId),
+    responses((status = 200, description = "The new credentials, shown this once.", body = DataBody<CredentialsView>)))]
 pub async fn rotate_credentials(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<CredentialsView>, V1Error> {
     let credentials = state.engine.rotate_credentials(parse_id(&id)?).await?;
     Ok(Data(credentials_view(&credentials)))
 }
 
 /// Body of `POST /admin/v1/merchants/{id}/wallet/credit`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreditWallet {
+    /// At least 1, in minor units.
+    #[schema(minimum = 1)]
     amount_minor: i64,
     reason: String,
+    /// A key used before is 409 and moves nothing.
     idempotency_key: Option<String>,
+}
+
+/// A wallet's balance after a credit.
+#[derive(Serialize, ToSchema)]
+pub struct CreditView {
+    merchant_id: Uuid,
+    balance_minor: i64,
 }
 
 /// POST /admin/v1/merchants/{id}/wallet/credit: operator funding. A repeated
 /// `idempotency_key` is 409 `DUPLICATE_IDEMPOTENCY_KEY` and moves nothing.
+#[utoipa::path(post, path = "/admin/v1/merchants/{id}/wallet/credit", tag = "Admin", operation_id = "admin_credit_wallet",
+    summary = "Credit a wallet", description = "Operator funding of a WALLET merchant. A repeated `idempotency_key` is 409 \
+        `DUPLICATE_IDEMPOTENCY_KEY`, with the balance, and moves nothing.",
+    security(("admin_token" = [])), params(MerchantId), request_body = CreditWallet,
+    responses((status = 200, description = "The balance after the credit.", body = DataBody<CreditView>)))]
 pub async fn credit_wallet(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,
     V1Json(body): V1Json<CreditWallet>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<CreditView>, V1Error> {
     let id = parse_id(&id)?;
     if body.amount_minor < 1 {
         return Err(V1Error::invalid_body("amount_minor: must be at least 1"));
@@ -172,15 +242,19 @@ pub async fn credit_wallet(
         )
         .await;
     match result {
-        Ok(receipt) => Ok(Data(
-            json!({ "merchant_id": id, "balance_minor": receipt.wallet_balance.get() }),
-        )),
+        Ok(receipt) => Ok(Data(CreditView {
+            merchant_id: id,
+            balance_minor: receipt.wallet_balance.get(),
+        })),
         Err(
             error
             @ paygate_engine::EngineError::Ledger(paygate_engine::ledger::LedgerError::DuplicateIdempotencyKey(_)),
         ) => {
             let balance = state.engine.wallet_balance(id).await?;
-            Err(V1Error::from(error).with_data(json!({ "merchant_id": id, "balance_minor": balance.get() })))
+            Err(V1Error::from(error).with_data(CreditView {
+                merchant_id: id,
+                balance_minor: balance.get(),
+            }))
         }
         Err(other) => Err(other.into()),
     }

@@ -10,46 +10,28 @@ mod vendors;
 
 use crate::error::V1Error;
 use crate::AppState;
-use axum::routing::{get, post, put};
-use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
-/// Every `/admin/v1/` route.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/admin/v1/merchants", post(merchants::create_merchant))
-        .route(
-            "/admin/v1/merchants/{id}",
-            get(merchants::get_merchant).patch(merchants::update_merchant),
-        )
-        .route("/admin/v1/merchants/{id}/public-key", put(merchants::set_public_key))
-        .route(
-            "/admin/v1/merchants/{id}/rotate-credentials",
-            post(merchants::rotate_credentials),
-        )
-        .route("/admin/v1/merchants/{id}/wallet/credit", post(merchants::credit_wallet))
-        .route("/admin/v1/ledger/verify", get(ledger::verify_ledger))
-        .route(
-            "/admin/v1/disbursements/{id}/approve",
-            post(disbursements::approve_disbursement),
-        )
-        .route(
-            "/admin/v1/disbursements/{id}/reject",
-            post(disbursements::reject_disbursement),
-        )
-        .route("/admin/v1/organizations", post(catalog::create_organization))
-        .route("/admin/v1/banks/{code}", put(catalog::save_bank))
-        .route("/admin/v1/ewallets/{code}", put(catalog::save_ewallet))
-        .route("/admin/v1/vendors/{name}", put(vendors::save_vendor))
-        .route("/admin/v1/settlements/run", post(settlements::run_settlements))
-        .route(
-            "/admin/v1/organizations/{id}/vendors/{payment_method}",
-            put(vendors::save_routing),
-        )
-        .route(
-            "/admin/v1/organizations/{id}/payout-vendors/{channel}",
-            put(vendors::save_payout_routing),
-        )
+/// Every `/admin/v1/` route, each with its entry in the document.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(merchants::create_merchant))
+        .routes(routes!(merchants::get_merchant, merchants::update_merchant))
+        .routes(routes!(merchants::set_public_key))
+        .routes(routes!(merchants::rotate_credentials))
+        .routes(routes!(merchants::credit_wallet))
+        .routes(routes!(ledger::verify_ledger))
+        .routes(routes!(disbursements::approve_disbursement))
+        .routes(routes!(disbursements::reject_disbursement))
+        .routes(routes!(catalog::create_organization))
+        .routes(routes!(catalog::save_bank))
+        .routes(routes!(catalog::save_ewallet))
+        .routes(routes!(vendors::save_vendor))
+        .routes(routes!(settlements::run_settlements))
+        .routes(routes!(vendors::save_routing))
+        .routes(routes!(vendors::save_payout_routing))
 }
 
 /// Parses a path id: 400 `INVALID_ID` when it is not a UUID.

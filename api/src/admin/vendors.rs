@@ -5,23 +5,44 @@
 use super::parse_id;
 use crate::error::V1Error;
 use crate::extract::{Admin, V1Json};
-use crate::wire::Data;
+use crate::openapi::names::{ChannelName, PaymentMethodName};
+use crate::wire::{Data, DataBody};
 use crate::AppState;
 use axum::extract::{Path, State};
 use paygate_engine::domain::catalog::PayoutRouting;
 use paygate_engine::domain::{Channel, PaymentMethod, PaymentVendorConfig, VendorKind, VendorRouting};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
 
 /// Body of `PUT /admin/v1/vendors/{name}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveVendor {
+    /// The vendor's base URL.
     url: String,
+    /// Signs requests and callbacks both ways (HMAC-SHA256).
     secret: String,
+    /// Per-call timeout; 10,000 by default.
     timeout_ms: Option<u64>,
+    /// Whether it takes refunds; `true` by default.
     supports_refund: Option<bool>,
+    /// Whether it also pays out; `false` by default.
     payouts: Option<bool>,
+}
+
+/// An HTTP vendor as saved (its secret is never shown).
+#[derive(Serialize, ToSchema)]
+pub struct VendorView {
+    name: String,
+    /// Always `HTTP`.
+    kind: &'static str,
+    url: String,
+    timeout_ms: u64,
+    supports_refund: bool,
+    payouts: bool,
+    /// Where the vendor sends its callbacks.
+    callback_path: String,
 }
 
 /// Default per-request timeout of an HTTP vendor.
@@ -29,12 +50,18 @@ const VENDOR_TIMEOUT_MS_DEFAULT: u64 = 10_000;
 
 /// PUT /admin/v1/vendors/{name}: adds or changes an HTTP vendor (of
 /// payments, and of payouts with `payouts: true`).
+#[utoipa::path(put, path = "/admin/v1/vendors/{name}", tag = "Admin", operation_id = "admin_save_vendor",
+    summary = "Add or change an HTTP vendor",
+    description = "A payment vendor, and a payout vendor too with `payouts: true` (DESIGN.md 8).",
+    security(("admin_token" = [])), params(("name" = String, Path, description = "The vendor's name.")),
+    request_body = SaveVendor,
+    responses((status = 200, description = "The vendor.", body = DataBody<VendorView>)))]
 pub async fn save_vendor(
     State(state): State<AppState>,
     _admin: Admin,
     Path(name): Path<String>,
     V1Json(body): V1Json<SaveVendor>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<VendorView>, V1Error> {
     let config = PaymentVendorConfig {
         name,
         kind: VendorKind::Http {
@@ -49,32 +76,59 @@ pub async fn save_vendor(
     let VendorKind::Http { url, timeout_ms, .. } = &saved.kind else {
         return Err(V1Error::internal("saved vendor is not HTTP"));
     };
-    Ok(Data(json!({
-        "name": saved.name,
-        "kind": "HTTP",
-        "url": url,
-        "timeout_ms": timeout_ms,
-        "supports_refund": saved.supports_refund,
-        "payouts": saved.payouts,
-        "callback_path": format!("/callbacks/{}", saved.name),
-    })))
+    Ok(Data(VendorView {
+        callback_path: format!("/callbacks/{}", saved.name),
+        name: saved.name.clone(),
+        kind: "HTTP",
+        url: url.clone(),
+        timeout_ms: *timeout_ms,
+        supports_refund: saved.supports_refund,
+        payouts: saved.payouts,
+    }))
 }
 
 /// Body of `PUT /admin/v1/organizations/{id}/vendors/{payment_method}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveRouting {
+    /// Vendor names, tried in this order; empty: none (`NO_VENDOR`).
+    vendors: Vec<String>,
+}
+
+/// An organization's payment vendors for one payment method.
+#[derive(Serialize, ToSchema)]
+pub struct RoutingView {
+    organization_id: Uuid,
+    #[schema(value_type = PaymentMethodName)]
+    payment_method: &'static str,
+    vendors: Vec<String>,
+}
+
+/// An organization's payout vendors for one channel.
+#[derive(Serialize, ToSchema)]
+pub struct PayoutRoutingView {
+    organization_id: Uuid,
+    #[schema(value_type = ChannelName)]
+    channel: &'static str,
     vendors: Vec<String>,
 }
 
 /// PUT /admin/v1/organizations/{id}/vendors/{payment_method}: the vendors
 /// tried in order for that organization's orders (empty: `NO_VENDOR`).
+#[utoipa::path(put, path = "/admin/v1/organizations/{id}/vendors/{payment_method}", tag = "Admin", operation_id = "admin_save_routing",
+    summary = "Route an organization's payments",
+    description = "The payment vendors tried in order for the organization's orders of a payment method.",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "The organization's id."),
+        ("payment_method" = PaymentMethodName, Path, description = "QRIS or BANK_TRANSFER.")),
+    request_body = SaveRouting,
+    responses((status = 200, description = "The routing.", body = DataBody<RoutingView>)))]
 pub async fn save_routing(
     State(state): State<AppState>,
     _admin: Admin,
     Path((id, method)): Path<(String, String)>,
     V1Json(body): V1Json<SaveRouting>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<RoutingView>, V1Error> {
     let organization_id = parse_id(&id)?;
     let method = PaymentMethod::parse(&method)
         .ok_or_else(|| V1Error::invalid_body("payment_method: must be QRIS or BANK_TRANSFER"))?;
@@ -86,22 +140,30 @@ pub async fn save_routing(
             vendors: body.vendors,
         })
         .await?;
-    Ok(Data(json!({
-        "organization_id": routing.organization_id,
-        "payment_method": routing.method.as_str(),
-        "vendors": routing.vendors,
-    })))
+    Ok(Data(RoutingView {
+        organization_id: routing.organization_id,
+        payment_method: routing.method.as_str(),
+        vendors: routing.vendors,
+    }))
 }
 
 /// PUT /admin/v1/organizations/{id}/payout-vendors/{channel}: the payout
 /// vendors tried in order for that organization's disbursements on a
 /// channel (empty: `NO_VENDOR`). Body as `SaveRouting`.
+#[utoipa::path(put, path = "/admin/v1/organizations/{id}/payout-vendors/{channel}", tag = "Admin", operation_id = "admin_save_payout_routing",
+    summary = "Route an organization's payouts",
+    description = "The payout vendors tried in order for the organization's disbursements on a channel.",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "The organization's id."),
+        ("channel" = ChannelName, Path, description = "BANK or EWALLET.")),
+    request_body = SaveRouting,
+    responses((status = 200, description = "The routing.", body = DataBody<PayoutRoutingView>)))]
 pub async fn save_payout_routing(
     State(state): State<AppState>,
     _admin: Admin,
     Path((id, channel)): Path<(String, String)>,
     V1Json(body): V1Json<SaveRouting>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<PayoutRoutingView>, V1Error> {
     let organization_id = parse_id(&id)?;
     let channel = match channel.as_str() {
         "BANK" => Channel::Bank,
@@ -116,9 +178,9 @@ pub async fn save_payout_routing(
             vendors: body.vendors,
         })
         .await?;
-    Ok(Data(json!({
-        "organization_id": routing.organization_id,
-        "channel": routing.channel.as_str(),
-        "vendors": routing.vendors,
-    })))
+    Ok(Data(PayoutRoutingView {
+        organization_id: routing.organization_id,
+        channel: routing.channel.as_str(),
+        vendors: routing.vendors,
+    }))
 }

@@ -2,7 +2,9 @@
 //! `/get-balance` (SPEC.md 2.9, 4.8, 5.2; DESIGN.md 5): `X-SIGNATURE` over
 //! the raw body, whole IDR in, two-decimal strings out.
 
+use super::LegacySuccessBody;
 use super::{check_x_signature, messages, wib, LegacyBody, LegacyError, LegacyOk};
+use crate::openapi::names::DisbursementStatusName;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -10,26 +12,34 @@ use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{Destination, Disbursement, Source};
 use paygate_engine::EngineError;
 use serde::Serialize;
-use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 /// A Legacy disbursement (SPEC.md 2.9).
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LegacyDisbursement {
     ref_code: String,
     order_id: String,
+    /// The account number, or the e-wallet's phone number.
     account_number: String,
     account_name: Option<String>,
     bank: Option<LegacyBank>,
+    /// Rupiah with two decimals, e.g. `"50000.00"`.
+    #[schema(pattern = "^-?[0-9]+\\.[0-9]{2}$")]
     request_amount: String,
+    #[schema(pattern = "^-?[0-9]+\\.[0-9]{2}$")]
     disbursement_fee: String,
+    #[schema(pattern = "^-?[0-9]+\\.[0-9]{2}$")]
     disbursement_amount: String,
+    #[schema(value_type = DisbursementStatusName)]
     status: &'static str,
+    /// `YYYY-MM-DD HH:MM:SS`, WIB.
     request_at: String,
 }
 
-#[derive(Serialize)]
-struct LegacyBank {
+/// The bank of a Legacy disbursement.
+#[derive(Serialize, ToSchema)]
+pub struct LegacyBank {
     name: String,
     code: String,
 }
@@ -157,7 +167,78 @@ async fn create(
     }
 }
 
+/// The body of `POST /api/disbursement/create` (SPEC.md 4.8), as the handler reads it.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = LegacyCreateBankDisbursement)]
+#[allow(dead_code)]
+pub struct CreateBankBody {
+    client_id: String,
+    /// Your id of the disbursement; one namespace with V1 idempotency keys.
+    order_id: String,
+    bank_code: String,
+    account_number: String,
+    account_name: String,
+    /// Whole rupiah, at least 1.
+    #[schema(minimum = 1)]
+    request_amount: i64,
+    notify_url: Option<String>,
+}
+
+/// The body of `POST /api/disbursement/create-ewallet`, as the handler reads it.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = LegacyCreateEwalletDisbursement)]
+#[allow(dead_code)]
+pub struct CreateEwalletBody {
+    client_id: String,
+    order_id: String,
+    /// An e-wallet's short code, e.g. `DANA`.
+    ewallet_code: String,
+    /// The e-wallet account's phone number.
+    account_number: String,
+    /// Whole rupiah, at least 1.
+    #[schema(minimum = 1)]
+    request_amount: i64,
+    notify_url: Option<String>,
+}
+
+/// The body of `POST /api/disbursement/query`, as the handler reads it.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = LegacyQueryDisbursement)]
+#[allow(dead_code)]
+pub struct QueryBody {
+    client_id: String,
+    order_id: String,
+}
+
+/// The body of `POST /api/disbursement/get-balance`, as the handler reads it.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = LegacyGetBalance)]
+#[allow(dead_code)]
+pub struct BalanceBody {
+    client_id: String,
+}
+
+/// A Legacy balance (DESIGN.md 5).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyBalance {
+    client_id: String,
+    /// Rupiah with two decimals.
+    #[schema(pattern = "^-?[0-9]+\\.[0-9]{2}$")]
+    balance: String,
+}
+
 /// POST /api/disbursement/create (bank).
+#[utoipa::path(post, path = "/api/disbursement/create", tag = "Legacy", operation_id = "legacy_create_bank_disbursement",
+    summary = "Create a bank disbursement (Legacy)",
+    description = "Whole rupiah in, two-decimal strings out. The same `orderId` describing the same disbursement answers \
+        with it; otherwise 409.",
+    security(("legacy_x_signature" = [])), request_body = CreateBankBody,
+    responses((status = 200, description = "The disbursement.", body = LegacySuccessBody<LegacyDisbursement>)))]
 pub async fn create_bank(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -167,6 +248,10 @@ pub async fn create_bank(
 }
 
 /// POST /api/disbursement/create-ewallet.
+#[utoipa::path(post, path = "/api/disbursement/create-ewallet", tag = "Legacy", operation_id = "legacy_create_ewallet_disbursement",
+    summary = "Create an e-wallet disbursement (Legacy)",
+    security(("legacy_x_signature" = [])), request_body = CreateEwalletBody,
+    responses((status = 200, description = "The disbursement.", body = LegacySuccessBody<LegacyDisbursement>)))]
 pub async fn create_ewallet(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -176,6 +261,10 @@ pub async fn create_ewallet(
 }
 
 /// POST /api/disbursement/query.
+#[utoipa::path(post, path = "/api/disbursement/query", tag = "Legacy", operation_id = "legacy_query_disbursement",
+    summary = "Get a disbursement (Legacy)",
+    security(("legacy_x_signature" = [])), request_body = QueryBody,
+    responses((status = 200, description = "The disbursement in its current status.", body = LegacySuccessBody<LegacyDisbursement>)))]
 pub async fn query(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -193,17 +282,21 @@ pub async fn query(
 }
 
 /// POST /api/disbursement/get-balance: `{clientId, balance}` (DESIGN.md 5).
+#[utoipa::path(post, path = "/api/disbursement/get-balance", tag = "Legacy", operation_id = "legacy_get_balance",
+    summary = "Get the wallet balance (Legacy)",
+    security(("legacy_x_signature" = [])), request_body = BalanceBody,
+    responses((status = 200, description = "The balance.", body = LegacySuccessBody<LegacyBalance>)))]
 pub async fn get_balance(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: LegacyBody,
-) -> Result<LegacyOk<Value>, LegacyError> {
+) -> Result<LegacyOk<LegacyBalance>, LegacyError> {
     let merchant = body.merchant(&state)?;
     check_x_signature(&merchant, &headers, &body)?;
     // A MANUAL merchant's NotWalletMerchant maps to 422 "Merchant Setting Invalid".
     let balance = state.engine.wallet_balance(merchant.id).await?;
-    Ok(LegacyOk(json!({
-        "clientId": merchant.credentials.client_id,
-        "balance": balance.to_decimal_string(),
-    })))
+    Ok(LegacyOk(LegacyBalance {
+        client_id: merchant.credentials.client_id.clone(),
+        balance: balance.to_decimal_string(),
+    }))
 }

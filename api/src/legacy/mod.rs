@@ -6,29 +6,31 @@
 mod disbursements;
 mod orders;
 
-pub use disbursements::legacy_disbursement;
+pub use disbursements::{legacy_disbursement, LegacyDisbursement};
 
 use crate::AppState;
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use paygate_engine::domain::MerchantRecord;
 use paygate_engine::EngineError;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-/// Every `/api/` route.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/order/create", post(orders::create_order))
-        .route("/api/order/query", post(orders::query_order))
-        .route("/api/disbursement/create", post(disbursements::create_bank))
-        .route("/api/disbursement/create-ewallet", post(disbursements::create_ewallet))
-        .route("/api/disbursement/query", post(disbursements::query))
-        .route("/api/disbursement/get-balance", post(disbursements::get_balance))
+/// Every `/api/` route, each with its entry in the document.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(orders::create_order))
+        .routes(routes!(orders::query_order))
+        .routes(routes!(disbursements::create_bank))
+        .routes(routes!(disbursements::create_ewallet))
+        .routes(routes!(disbursements::query))
+        .routes(routes!(disbursements::get_balance))
 }
 
 /// The messages of SPEC.md 7.2 and DESIGN.md 5, exactly.
@@ -144,19 +146,22 @@ impl From<EngineError> for LegacyError {
 /// `{code: 200, message: "Success", data}`.
 pub struct LegacyOk<T>(pub T);
 
-#[derive(Serialize)]
-struct SuccessBody<'a, T> {
+/// The Legacy success body.
+#[derive(Serialize, ToSchema)]
+pub struct LegacySuccessBody<T> {
+    /// Always 200.
     code: u16,
+    /// Always `Success`.
     message: &'static str,
-    data: &'a T,
+    data: T,
 }
 
 impl<T: Serialize> IntoResponse for LegacyOk<T> {
     fn into_response(self) -> Response {
-        let body = SuccessBody {
+        let body = LegacySuccessBody {
             code: 200,
             message: "Success",
-            data: &self.0,
+            data: self.0,
         };
         (StatusCode::OK, Json(body)).into_response()
     }

@@ -1,6 +1,7 @@
 //! `POST /api/order/create` and `/api/order/query` (SPEC.md 2.8, 4.8, 5.2):
 //! signed with SHA-512 in the body, amounts in whole IDR.
 
+use super::LegacySuccessBody;
 use super::{messages, wib, LegacyBody, LegacyError, LegacyOk};
 use crate::AppState;
 use axum::extract::State;
@@ -11,29 +12,37 @@ use paygate_engine::signing::sha512_hex;
 use paygate_engine::EngineError;
 use serde::Serialize;
 use subtle::ConstantTimeEq;
+use utoipa::ToSchema;
 
 /// A Legacy order (SPEC.md 2.8) plus `virtualAccount` (DESIGN.md 5).
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LegacyOrder {
     ref_code: String,
+    /// `YYYY-MM-DD HH:MM:SS`, WIB.
     transaction_time: String,
     order_id: String,
+    /// Whole rupiah.
     total_amount: i64,
     customer_name: Option<String>,
     customer_email: Option<String>,
     customer_phone: Option<String>,
     notify_url: Option<String>,
     return_url: Option<String>,
+    /// PENDING, PAID or FAILED.
+    #[schema(pattern = "^(PENDING|PAID|FAILED)$")]
     status: &'static str,
+    /// `YYYY-MM-DD HH:MM:SS`, WIB.
     paid_at: Option<String>,
+    /// The QRIS payload while the order can be paid.
     qr_string: Option<String>,
     virtual_account: Option<LegacyVirtualAccount>,
 }
 
-#[derive(Serialize)]
+/// Where the payer of a BANK_TRANSFER order transfers to.
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct LegacyVirtualAccount {
+pub struct LegacyVirtualAccount {
     bank_short_code: String,
     account_number: String,
 }
@@ -84,7 +93,49 @@ fn existing_or_conflict(
     }
 }
 
+/// The body of `POST /api/order/create` (SPEC.md 4.8), as the handler reads it.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = LegacyCreateOrder)]
+#[allow(dead_code)]
+pub struct CreateOrderBody {
+    client_id: String,
+    /// Your id of the order.
+    order_id: String,
+    /// Whole rupiah, at least 1.
+    #[schema(minimum = 1)]
+    total_amount: i64,
+    /// QRIS or BANK_TRANSFER.
+    #[schema(pattern = "^(QRIS|BANK_TRANSFER)$")]
+    payment_type: String,
+    customer_name: Option<String>,
+    customer_email: Option<String>,
+    customer_phone: Option<String>,
+    notify_url: Option<String>,
+    return_url: Option<String>,
+    /// Lowercase hex SHA-512 of `clientId|orderId|totalAmount|clientSecret`.
+    signature: String,
+}
+
+/// The body of `POST /api/order/query`, as the handler reads it.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = LegacyQueryOrder)]
+#[allow(dead_code)]
+pub struct QueryOrderBody {
+    client_id: String,
+    order_id: String,
+    /// Lowercase hex SHA-512 of `clientId|orderId|clientSecret`.
+    signature: String,
+}
+
 /// POST /api/order/create.
+#[utoipa::path(post, path = "/api/order/create", tag = "Legacy", operation_id = "legacy_create_order",
+    summary = "Create an order (Legacy)",
+    description = "Whole rupiah; signed in the body. The same `orderId` with the same amount and payment type answers \
+        with the existing order; with others it is 409.",
+    security(("legacy_body_signature" = [])), request_body = CreateOrderBody,
+    responses((status = 200, description = "The order.", body = LegacySuccessBody<LegacyOrder>)))]
 pub async fn create_order(
     State(state): State<AppState>,
     body: LegacyBody,
@@ -135,6 +186,9 @@ pub async fn create_order(
 }
 
 /// POST /api/order/query.
+#[utoipa::path(post, path = "/api/order/query", tag = "Legacy", operation_id = "legacy_query_order",
+    summary = "Get an order (Legacy)", security(("legacy_body_signature" = [])), request_body = QueryOrderBody,
+    responses((status = 200, description = "The order in its current status.", body = LegacySuccessBody<LegacyOrder>)))]
 pub async fn query_order(
     State(state): State<AppState>,
     body: LegacyBody,

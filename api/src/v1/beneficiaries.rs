@@ -2,35 +2,47 @@
 
 use crate::error::V1Error;
 use crate::extract::{Signed, SignedJson, V1Merchant};
-use crate::wire::{beneficiary_view, Created, Data};
+use crate::openapi::names::ChannelName;
+use crate::wire::{beneficiary_view, BeneficiaryView, Created, Data, DataBody};
 use crate::AppState;
 use axum::extract::{Path, State};
 use paygate_engine::beneficiaries::NewBeneficiary;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// Body of `POST /v1/beneficiaries`; per-channel requirements are checked by
 /// the engine so each gets its own code.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct CreateBeneficiary {
+    #[schema(required = true, value_type = ChannelName)]
     channel: Option<String>,
     label: Option<String>,
+    /// BANK: a bank of `GET /v1/banks`.
     bank_short_code: Option<String>,
+    /// BANK: the account number.
     account_number: Option<String>,
+    /// BANK: the holder's name; the account inquiry fills it in when absent.
     account_name: Option<String>,
+    /// EWALLET: an e-wallet of `GET /v1/ewallets`.
     ewallet_provider: Option<String>,
+    /// EWALLET: the phone number of the account.
     ewallet_phone: Option<String>,
     #[serde(default)]
     is_default: bool,
 }
 
 /// POST /v1/beneficiaries: 201, verification PENDING until the account inquiry answers.
+#[utoipa::path(post, path = "/v1/beneficiaries", tag = "Beneficiaries", operation_id = "create_beneficiary",
+    summary = "Save a beneficiary", description = "Its verification is PENDING until the account inquiry answers.",
+    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    request_body = CreateBeneficiary,
+    responses((status = 201, description = "The beneficiary.", body = DataBody<BeneficiaryView>)))]
 pub async fn create_beneficiary(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     SignedJson(body): SignedJson<CreateBeneficiary>,
-) -> Result<Created<Value>, V1Error> {
+) -> Result<Created<BeneficiaryView>, V1Error> {
     let new = NewBeneficiary {
         channel: body.channel,
         label: body.label,
@@ -46,10 +58,14 @@ pub async fn create_beneficiary(
 }
 
 /// GET /v1/beneficiaries: every saved one, not paginated.
+#[utoipa::path(get, path = "/v1/beneficiaries", tag = "Beneficiaries", operation_id = "list_beneficiaries",
+    summary = "List beneficiaries", description = "Every saved beneficiary, not paginated.",
+    security(("api_key" = [])),
+    responses((status = 200, description = "The beneficiaries.", body = DataBody<Vec<BeneficiaryView>>)))]
 pub async fn list_beneficiaries(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
-) -> Result<Data<Vec<Value>>, V1Error> {
+) -> Result<Data<Vec<BeneficiaryView>>, V1Error> {
     Ok(Data(
         state
             .engine
@@ -60,14 +76,25 @@ pub async fn list_beneficiaries(
     ))
 }
 
+/// `{deleted: true}`.
+#[derive(Serialize, ToSchema)]
+pub struct Deleted {
+    /// Always `true`.
+    deleted: bool,
+}
+
 /// DELETE /v1/beneficiaries/{id}: soft delete, `{deleted: true}`.
+#[utoipa::path(delete, path = "/v1/beneficiaries/{id}", tag = "Beneficiaries", operation_id = "delete_beneficiary",
+    summary = "Delete a beneficiary", security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path, description = "The beneficiary's id.")),
+    responses((status = 200, description = "Deleted.", body = DataBody<Deleted>)))]
 pub async fn delete_beneficiary(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(id): Path<String>,
     _signed: Signed,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<Deleted>, V1Error> {
     let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
     state.engine.delete_beneficiary(merchant.id, id).await?;
-    Ok(Data(json!({ "deleted": true })))
+    Ok(Data(Deleted { deleted: true }))
 }

@@ -1,10 +1,9 @@
 //! `GET /v1/banks` and `GET /v1/ewallets`: the enabled reference data.
 
 use crate::extract::V1Merchant;
-use crate::wire::{bank_view, ewallet_view, Data};
+use crate::wire::{bank_view, ewallet_view, BankView, Data, DataBody, EwalletView};
 use crate::AppState;
 use axum::extract::State;
-use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,10 +18,10 @@ pub struct EwalletCache {
 }
 
 /// A rendered list with the catalog version and time it was built from.
-type CachedList = (u64, Instant, Arc<Vec<Value>>);
+type CachedList = (u64, Instant, Arc<Vec<EwalletView>>);
 
 impl EwalletCache {
-    fn get(&self, state: &AppState) -> Arc<Vec<Value>> {
+    fn get(&self, state: &AppState) -> Arc<Vec<EwalletView>> {
         let version = state.engine.catalog_version();
         let mut cached = self.cached.lock().expect("ewallet cache lock");
         if let Some((built_version, built_at, list)) = cached.as_ref() {
@@ -30,7 +29,7 @@ impl EwalletCache {
                 return list.clone();
             }
         }
-        let list: Arc<Vec<Value>> = Arc::new(
+        let list: Arc<Vec<EwalletView>> = Arc::new(
             state
                 .engine
                 .catalog()
@@ -45,11 +44,19 @@ impl EwalletCache {
 }
 
 /// GET /v1/banks: enabled banks `{id, name, short_code, is_enabled}`.
-pub async fn list_banks(State(state): State<AppState>, _merchant: V1Merchant) -> Data<Vec<Value>> {
+#[utoipa::path(get, path = "/v1/banks", tag = "Catalog", operation_id = "list_banks",
+    summary = "List banks", description = "The banks a disbursement can go to.",
+    security(("api_key" = [])),
+    responses((status = 200, description = "Enabled banks.", body = DataBody<Vec<BankView>>)))]
+pub async fn list_banks(State(state): State<AppState>, _merchant: V1Merchant) -> Data<Vec<BankView>> {
     Data(state.engine.catalog().enabled_banks().iter().map(bank_view).collect())
 }
 
 /// GET /v1/ewallets: enabled e-wallets, by sort order.
-pub async fn list_ewallets(State(state): State<AppState>, _merchant: V1Merchant) -> Data<Vec<Value>> {
-    Data(state.ewallet_cache.get(&state).as_ref().clone())
+#[utoipa::path(get, path = "/v1/ewallets", tag = "Catalog", operation_id = "list_ewallets",
+    summary = "List e-wallets", description = "The e-wallets a disbursement can go to, by sort order.",
+    security(("api_key" = [])),
+    responses((status = 200, description = "Enabled e-wallets.", body = DataBody<Vec<EwalletView>>)))]
+pub async fn list_ewallets(State(state): State<AppState>, _merchant: V1Merchant) -> Data<Arc<Vec<EwalletView>>> {
+    Data(state.ewallet_cache.get(&state))
 }

@@ -6,7 +6,8 @@
 use super::disbursements::CreateDisbursement;
 use crate::error::V1Error;
 use crate::extract::{parse_item, SignedJson, V1Merchant};
-use crate::wire::{created_disbursement_view, timestamp, Created, Data, DisbursementView};
+use crate::openapi::names::DisbursementStatusName;
+use crate::wire::{created_disbursement_view, timestamp, Created, Data, DataBody, DisbursementView};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +16,7 @@ use paygate_engine::domain::BATCH_ITEMS_MAX;
 use serde::de::{Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// Bodies this route takes (DESIGN.md 11): 1,000 items of a few hundred
@@ -24,10 +25,14 @@ pub const BATCH_BODY_BYTES_MAX: usize = 1024 * 1024;
 
 /// Body of `POST /v1/disbursements/batch`. Items stay raw until each is
 /// read on its own, so one unreadable item refuses only itself.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct CreateBatch {
+    /// Unique per merchant: the same key replays the first answer.
+    #[schema(required = true, value_type = String)]
     idempotency_key: Option<String>,
+    /// 1 to 1,000 disbursements, each as `POST /v1/disbursements` takes it.
     #[serde(default, deserialize_with = "at_most_max_items")]
+    #[schema(required = true, value_type = Vec<CreateDisbursement>, min_items = 1, max_items = 1000)]
     items: Option<Vec<Box<RawValue>>>,
 }
 
@@ -61,6 +66,14 @@ fn at_most_max_items<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Optio
 /// POST /v1/disbursements/batch: 201 with the batch's id and each item's
 /// outcome. The same batch key answers with the first answer's id and
 /// items, each disbursement in its current state.
+#[utoipa::path(post, path = "/v1/disbursements/batch", tag = "Disbursement batches", operation_id = "create_disbursement_batch",
+    summary = "Create up to 1,000 disbursements",
+    description = "Each item is created or refused exactly as `POST /v1/disbursements` would; one refused item refuses \
+        only itself. The same batch key replays the first answer, each disbursement in its current state. \
+        Bodies up to 1 MiB.",
+    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    request_body = CreateBatch,
+    responses((status = 201, description = "The batch's id and each item's outcome, in order.", body = DataBody<BatchView>)))]
 pub async fn create_disbursement_batch(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -84,18 +97,25 @@ pub async fn create_disbursement_batch(
 /// One item of the answer: `data` (the disbursement) on success; else the
 /// V1 `error` the single route would answer, beside its `data` when it has
 /// one (a reused key's existing disbursement).
-#[derive(Serialize)]
-struct ItemView<'a> {
+#[derive(Serialize, ToSchema)]
+pub struct ItemView<'a> {
+    /// The item's place in the request, from 0.
     index: usize,
+    /// Whether the disbursement was created.
     success: bool,
+    /// Why it was not: the single route's code and message.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorView<'a>>,
+    /// The disbursement created, or the existing one a reused key names.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<DisbursementView>)]
     data: Option<ItemData<'a>>,
 }
 
-#[derive(Serialize)]
-struct ErrorView<'a> {
+/// A refused item's code and message.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BatchItemError)]
+pub struct ErrorView<'a> {
     code: &'a str,
     message: &'a str,
 }
@@ -110,8 +130,9 @@ enum ItemData<'a> {
     Existing(&'a RawValue),
 }
 
-#[derive(Serialize)]
-struct BatchView<'a> {
+/// A batch's answer: its id and each item's outcome.
+#[derive(Serialize, ToSchema)]
+pub struct BatchView<'a> {
     id: Uuid,
     items: Vec<ItemView<'a>>,
 }
@@ -152,6 +173,11 @@ fn batch_response(answer: BatchAnswer) -> Response {
 
 /// GET /v1/disbursements/batch/{id}: counts, and per current status of the
 /// accepted items their count and request amounts.
+#[utoipa::path(get, path = "/v1/disbursements/batch/{id}", tag = "Disbursement batches", operation_id = "get_disbursement_batch",
+    summary = "Get a batch's figures",
+    description = "Counts, and per current status of the accepted items their count and request amounts.",
+    security(("api_key" = [])), params(("id" = Uuid, Path, description = "The batch's id.")),
+    responses((status = 200, description = "The batch's figures.", body = DataBody<BatchSummaryView>)))]
 pub async fn get_disbursement_batch(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -162,21 +188,48 @@ pub async fn get_disbursement_batch(
     Ok(Data(summary_view(&summary)).into_response())
 }
 
-fn summary_view(summary: &BatchSummary) -> Value {
-    let by_status: Map<String, Value> = summary
-        .by_status
-        .iter()
-        .map(|(status, total)| {
-            let figures = json!({ "count": total.count, "amount_minor": total.amount_minor });
-            (status.as_str().to_string(), figures)
-        })
-        .collect();
-    json!({
-        "id": summary.id,
-        "created_at": timestamp(summary.created_at_ms),
-        "total_items": summary.total_items,
-        "accepted": summary.accepted,
-        "refused": summary.refused,
-        "by_status": by_status,
-    })
+/// A batch's figures.
+#[derive(Serialize, ToSchema)]
+pub struct BatchSummaryView {
+    id: Uuid,
+    #[schema(format = DateTime)]
+    created_at: String,
+    total_items: u64,
+    accepted: u64,
+    refused: u64,
+    /// Accepted items by their current status, in the order of the lifecycle.
+    #[schema(value_type = BTreeMap<DisbursementStatusName, StatusFigures>)]
+    by_status: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The accepted items in one status.
+#[derive(Serialize, ToSchema)]
+pub struct StatusFigures {
+    count: u64,
+    /// Their request amounts, in minor units.
+    amount_minor: i64,
+}
+
+fn summary_view(summary: &BatchSummary) -> BatchSummaryView {
+    BatchSummaryView {
+        id: summary.id,
+        created_at: timestamp(summary.created_at_ms),
+        total_items: summary.total_items as u64,
+        accepted: summary.accepted as u64,
+        refused: summary.refused as u64,
+        by_status: summary
+            .by_status
+            .iter()
+            .map(|(status, total)| {
+                let figures = StatusFigures {
+                    count: total.count as u64,
+                    amount_minor: total.amount_minor,
+                };
+                (
+                    status.as_str().to_string(),
+                    serde_json::to_value(figures).unwrap_or_default(),
+                )
+            })
+            .collect(),
+    }
 }

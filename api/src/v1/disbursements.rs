@@ -4,7 +4,10 @@
 use super::pagination::ListQuery;
 use crate::error::V1Error;
 use crate::extract::{SandboxOnly, SignedJson, V1Json, V1Merchant};
-use crate::wire::{created_disbursement_view, disbursement_view, Created, Data, Page};
+use crate::openapi::names::ChannelName;
+use crate::wire::{
+    created_disbursement_view, disbursement_view, Created, Data, DataBody, DisbursementView, Page, PageBody,
+};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -13,21 +16,36 @@ use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
 use paygate_engine::domain::DisbursementStatus;
 use paygate_engine::EngineError;
 use serde::Deserialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// Body of `POST /v1/disbursements`: every field optional here so that each
 /// missing one gets the code SPEC.md 7.1 gives it.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct CreateDisbursement {
+    /// Unique per merchant: a key used before answers 409 with that disbursement.
+    #[schema(required = true, value_type = String)]
     idempotency_key: Option<String>,
+    /// Required unless `beneficiary_id` is given.
+    #[schema(value_type = Option<ChannelName>)]
     channel: Option<String>,
+    /// BANK: a bank of `GET /v1/banks`.
     bank_short_code: Option<String>,
+    /// BANK: the account number.
     account_number: Option<String>,
+    /// BANK: the holder's name.
     account_name: Option<String>,
+    /// EWALLET: an e-wallet of `GET /v1/ewallets`.
     ewallet_provider: Option<String>,
+    /// EWALLET: the account's phone number.
     ewallet_phone: Option<String>,
+    /// What the recipient gets, in minor units (whole rupiah); the fee is debited on top.
+    #[schema(required = true, value_type = i64, minimum = 1)]
     amount_minor: Option<i64>,
+    /// Where this disbursement's webhooks go; else the merchant's default.
     notify_url: Option<String>,
+    /// Pay a saved beneficiary instead of giving the destination.
+    #[schema(value_type = Option<Uuid>)]
     beneficiary_id: Option<String>,
 }
 
@@ -57,6 +75,13 @@ impl CreateDisbursement {
 }
 
 /// POST /v1/disbursements: 201 with the disbursement, wallet debited by request + fee.
+#[utoipa::path(post, path = "/v1/disbursements", tag = "Disbursements", operation_id = "create_disbursement",
+    summary = "Create a disbursement",
+    description = "Pays `amount_minor` to a bank account or e-wallet; the wallet is debited by the amount plus the fee \
+        at once. At or above the review threshold it waits IN_REVIEW for an operator.",
+    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    request_body = CreateDisbursement,
+    responses((status = 201, description = "The disbursement.", body = DataBody<DisbursementView>)))]
 pub async fn create_disbursement(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -67,6 +92,10 @@ pub async fn create_disbursement(
 }
 
 /// GET /v1/disbursements/{id}: by UUID or ref code.
+#[utoipa::path(get, path = "/v1/disbursements/{id}", tag = "Disbursements", operation_id = "get_disbursement",
+    summary = "Get a disbursement", security(("api_key" = [])),
+    params(("id" = String, Path, description = "The disbursement's id or ref code.")),
+    responses((status = 200, description = "The disbursement.", body = DataBody<DisbursementView>)))]
 pub async fn get_disbursement(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -77,6 +106,10 @@ pub async fn get_disbursement(
 }
 
 /// GET /v1/disbursements: newest first, paginated, filterable.
+#[utoipa::path(get, path = "/v1/disbursements", tag = "Disbursements", operation_id = "list_disbursements",
+    summary = "List disbursements", description = "Newest first. `status` is a disbursement status.",
+    security(("api_key" = [])), params(ListQuery),
+    responses((status = 200, description = "A page of disbursements.", body = PageBody<DisbursementView>)))]
 pub async fn list_disbursements(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -110,13 +143,22 @@ pub async fn list_disbursements(
 }
 
 /// Body of the sandbox completion.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompleteDisbursement {
+    /// `SUCCESS`, or `FAILED` to give the money back.
+    #[schema(pattern = "^(SUCCESS|FAILED)$")]
     status: String,
 }
 
 /// POST /v1/sandbox/disbursements/{id}/complete: forces SUCCESS or FAILED.
+#[utoipa::path(post, path = "/v1/sandbox/disbursements/{id}/complete", tag = "Sandbox", operation_id = "complete_disbursement",
+    summary = "Finish a disbursement (sandbox)",
+    description = "Forces a PENDING or ON_PROCESS disbursement to SUCCESS, or to FAILED with the money given back.",
+    security(("api_key" = [])),
+    params(("id" = String, Path, description = "The disbursement's id or ref code.")),
+    request_body = CompleteDisbursement,
+    responses((status = 200, description = "The disbursement.", body = DataBody<DisbursementView>)))]
 pub async fn complete_disbursement(
     _sandbox: SandboxOnly,
     State(state): State<AppState>,

@@ -5,6 +5,7 @@
 use super::pagination::{instant, invalid, positive};
 use crate::error::V1Error;
 use crate::extract::V1Merchant;
+use crate::openapi::names::LineTypeName;
 use crate::wire::timestamp;
 use crate::AppState;
 use axum::extract::State;
@@ -15,8 +16,10 @@ use axum::Json;
 use paygate_engine::ledger::statement::{LineId, LineType, StatementLine};
 use paygate_engine::ledger::ResourceKind;
 use paygate_engine::{EngineError, HistoryQuery, HISTORY_LIMIT_MAX};
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::HashMap;
+use utoipa::ToSchema;
+use uuid::Uuid;
 
 /// Lines a page holds when no `limit` is asked for.
 const HISTORY_LIMIT_DEFAULT: usize = 20;
@@ -34,6 +37,20 @@ const CSV_HEADER: [&str; 8] = [
 ];
 
 /// GET /v1/balance/history.
+#[utoipa::path(get, path = "/v1/balance/history", tag = "Balance", operation_id = "balance_history",
+    summary = "List balance history",
+    description = "Every line that moved the wallet, newest first: a page after the `starting_after` cursor. \
+        With `Accept: text/csv`, the same lines as CSV.",
+    security(("api_key" = [])),
+    params(
+        ("starting_after" = Option<String>, Query, description = "A line id: the page holds the lines after it."),
+        ("limit" = Option<u32>, Query, minimum = 1, description = "Lines per page: 20 by default, at most 100."),
+        ("created_from" = Option<String>, Query, format = DateTime, description = "Only lines at or after this time (RFC 3339)."),
+        ("created_to" = Option<String>, Query, format = DateTime, description = "Only lines at or before this time (RFC 3339)."),
+        ("type" = Option<LineTypeName>, Query, description = "Only lines of this type."),
+    ),
+    responses((status = 200, description = "A page of lines.", body = HistoryPage,
+        content((HistoryPage = "application/json"), (String = "text/csv")))))]
 pub async fn balance_history(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -69,12 +86,60 @@ pub async fn balance_history(
     if wants_csv(&headers) {
         return csv_response(&page.lines);
     }
-    let body = json!({
-        "success": true,
-        "data": page.lines.iter().map(line_view).collect::<Vec<_>>(),
-        "meta": { "has_more": page.has_more },
-    });
+    let body = HistoryPage {
+        success: true,
+        data: page.lines.iter().map(line_view).collect(),
+        meta: HistoryMeta {
+            has_more: page.has_more,
+        },
+    };
     Ok((StatusCode::OK, Json(body)).into_response())
+}
+
+/// A page of the statement.
+#[derive(Serialize, ToSchema)]
+pub struct HistoryPage {
+    /// Always `true`.
+    success: bool,
+    /// The lines, newest first.
+    data: Vec<LineView>,
+    meta: HistoryMeta,
+}
+
+/// Whether older lines follow.
+#[derive(Serialize, ToSchema)]
+pub struct HistoryMeta {
+    /// Pass the last line's id as `starting_after` for them.
+    has_more: bool,
+}
+
+/// One line of the statement (DESIGN.md 11).
+#[derive(Serialize, ToSchema)]
+pub struct LineView {
+    /// The line's id, a cursor for `starting_after`.
+    id: String,
+    #[serde(rename = "type")]
+    #[schema(value_type = LineTypeName)]
+    line_type: &'static str,
+    /// Signed: credits positive, debits negative.
+    amount_minor: i64,
+    /// The wallet's balance right after this line.
+    balance_after_minor: i64,
+    /// What the money moved for; null for operator credits.
+    resource: Option<LineResource>,
+    #[schema(format = DateTime)]
+    created_at: String,
+}
+
+/// The resource a line moved money for.
+#[derive(Serialize, ToSchema)]
+pub struct LineResource {
+    /// `order`, `refund` or `disbursement`.
+    #[serde(rename = "type")]
+    #[schema(pattern = "^(order|refund|disbursement)$")]
+    kind: &'static str,
+    id: Uuid,
+    ref_code: String,
 }
 
 /// True when `Accept` names `text/csv` before any JSON type (a range with
@@ -108,19 +173,19 @@ fn resource_type(kind: ResourceKind) -> &'static str {
 }
 
 /// A line as DESIGN.md 11 shows it.
-fn line_view(line: &StatementLine) -> Value {
-    json!({
-        "id": line.id.encode(),
-        "type": line.line_type.as_str(),
-        "amount_minor": line.amount_minor,
-        "balance_after_minor": line.balance_after_minor,
-        "resource": line.resource.as_ref().map(|r| json!({
-            "type": resource_type(r.kind),
-            "id": r.id,
-            "ref_code": r.ref_code,
-        })),
-        "created_at": timestamp(line.created_at_ms),
-    })
+fn line_view(line: &StatementLine) -> LineView {
+    LineView {
+        id: line.id.encode(),
+        line_type: line.line_type.as_str(),
+        amount_minor: line.amount_minor,
+        balance_after_minor: line.balance_after_minor,
+        resource: line.resource.as_ref().map(|r| LineResource {
+            kind: resource_type(r.kind),
+            id: r.id,
+            ref_code: r.ref_code.clone(),
+        }),
+        created_at: timestamp(line.created_at_ms),
+    }
 }
 
 /// The same lines as CSV: the header row, then one row a line.

@@ -4,7 +4,8 @@
 use super::pagination::ListQuery;
 use crate::error::{order_error, V1Error};
 use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
-use crate::wire::{order_view, refund_view, Created, Data, OrderView, Page};
+use crate::openapi::names::PaymentMethodName;
+use crate::wire::{order_view, refund_view, Created, Data, DataBody, OrderView, Page, PageBody, RefundView};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -13,27 +14,57 @@ use paygate_engine::domain::{OrderStatus, RefundStatus};
 use paygate_engine::orders::{Creation, NewOrder, NewRefund, OrderFilter};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 use sha2::Digest;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
+/// The `ref_code` path parameter of the order routes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct RefCode {
+    /// The order's ref code, as created.
+    #[allow(dead_code)]
+    ref_code: String,
+}
+
 /// Body of `POST /v1/orders` (SPEC.md 4.2).
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct CreateOrder {
+    /// Your id of the order, unique per merchant.
+    #[schema(min_length = 1, max_length = 255)]
     merchant_order_id: String,
+    /// In minor units (IDR x 100).
+    #[schema(minimum = 1)]
     amount_minor: i64,
+    #[schema(value_type = PaymentMethodName)]
     payment_method: String,
     customer_name: Option<String>,
+    #[schema(format = Email)]
     customer_email: Option<String>,
     customer_phone: Option<String>,
+    /// Where this order's webhooks go; else the merchant's default.
     notify_url: Option<String>,
+    /// Where the checkout page sends the payer after payment.
     return_url: Option<String>,
+    /// Minutes until the order expires unpaid: 60 by default.
+    #[schema(minimum = 1, maximum = 1440)]
     expire_minutes: Option<i64>,
+    /// Any JSON object, returned byte for byte.
+    #[schema(value_type = Option<Object>)]
     metadata: Option<Box<RawValue>>,
 }
 
 /// POST /v1/orders: 201 with the order; an `Idempotency-Key` seen with the
 /// same body replays the first answer.
+#[utoipa::path(post, path = "/v1/orders", tag = "Orders", operation_id = "create_order",
+    summary = "Create an order",
+    description = "Creates a QRIS or bank-transfer order. An `Idempotency-Key` seen before with the same body \
+        replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422.",
+    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body replay the first answer.")),
+    request_body = CreateOrder,
+    responses((status = 201, description = "The order, PENDING.", body = DataBody<OrderView>,
+        headers(("Idempotent-Replayed" = String, description = "`true` when this answer replays an earlier one.")))))]
 pub async fn create_order(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -85,6 +116,9 @@ pub async fn create_order(
 }
 
 /// GET /v1/orders/{ref_code}.
+#[utoipa::path(get, path = "/v1/orders/{ref_code}", tag = "Orders", operation_id = "get_order",
+    summary = "Get an order", security(("api_key" = [])), params(RefCode),
+    responses((status = 200, description = "The order.", body = DataBody<OrderView>)))]
 pub async fn get_order(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -95,6 +129,10 @@ pub async fn get_order(
 }
 
 /// GET /v1/orders: newest first, paginated, filterable.
+#[utoipa::path(get, path = "/v1/orders", tag = "Orders", operation_id = "list_orders",
+    summary = "List orders", description = "Newest first. `status` is an order status.",
+    security(("api_key" = [])), params(ListQuery),
+    responses((status = 200, description = "A page of orders.", body = PageBody<OrderView>)))]
 pub async fn list_orders(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
@@ -126,6 +164,10 @@ pub async fn list_orders(
 
 /// GET /v1/orders/{ref_code}/qr.png: the QRIS as a PNG, no key needed (the
 /// ref code is the secret).
+#[utoipa::path(get, path = "/v1/orders/{ref_code}/qr.png", tag = "Orders", operation_id = "qr_png",
+    summary = "The QRIS image", description = "The order's QRIS as a PNG. No key needed: the ref code is the secret.",
+    security(()), params(RefCode),
+    responses((status = 200, description = "The QR code.", content_type = "image/png")))]
 pub async fn qr_png(State(state): State<AppState>, Path(ref_code): Path<String>) -> Result<Response, V1Error> {
     let qris = state
         .engine
@@ -149,21 +191,31 @@ pub async fn qr_png(State(state): State<AppState>, Path(ref_code): Path<String>)
 
 /// Body of `POST /v1/orders/{ref_code}/refund`; required fields are checked
 /// by the engine so each gets its own message.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct CreateRefund {
+    /// At most what is left to refund, in minor units.
+    #[schema(required = true, value_type = i64)]
     amount_minor: Option<i64>,
+    #[schema(required = true, value_type = String)]
     reason: Option<String>,
     reason_detail: Option<String>,
+    /// Makes a retry safe: a key used before answers 409 with that refund.
+    #[schema(required = true, value_type = String)]
     idempotency_key: Option<String>,
 }
 
 /// POST /v1/orders/{ref_code}/refund: 201 with the refund, PENDING.
+#[utoipa::path(post, path = "/v1/orders/{ref_code}/refund", tag = "Refunds", operation_id = "create_refund",
+    summary = "Refund an order", description = "Refunds a PAID or PARTIALLY_REFUNDED order, in part or in full.",
+    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])), params(RefCode),
+    request_body = CreateRefund,
+    responses((status = 201, description = "The refund, PENDING.", body = DataBody<RefundView>)))]
 pub async fn create_refund(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
     SignedJson(body): SignedJson<CreateRefund>,
-) -> Result<Created<Value>, V1Error> {
+) -> Result<Created<RefundView>, V1Error> {
     let new = NewRefund {
         amount_minor: body.amount_minor,
         reason: body.reason,
@@ -175,24 +227,33 @@ pub async fn create_refund(
 }
 
 /// GET /v1/orders/{ref_code}/refunds: the order's refunds, oldest first.
+#[utoipa::path(get, path = "/v1/orders/{ref_code}/refunds", tag = "Refunds", operation_id = "list_refunds",
+    summary = "List an order's refunds", description = "Oldest first.",
+    security(("api_key" = [])), params(RefCode),
+    responses((status = 200, description = "The order's refunds.", body = DataBody<Vec<RefundView>>)))]
 pub async fn list_refunds(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
-) -> Result<Data<Vec<Value>>, V1Error> {
+) -> Result<Data<Vec<RefundView>>, V1Error> {
     let order = state.engine.order_for(merchant.id, &ref_code)?;
     let refunds = state.engine.order_refunds(order.id)?;
     Ok(Data(refunds.iter().map(refund_view).collect()))
 }
 
 /// Optional body of the sandbox payment.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxPay {
+    /// The payment's reference number; one is made up when absent.
     vendor_rrn: Option<String>,
 }
 
 /// POST /v1/sandbox/orders/{ref_code}/pay: confirms the payment now.
+#[utoipa::path(post, path = "/v1/sandbox/orders/{ref_code}/pay", tag = "Sandbox", operation_id = "sandbox_pay",
+    summary = "Pay an order (sandbox)", description = "Confirms the order's payment now, as the vendor would.",
+    security(("api_key" = [])), params(RefCode), request_body(content = Option<SandboxPay>),
+    responses((status = 200, description = "The order, PAID.", body = DataBody<OrderView>)))]
 pub async fn sandbox_pay(
     _sandbox: SandboxOnly,
     State(state): State<AppState>,
@@ -206,6 +267,9 @@ pub async fn sandbox_pay(
 }
 
 /// POST /v1/sandbox/orders/{ref_code}/expire.
+#[utoipa::path(post, path = "/v1/sandbox/orders/{ref_code}/expire", tag = "Sandbox", operation_id = "sandbox_expire",
+    summary = "Expire an order (sandbox)", security(("api_key" = [])), params(RefCode),
+    responses((status = 200, description = "The order, EXPIRED.", body = DataBody<OrderView>)))]
 pub async fn sandbox_expire(
     _sandbox: SandboxOnly,
     State(state): State<AppState>,
@@ -218,6 +282,9 @@ pub async fn sandbox_expire(
 }
 
 /// POST /v1/sandbox/orders/{ref_code}/fail.
+#[utoipa::path(post, path = "/v1/sandbox/orders/{ref_code}/fail", tag = "Sandbox", operation_id = "sandbox_fail",
+    summary = "Fail an order (sandbox)", security(("api_key" = [])), params(RefCode),
+    responses((status = 200, description = "The order, FAILED.", body = DataBody<OrderView>)))]
 pub async fn sandbox_fail(
     _sandbox: SandboxOnly,
     State(state): State<AppState>,
@@ -233,21 +300,28 @@ pub async fn sandbox_fail(
 }
 
 /// Body of the sandbox refund completion.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompleteRefund {
+    /// `SUCCESS`, or `FAILED` to give the money back.
+    #[schema(value_type = String, pattern = "^(SUCCESS|FAILED)$")]
     status: String,
 }
 
 /// POST /v1/sandbox/refunds/{id}/complete: forces a PENDING refund's
 /// outcome (SUCCESS, or FAILED with the money given back).
+#[utoipa::path(post, path = "/v1/sandbox/refunds/{id}/complete", tag = "Sandbox", operation_id = "sandbox_complete_refund",
+    summary = "Finish a refund (sandbox)", description = "Forces a PENDING refund to SUCCESS, or to FAILED with the money given back.",
+    security(("api_key" = [])), params(("id" = Uuid, Path, description = "The refund's id.")),
+    request_body = CompleteRefund,
+    responses((status = 200, description = "The refund.", body = DataBody<RefundView>)))]
 pub async fn sandbox_complete_refund(
     _sandbox: SandboxOnly,
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(id): Path<String>,
     V1Json(body): V1Json<CompleteRefund>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<RefundView>, V1Error> {
     let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
     let outcome = match body.status.as_str() {
         "SUCCESS" => RefundStatus::Success,

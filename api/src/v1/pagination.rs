@@ -71,3 +71,51 @@ impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
         })
     }
 }
+
+/// The list query as the document describes it; the resource's own
+/// statuses are named by each route.
+impl utoipa::IntoParams for ListQuery {
+    fn into_params(
+        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+    ) -> Vec<utoipa::openapi::path::Parameter> {
+        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type};
+        let integer = |minimum: usize, default: usize| {
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::Integer))
+                .minimum(Some(minimum as f64))
+                .default(Some(default.into()))
+        };
+        let instant = || {
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::String))
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+        };
+        let query = |name: &str, description: &str| {
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .description(Some(description))
+        };
+        vec![
+            query("page", "1-based page number.")
+                .schema(Some(integer(1, 1)))
+                .build(),
+            query(
+                "limit",
+                &format!("Items per page, at most {PAGE_LIMIT_MAX}; a larger limit is served as {PAGE_LIMIT_MAX}."),
+            )
+            .schema(Some(integer(1, PAGE_LIMIT_DEFAULT)))
+            .build(),
+            query("status", "Only items in this status.")
+                .schema(Some(ObjectBuilder::new().schema_type(SchemaType::Type(Type::String))))
+                .build(),
+            query("created_from", "Only items created at or after this time (RFC 3339).")
+                .schema(Some(instant()))
+                .build(),
+            query("created_to", "Only items created at or before this time (RFC 3339).")
+                .schema(Some(instant()))
+                .build(),
+        ]
+    }
+}

@@ -4,20 +4,23 @@
 use super::pagination::ListQuery;
 use crate::error::V1Error;
 use crate::extract::V1Merchant;
-use crate::wire::{settlement_view, Data, Page};
+use crate::wire::{settlement_view, Data, DataBody, Page, PageBody, SettlementView};
 use crate::AppState;
 use axum::extract::{Path, State};
 use paygate_engine::domain::SettlementStatus;
 use paygate_engine::settlements::SettlementFilter;
-use serde_json::Value;
 use uuid::Uuid;
 
 /// GET /v1/settlements: newest first, paginated.
+#[utoipa::path(get, path = "/v1/settlements", tag = "Settlements", operation_id = "list_settlements",
+    summary = "List settlements", description = "Newest first. `status` is a settlement status.",
+    security(("api_key" = [])), params(ListQuery),
+    responses((status = 200, description = "A page of settlements.", body = PageBody<SettlementView>)))]
 pub async fn list_settlements(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     query: ListQuery,
-) -> Result<Page, V1Error> {
+) -> Result<Page<SettlementView>, V1Error> {
     let status = match &query.status {
         None => None,
         Some(raw) => Some(SettlementStatus::parse(raw).ok_or_else(|| {
@@ -45,11 +48,15 @@ pub async fn list_settlements(
 }
 
 /// GET /v1/settlements/{id}: 400 `INVALID_ID`, 404 `NOT_FOUND` (also another merchant's).
+#[utoipa::path(get, path = "/v1/settlements/{id}", tag = "Settlements", operation_id = "get_settlement",
+    summary = "Get a settlement", security(("api_key" = [])),
+    params(("id" = Uuid, Path, description = "The settlement's id.")),
+    responses((status = 200, description = "The settlement.", body = DataBody<SettlementView>)))]
 pub async fn get_settlement(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
     Path(id): Path<String>,
-) -> Result<Data<Value>, V1Error> {
+) -> Result<Data<SettlementView>, V1Error> {
     let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
     let settlement = state.engine.settlement_for(merchant.id, id)?;
     Ok(Data(settlement_view(&settlement)))

@@ -12,9 +12,11 @@ use paygate_engine::domain::{EventResource, Source, WebhookAttempt, WebhookEvent
 use paygate_engine::signing::{hmac_sha256_header, sha512_hex};
 use paygate_engine::webhooks::AttemptOutcome;
 use paygate_engine::EngineError;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use utoipa::ToSchema;
 
 /// How long one attempt may take.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -178,15 +180,19 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
     let body = match &event.resource {
         EventResource::Order(order) if order.source == Source::Legacy => {
             let total_amount = order.amount.get() / 100;
-            json!({
-                "event": event.event,
-                "refCode": order.ref_code,
-                "orderId": order.merchant_order_id,
-                "totalAmount": total_amount,
-                "status": order.status.legacy_str(),
-                "paidAt": order.paid_at_ms.map(wib),
-                "signature": sha512_hex(&format!("{client_id}|{}|{total_amount}|{client_secret}", order.merchant_order_id)),
-            })
+            let body = LegacyOrderEvent {
+                event: &event.event,
+                ref_code: &order.ref_code,
+                order_id: &order.merchant_order_id,
+                total_amount,
+                status: order.status.legacy_str(),
+                paid_at: order.paid_at_ms.map(wib),
+                signature: sha512_hex(&format!(
+                    "{client_id}|{}|{total_amount}|{client_secret}",
+                    order.merchant_order_id
+                )),
+            };
+            serde_json::to_value(body).expect("JSON bodies serialize")
         }
         EventResource::Disbursement(disbursement) if disbursement.source == Source::Legacy => {
             let request_amount = disbursement.request_amount.get() / 100;
@@ -212,7 +218,7 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
             }
             return body;
         }
-        EventResource::Refund(refund, _) => flat_body(event, refund_view(refund)),
+        EventResource::Refund(refund, _) => flat_body(event, json!(refund_view(refund))),
         EventResource::Disbursement(disbursement) => flat_body(event, json!(disbursement_view(disbursement))),
     };
     serde_json::to_vec(&body).expect("JSON bodies serialize")
@@ -227,13 +233,55 @@ fn flat_body(event: &WebhookEvent, fields: Value) -> Value {
     Value::Object(flat)
 }
 
+/// The fields every V1 webhook body starts with, before the resource's own.
+#[derive(Serialize, ToSchema)]
+pub struct EventHeader<'a> {
+    /// `<resource>.<status in lower case>`, e.g. `order.paid`.
+    event: &'a str,
+    /// The same on every retry; also `webhook-id`.
+    event_id: uuid::Uuid,
+    /// When the change happened.
+    #[schema(format = DateTime)]
+    event_at: String,
+}
+
+/// The body of a Legacy order's webhook (SPEC.md 6).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyOrderEvent<'a> {
+    event: &'a str,
+    ref_code: &'a str,
+    order_id: &'a str,
+    /// Whole rupiah.
+    total_amount: i64,
+    /// PENDING, PAID or FAILED.
+    status: &'static str,
+    /// `YYYY-MM-DD HH:MM:SS`, WIB.
+    paid_at: Option<String>,
+    /// Lowercase hex SHA-512 of `clientId|orderId|totalAmount|clientSecret`.
+    signature: String,
+}
+
+/// What a Legacy disbursement's webhook adds to the Legacy disbursement.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct LegacyDisbursementEventFields {
+    event: String,
+    /// Lowercase hex SHA-512 of `clientId|orderId|requestAmount|clientSecret`, `requestAmount` in whole rupiah.
+    signature: String,
+}
+
 /// `event`, `event_id` and `event_at`: the fields every V1 body starts with.
 fn event_header(event: &WebhookEvent) -> Map<String, Value> {
-    let mut header = Map::new();
-    header.insert("event".into(), json!(event.event));
-    header.insert("event_id".into(), json!(event.id));
-    header.insert("event_at".into(), json!(timestamp(event.occurred_at_ms)));
-    header
+    let header = EventHeader {
+        event: &event.event,
+        event_id: event.id,
+        event_at: timestamp(event.occurred_at_ms),
+    };
+    match serde_json::to_value(header) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Map::new(),
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! durable outbox and paces each merchant's deliveries; `delivery.rs` sends
 //! one (body, signatures, HTTP) and records the attempt.
 
-mod delivery;
+pub mod delivery;
 mod dispatcher;
 
 pub use delivery::{client, deliver};

@@ -30,6 +30,7 @@ impl SettlementType {
 
 /// Per-merchant fees of DESIGN.md 3, all in minor units except the bps rate.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Fees {
     /// QRIS MDR in basis points.
     pub qris_mdr_bps: i64,
@@ -60,6 +61,7 @@ impl Default for Fees {
 
 /// Per-merchant limits of DESIGN.md 3.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Limits {
     /// Largest single disbursement request amount.
     pub per_transaction_minor: i64,
@@ -87,6 +89,7 @@ impl Default for Limits {
 
 /// Where a MANUAL merchant's settlements are paid.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SettlementBank {
     /// A bank of the catalog.
     pub bank_short_code: String,
@@ -217,6 +220,7 @@ pub struct MerchantRecord {
 
 /// A partial change of `Fees`: absent fields stay as they are.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FeesPatch {
     /// See `Fees`.
@@ -235,6 +239,7 @@ pub struct FeesPatch {
 
 /// A partial change of `Limits`: absent fields stay as they are.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LimitsPatch {
     /// See `Limits`.
