@@ -136,8 +136,9 @@ async fn the_served_document_is_openapi_3_1_and_valid() {
                     "/paths/{}/{method}/responses/{status}/content/application~1json/schema",
                     path.replace('~', "~0").replace('/', "~1")
                 );
-                openapi::validate_at(&pointer, example)
-                    .unwrap_or_else(|errors| panic!("{method} {path} {status}: the example breaks its schema: {errors}"));
+                openapi::validate_at(&pointer, example).unwrap_or_else(|errors| {
+                    panic!("{method} {path} {status}: the example breaks its schema: {errors}")
+                });
                 examples += 1;
             }
         }

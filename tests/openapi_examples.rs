@@ -103,7 +103,9 @@ async fn tour() -> BTreeMap<String, Value> {
     });
     let order = tour.keep(
         "create_order",
-        &server.call(Method::POST, "/v1/orders", key, Some(order_body.clone())).await,
+        &server
+            .call(Method::POST, "/v1/orders", key, Some(order_body.clone()))
+            .await,
     );
     let ref_code = order["data"]["ref_code"].as_str().unwrap().to_string();
     tour.keep(
@@ -118,21 +120,33 @@ async fn tour() -> BTreeMap<String, Value> {
     );
     tour.keep(
         "get_order",
-        &server.call(Method::GET, &format!("/v1/orders/{ref_code}"), key, None).await,
+        &server
+            .call(Method::GET, &format!("/v1/orders/{ref_code}"), key, None)
+            .await,
     );
     tour.keep(
         "get_order",
-        &server.call(Method::GET, "/v1/orders/ORD-000000000000-XXXX", key, None).await,
+        &server
+            .call(Method::GET, "/v1/orders/ORD-000000000000-XXXX", key, None)
+            .await,
     );
-    tour.keep("list_orders", &server.call(Method::GET, "/v1/orders?limit=2", key, None).await);
+    tour.keep(
+        "list_orders",
+        &server.call(Method::GET, "/v1/orders?limit=2", key, None).await,
+    );
     tour.keep(
         "list_orders",
         &server.call(Method::GET, "/v1/orders?page=0", key, None).await,
     );
-    tour.keep("get_balance", &server.call(Method::GET, "/v1/balance", None, None).await);
     tour.keep(
         "get_balance",
-        &server.call(Method::GET, "/v1/balance", Some("pk_not_a_key"), None).await,
+        &server.call(Method::GET, "/v1/balance", None, None).await,
+    );
+    tour.keep(
+        "get_balance",
+        &server
+            .call(Method::GET, "/v1/balance", Some("pk_not_a_key"), None)
+            .await,
     );
     tour.keep(
         "sandbox_pay",
@@ -201,7 +215,12 @@ async fn tour() -> BTreeMap<String, Value> {
     tour.keep(
         "sandbox_expire",
         &server
-            .call(Method::POST, &format!("/v1/sandbox/orders/{second_ref}/expire"), key, None)
+            .call(
+                Method::POST,
+                &format!("/v1/sandbox/orders/{second_ref}/expire"),
+                key,
+                None,
+            )
             .await,
     );
     let third = server
@@ -222,7 +241,10 @@ async fn tour() -> BTreeMap<String, Value> {
 
     // Catalog, beneficiaries, disbursements, batches.
     tour.keep("list_banks", &server.call(Method::GET, "/v1/banks", key, None).await);
-    tour.keep("list_ewallets", &server.call(Method::GET, "/v1/ewallets", key, None).await);
+    tour.keep(
+        "list_ewallets",
+        &server.call(Method::GET, "/v1/ewallets", key, None).await,
+    );
     let beneficiary = tour.keep(
         "create_beneficiary",
         &server
@@ -237,10 +259,18 @@ async fn tour() -> BTreeMap<String, Value> {
     tour.keep(
         "create_beneficiary",
         &server
-            .call(Method::POST, "/v1/beneficiaries", key, Some(json!({ "channel": "BANK", "bank_short_code": "BCA" })))
+            .call(
+                Method::POST,
+                "/v1/beneficiaries",
+                key,
+                Some(json!({ "channel": "BANK", "bank_short_code": "BCA" })),
+            )
             .await,
     );
-    tour.keep("list_beneficiaries", &server.call(Method::GET, "/v1/beneficiaries", key, None).await);
+    tour.keep(
+        "list_beneficiaries",
+        &server.call(Method::GET, "/v1/beneficiaries", key, None).await,
+    );
     let disbursement_body = json!({
         "idempotency_key": "payout-1",
         "channel": "BANK",
@@ -320,7 +350,12 @@ async fn tour() -> BTreeMap<String, Value> {
     tour.keep(
         "delete_beneficiary",
         &server
-            .call(Method::DELETE, &format!("/v1/beneficiaries/{beneficiary_id}"), key, None)
+            .call(
+                Method::DELETE,
+                &format!("/v1/beneficiaries/{beneficiary_id}"),
+                key,
+                None,
+            )
             .await,
     );
     tour.keep(
@@ -336,7 +371,9 @@ async fn tour() -> BTreeMap<String, Value> {
     );
     tour.keep(
         "balance_history",
-        &server.call(Method::GET, "/v1/balance/history?type=NOPE", key, None).await,
+        &server
+            .call(Method::GET, "/v1/balance/history?type=NOPE", key, None)
+            .await,
     );
 
     // Webhooks, settlements.
@@ -344,11 +381,19 @@ async fn tour() -> BTreeMap<String, Value> {
         "list_deliveries",
         &server.call(Method::GET, "/v1/webhooks/deliveries", key, None).await,
     );
-    tour.keep("list_settlements", &server.call(Method::GET, "/v1/settlements", key, None).await);
+    tour.keep(
+        "list_settlements",
+        &server.call(Method::GET, "/v1/settlements", key, None).await,
+    );
     tour.keep(
         "get_settlement",
         &server
-            .call(Method::GET, "/v1/settlements/00000000-0000-4000-8000-000000000000", key, None)
+            .call(
+                Method::GET,
+                "/v1/settlements/00000000-0000-4000-8000-000000000000",
+                key,
+                None,
+            )
             .await,
     );
 
@@ -356,7 +401,11 @@ async fn tour() -> BTreeMap<String, Value> {
     tour.keep(
         "admin_create_organization",
         &server
-            .admin(Method::POST, "/admin/v1/organizations", Some(json!({ "name": "Toko Group" })))
+            .admin(
+                Method::POST,
+                "/admin/v1/organizations",
+                Some(json!({ "name": "Toko Group" })),
+            )
             .await,
     );
     let manual = tour.keep(
@@ -383,13 +432,21 @@ async fn tour() -> BTreeMap<String, Value> {
     tour.keep(
         "admin_rotate_credentials",
         &server
-            .admin(Method::POST, &format!("/admin/v1/merchants/{manual_id}/rotate-credentials"), None)
+            .admin(
+                Method::POST,
+                &format!("/admin/v1/merchants/{manual_id}/rotate-credentials"),
+                None,
+            )
             .await,
     );
     tour.keep(
         "admin_get_merchant",
         &server
-            .admin(Method::GET, "/admin/v1/merchants/00000000-0000-4000-8000-000000000000", None)
+            .admin(
+                Method::GET,
+                "/admin/v1/merchants/00000000-0000-4000-8000-000000000000",
+                None,
+            )
             .await,
     );
     tour.keep(
@@ -401,16 +458,27 @@ async fn tour() -> BTreeMap<String, Value> {
     tour.keep(
         "admin_save_ewallet",
         &server
-            .admin(Method::PUT, "/admin/v1/ewallets/DANA", Some(json!({ "is_enabled": true })))
+            .admin(
+                Method::PUT,
+                "/admin/v1/ewallets/DANA",
+                Some(json!({ "is_enabled": true })),
+            )
             .await,
     );
     tour.keep(
         "admin_run_settlements",
         &server
-            .admin(Method::POST, "/admin/v1/settlements/run", Some(json!({ "merchant_id": manual_id })))
+            .admin(
+                Method::POST,
+                "/admin/v1/settlements/run",
+                Some(json!({ "merchant_id": manual_id })),
+            )
             .await,
     );
-    tour.keep("admin_verify_ledger", &server.admin(Method::GET, "/admin/v1/ledger/verify", None).await);
+    tour.keep(
+        "admin_verify_ledger",
+        &server.admin(Method::GET, "/admin/v1/ledger/verify", None).await,
+    );
 
     // Legacy, signed as SPEC.md 5.2 says.
     let sha512 = |text: String| hex::encode(Sha512::digest(text.as_bytes()));
@@ -487,12 +555,22 @@ async fn tour() -> BTreeMap<String, Value> {
     let body = json!({ "clientId": merchant.client_id, "orderId": "LG-D2", "ewalletCode": "DANA", "accountNumber": "081234567890", "requestAmount": 25000 });
     tour.keep(
         "legacy_create_ewallet_disbursement",
-        &legacy("/api/disbursement/create-ewallet", body.clone(), Some(x_signature(&body))).await,
+        &legacy(
+            "/api/disbursement/create-ewallet",
+            body.clone(),
+            Some(x_signature(&body)),
+        )
+        .await,
     );
     let body = json!({ "clientId": merchant.client_id, "orderId": "LG-D3", "ewalletCode": "DANA", "accountNumber": "081234567890", "requestAmount": 10000 });
     tour.keep(
         "legacy_create_ewallet_disbursement",
-        &legacy("/api/disbursement/create-ewallet", body.clone(), Some(x_signature(&body))).await,
+        &legacy(
+            "/api/disbursement/create-ewallet",
+            body.clone(),
+            Some(x_signature(&body)),
+        )
+        .await,
     );
     let body = json!({ "clientId": merchant.client_id, "orderId": "LG-D1" });
     tour.keep(
@@ -506,7 +584,12 @@ async fn tour() -> BTreeMap<String, Value> {
     );
     tour.keep(
         "legacy_get_balance",
-        &legacy("/api/disbursement/get-balance", body, Some("bm90LWEtc2lnbmF0dXJl".into())).await,
+        &legacy(
+            "/api/disbursement/get-balance",
+            body,
+            Some("bm90LWEtc2lnbmF0dXJl".into()),
+        )
+        .await,
     );
 
     let health = server.call(Method::GET, "/healthz", None, None).await;

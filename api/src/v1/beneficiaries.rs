@@ -35,7 +35,7 @@ pub struct CreateBeneficiary {
 /// POST /v1/beneficiaries: 201, verification PENDING until the account inquiry answers.
 #[utoipa::path(post, path = "/v1/beneficiaries", tag = "Beneficiaries", operation_id = "create_beneficiary",
     summary = "Save a beneficiary", description = "Its verification is PENDING until the account inquiry answers.",
-    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    security(("api_key" = []), ("api_key" = [], "v1_signature" = [])),
     request_body = CreateBeneficiary,
     responses((status = 201, description = "The beneficiary.", body = DataBody<BeneficiaryView>)))]
 pub async fn create_beneficiary(
@@ -85,7 +85,7 @@ pub struct Deleted {
 
 /// DELETE /v1/beneficiaries/{id}: soft delete, `{deleted: true}`.
 #[utoipa::path(delete, path = "/v1/beneficiaries/{id}", tag = "Beneficiaries", operation_id = "delete_beneficiary",
-    summary = "Delete a beneficiary", security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    summary = "Delete a beneficiary", security(("api_key" = []), ("api_key" = [], "v1_signature" = [])),
     params(("id" = Uuid, Path, description = "The beneficiary's id.")),
     responses((status = 200, description = "Deleted.", body = DataBody<Deleted>)))]
 pub async fn delete_beneficiary(

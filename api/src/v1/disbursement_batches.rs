@@ -71,7 +71,7 @@ fn at_most_max_items<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Optio
     description = "Each item is created or refused exactly as `POST /v1/disbursements` would; one refused item refuses \
         only itself. The same batch key replays the first answer, each disbursement in its current state. \
         Bodies up to 1 MiB.",
-    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    security(("api_key" = []), ("api_key" = [], "v1_signature" = [])),
     request_body = CreateBatch,
     responses((status = 201, description = "The batch's id and each item's outcome, in order.", body = DataBody<BatchView>)))]
 pub async fn create_disbursement_batch(

@@ -79,7 +79,7 @@ impl CreateDisbursement {
     summary = "Create a disbursement",
     description = "Pays `amount_minor` to a bank account or e-wallet; the wallet is debited by the amount plus the fee \
         at once. At or above the review threshold it waits IN_REVIEW for an operator.",
-    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    security(("api_key" = []), ("api_key" = [], "v1_signature" = [])),
     request_body = CreateDisbursement,
     responses((status = 201, description = "The disbursement.", body = DataBody<DisbursementView>)))]
 pub async fn create_disbursement(

@@ -31,20 +31,29 @@ pub struct RefCode {
 #[derive(Deserialize, ToSchema)]
 pub struct CreateOrder {
     /// Your id of the order, unique per merchant.
-    #[schema(min_length = 1, max_length = 255)]
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[^\u0000-\u001f]*[^\s\u0000-\u001f][^\u0000-\u001f]*$"
+    )]
     merchant_order_id: String,
     /// In minor units (IDR x 100).
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 999_999_999_999i64)]
     amount_minor: i64,
     #[schema(value_type = PaymentMethodName)]
     payment_method: String,
+    #[schema(max_length = 255)]
     customer_name: Option<String>,
-    #[schema(format = Email)]
+    #[schema(format = Email, max_length = 254)]
     customer_email: Option<String>,
+    /// An Indonesian number; stored as `62...`.
+    #[schema(pattern = r"^(\+62|62|0)8[0-9]{7,11}$")]
     customer_phone: Option<String>,
     /// Where this order's webhooks go; else the merchant's default.
+    #[schema(pattern = r"^https?://[^\s]+$", max_length = 2048)]
     notify_url: Option<String>,
     /// Where the checkout page sends the payer after payment.
+    #[schema(pattern = r"^https?://[^\s]+$", max_length = 2048)]
     return_url: Option<String>,
     /// Minutes until the order expires unpaid: 60 by default.
     #[schema(minimum = 1, maximum = 1440)]
@@ -60,7 +69,7 @@ pub struct CreateOrder {
     summary = "Create an order",
     description = "Creates a QRIS or bank-transfer order. An `Idempotency-Key` seen before with the same body \
         replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422.",
-    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])),
+    security(("api_key" = []), ("api_key" = [], "v1_signature" = [])),
     params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body replay the first answer.")),
     request_body = CreateOrder,
     responses((status = 201, description = "The order, PENDING.", body = DataBody<OrderView>,
@@ -207,7 +216,7 @@ pub struct CreateRefund {
 /// POST /v1/orders/{ref_code}/refund: 201 with the refund, PENDING.
 #[utoipa::path(post, path = "/v1/orders/{ref_code}/refund", tag = "Refunds", operation_id = "create_refund",
     summary = "Refund an order", description = "Refunds a PAID or PARTIALLY_REFUNDED order, in part or in full.",
-    security(("api_key" = [], "v1_signature" = []), ("api_key" = [])), params(RefCode),
+    security(("api_key" = []), ("api_key" = [], "v1_signature" = [])), params(RefCode),
     request_body = CreateRefund,
     responses((status = 201, description = "The refund, PENDING.", body = DataBody<RefundView>)))]
 pub async fn create_refund(
