@@ -153,7 +153,7 @@ impl From<EngineError> for V1Error {
                 let mut error = V1Error::new(
                     S::SERVICE_UNAVAILABLE,
                     "UNAVAILABLE",
-                    "too many disbursements in flight; try again shortly",
+                    "too much work in flight; try again shortly",
                 );
                 error.retry_after_seconds = Some(1);
                 error

@@ -48,6 +48,8 @@ pub struct EngineConfig {
     pub resume_work: bool,
     /// Disbursements not yet final at most; then creation is `Busy`.
     pub disbursements_open_max: usize,
+    /// Order actors live at most; then work needing a new one is `Busy`.
+    pub order_actors_live_max: usize,
 }
 
 impl EngineConfig {
@@ -64,6 +66,7 @@ impl EngineConfig {
             allow_private_notify_urls: false,
             resume_work: true,
             disbursements_open_max: limits::DISBURSEMENTS_OPEN_MAX,
+            order_actors_live_max: limits::ORDER_ACTORS_LIVE_MAX,
         }
     }
 }
@@ -102,6 +105,8 @@ struct EngineInner {
     order_creations: crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)>,
     // Disbursements not yet final at most (`EngineConfig`).
     disbursements_open_max: usize,
+    // Order actors live at most (`EngineConfig`).
+    order_actors_live_max: usize,
 }
 
 /// Where the timer task's wake-ups go: a disbursement's to its actor, an
@@ -224,6 +229,7 @@ impl Engine {
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
                 disbursements_open_max: config.disbursements_open_max,
+                order_actors_live_max: config.order_actors_live_max,
             }),
         };
         let _ = engine_slot.set(Arc::downgrade(&engine.inner));
@@ -263,6 +269,11 @@ impl Engine {
     /// Disbursements not yet final at most (`EngineConfig`).
     pub(crate) fn disbursements_open_max(&self) -> usize {
         self.inner.disbursements_open_max
+    }
+
+    /// Order actors live at most (`EngineConfig`).
+    pub(crate) fn order_actors_live_max(&self) -> usize {
+        self.inner.order_actors_live_max
     }
 
     /// The engine's clock.

@@ -116,7 +116,7 @@ pub enum EngineError {
     #[error("engine is shutting down")]
     ShuttingDown,
     /// Too much work in flight to take more now; try again shortly.
-    #[error("too many disbursements in flight; try again shortly")]
+    #[error("too much work in flight; try again shortly")]
     Busy,
     /// Storage is broken.
     #[error(transparent)]

@@ -122,6 +122,13 @@ pub const DISBURSEMENTS_OPEN_MAX: usize = 1_000_000;
 /// pushes back on callers instead of queueing without end.
 pub const DISBURSEMENTS_UNSTARTED_MAX: usize = 100_000;
 
+/// Order actors live at once: one per order being paid, expired, failed or
+/// refunded, kept while a refund waits for its vendor and for
+/// `ACTOR_IDLE_TIMEOUT` after its last message. Past it, work that needs a
+/// new one is `Busy` until some stop, rather than the process growing
+/// without bound.
+pub const ORDER_ACTORS_LIVE_MAX: usize = 1_000_000;
+
 /// Proposals accepted in one batch message.
 pub const POST_BATCH_MAX: usize = 8192;
 

@@ -45,6 +45,12 @@ impl Engine {
                 self.merchant_handle().live_count() as u64,
             ),
             (
+                "paygate_order_actors_live",
+                "Order actors running (bounded: past 1,000,000, work needing a new one is 503).",
+                "gauge",
+                self.order_context().actors.len() as u64,
+            ),
+            (
                 "paygate_disbursement_hosts_busy",
                 "Merchants whose disbursement actors have work in hand.",
                 "gauge",

@@ -519,8 +519,11 @@ impl Engine {
         let ctx = self.order_context().clone();
         let (id, merchant_id) = (order.id, order.merchant_id);
         let idle_timeout = self.actor_idle_timeout();
-        self.order_context()
-            .actors
+        let actors = &self.order_context().actors;
+        if actors.get(&id).is_none() && actors.len() >= self.order_actors_live_max() {
+            return Err(EngineError::Busy);
+        }
+        actors
             .get_or_spawn(id, || async move {
                 let args = OrderArgs {
                     id,
