@@ -8,6 +8,7 @@
 //! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
 //! - `callbacks`: signed payment-vendor callbacks. `webhooks`: the dispatcher.
 //! - `ops`: healthz, metrics, 404/405. `openapi`: the API document and `/docs`.
+//! - `pages`: the checkout page and the merchant dashboard (HTML, maud).
 
 pub mod admin;
 pub mod callbacks;
@@ -17,6 +18,7 @@ pub mod guard;
 pub mod legacy;
 pub mod openapi;
 pub mod ops;
+pub mod pages;
 pub mod ratelimit;
 pub mod serve;
 pub mod v1;
@@ -118,6 +120,7 @@ pub fn routes_and_document() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(v1::routes())
         .merge(admin::routes())
         .merge(legacy::routes())
+        .merge(pages::routes())
         .routes(routes!(callbacks::vendor_callback))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::metrics))

@@ -48,6 +48,7 @@ const TAGS: &[(&str, &str)] = &[
         "The operator API: merchants, catalog, vendors, settlements and ledger checks.",
     ),
     ("Callbacks", "Signed outcomes from HTTP payment and payout vendors."),
+    ("Pages", "HTML pages: the payer's checkout page and the merchant dashboard."),
     ("Operations", "Health, metrics and this document."),
 ];
 

@@ -1,0 +1,20 @@
+//! Web pages (DESIGN.md 9), rendered on the server with maud and served by
+//! the same binary: the payer's checkout page (`checkout`) and the merchant
+//! dashboard (`dashboard`). Every asset they use is embedded (`assets`); no
+//! CDN, no build step that downloads. The pages call the same engine
+//! methods as the API: there is no second path to the money.
+
+pub mod assets;
+pub mod checkout;
+pub mod dashboard;
+
+use crate::AppState;
+use utoipa_axum::router::OpenApiRouter;
+
+/// Every page route, each with its entry in the API document (tag "Pages").
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(assets::routes())
+        .merge(checkout::routes())
+        .merge(dashboard::routes())
+}
