@@ -249,6 +249,7 @@ impl From<EngineError> for V1Error {
                 "REFUND_NOT_SUPPORTED",
                 "refunds are not supported by this order's payment vendor",
             ),
+            EngineError::EmailTaken => V1Error::new(S::CONFLICT, "EMAIL_TAKEN", "a user with this email exists"),
             EngineError::DuplicateRefund(existing) => V1Error::new(
                 S::CONFLICT,
                 "DUPLICATE_IDEMPOTENCY_KEY",

@@ -118,6 +118,9 @@ pub enum EngineError {
     /// Too much work in flight to take more now; try again shortly.
     #[error("too much work in flight; try again shortly")]
     Busy,
+    /// A dashboard user with this email exists.
+    #[error("a user with this email exists")]
+    EmailTaken,
     /// Storage is broken.
     #[error(transparent)]
     Store(#[from] StoreError),

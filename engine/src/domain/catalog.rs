@@ -176,6 +176,8 @@ pub struct Catalog {
     pub vendor_routes: BTreeMap<(Uuid, PaymentMethod), Vec<String>>,
     /// Configured payout routes; likewise.
     pub payout_routes: BTreeMap<(Uuid, Channel), Vec<String>>,
+    /// Dashboard users by lower-cased email.
+    pub users: BTreeMap<String, super::MerchantUser>,
 }
 
 impl Catalog {

@@ -9,6 +9,7 @@ pub mod disbursement;
 pub mod merchant;
 pub mod order;
 pub mod settlement;
+pub mod user;
 pub mod webhook;
 
 pub use batch::{BatchItem, BatchRefusal, DisbursementBatch, BATCH_ITEMS_MAX};
@@ -21,4 +22,5 @@ pub use merchant::{
 };
 pub use order::{FeeSplit, Order, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};
 pub use settlement::{Settlement, SettlementStatus};
+pub use user::MerchantUser;
 pub use webhook::{EventResource, WebhookAttempt, WebhookEvent};

@@ -16,8 +16,10 @@ use uuid::Uuid;
 
 mod books;
 mod history;
+mod users;
 
 pub use books::LedgerReport;
+pub use users::PASSWORD_CHARS_MIN as USER_PASSWORD_CHARS_MIN;
 pub use history::{HistoryPage, HistoryQuery, HISTORY_LIMIT_MAX};
 
 /// A new merchant as an admin describes it (`POST /admin/v1/merchants`).

@@ -74,7 +74,8 @@ impl Store {
             | JournalRecord::EwalletSaved(_)
             | JournalRecord::PaymentVendorSaved(_)
             | JournalRecord::VendorRoutingSaved(_)
-            | JournalRecord::PayoutRoutingSaved(_) => {
+            | JournalRecord::PayoutRoutingSaved(_)
+            | JournalRecord::MerchantUserSaved(_) => {
                 self.catalog.insert(catalog_key(record), payload)?;
                 self.apply_to_catalog(record.clone());
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);

@@ -35,6 +35,9 @@ impl Store {
                     .payout_routes
                     .insert((routing.organization_id, routing.channel), routing.vendors);
             }
+            JournalRecord::MerchantUserSaved(user) => {
+                catalog.users.insert(user.email.clone(), user);
+            }
             _ => {}
         }
     }
@@ -67,6 +70,7 @@ pub(super) fn catalog_key(record: &JournalRecord) -> Vec<u8> {
             channel,
             ..
         }) => format!("payout-route:{organization_id}:{}", channel.as_str()).into_bytes(),
+        JournalRecord::MerchantUserSaved(user) => format!("user:{}", user.email).into_bytes(),
         _ => unreachable!("only catalog records have catalog keys"),
     }
 }

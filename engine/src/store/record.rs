@@ -125,6 +125,8 @@ pub enum JournalRecord {
         /// The batch.
         batch: Arc<DisbursementBatch>,
     },
+    /// A dashboard user was created.
+    MerchantUserSaved(crate::domain::MerchantUser),
 }
 
 impl JournalRecord {
