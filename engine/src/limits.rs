@@ -24,6 +24,15 @@ pub const JOURNAL_RECORD_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// memory under overload and pushes back on callers.
 pub const JOURNAL_QUEUE_RECORDS_MAX: usize = 256 * 1024;
 
+/// A journal write the disk refused (full, failing) is tried again after
+/// this, then twice as long each time up to `JOURNAL_RETRY_DELAY_MAX`:
+/// space coming back is noticed within a few seconds, and a dead disk is
+/// not hammered.
+pub const JOURNAL_RETRY_DELAY_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest pause between two attempts of a refused journal write.
+pub const JOURNAL_RETRY_DELAY_MAX: Duration = Duration::from_secs(5);
+
 /// How often the checkpointer writes the overlay to sled, fsyncs it and
 /// drops covered journal segments.
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
