@@ -36,6 +36,7 @@ pub struct NewBeneficiary {
 impl Engine {
     /// Saves a beneficiary (verification PENDING) and starts its account inquiry.
     pub async fn create_beneficiary(&self, merchant_id: Uuid, new: NewBeneficiary) -> Result<Beneficiary, EngineError> {
+        self.ensure_writable()?;
         let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let destination = match new.channel.as_deref() {
             Some("BANK") => {
@@ -201,6 +202,7 @@ impl Engine {
 
     /// Soft-deletes a beneficiary; disbursements that used it are kept.
     pub async fn delete_beneficiary(&self, merchant_id: Uuid, id: Uuid) -> Result<(), EngineError> {
+        self.ensure_writable()?;
         self.change_beneficiary(merchant_id, BeneficiaryChange::Delete { id })
             .await
             .map(|_| ())

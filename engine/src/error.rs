@@ -118,6 +118,10 @@ pub enum EngineError {
     /// Too much work in flight to take more now; try again shortly.
     #[error("too many disbursements in flight; try again shortly")]
     Busy,
+    /// Storage cannot take writes now (the journal's disk is full or
+    /// failing, or a checkpoint failed): refused before anything changed.
+    #[error("storage cannot take writes now (disk full or failing); nothing was changed")]
+    StorageUnavailable,
     /// Storage is broken.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -514,6 +514,14 @@ impl Journal {
         self.inner.health.writable.load(Ordering::Acquire)
     }
 
+    /// Tests elsewhere in the engine: every write the journal attempts
+    /// fails as on a full disk (half the batch written, then ENOSPC) until
+    /// this is called with false.
+    #[cfg(test)]
+    pub(crate) fn refuse_writes(&self, refuse: bool) {
+        self.inner.faults.set(refuse.then_some(writer::Fault::TornWrite));
+    }
+
     /// Counters for metrics.
     pub fn stats(&self) -> &JournalStats {
         &self.inner.stats

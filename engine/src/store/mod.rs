@@ -294,6 +294,12 @@ impl Store {
         xxhash_rust::xxh3::xxh3_128_with_seed(key.as_bytes(), self.hash_seed)
     }
 
+    /// Tests: every checkpoint from now on fails after `batches` sled batches.
+    #[cfg(test)]
+    pub(crate) fn fail_checkpoints_after(&self, batches: usize) {
+        self.fail_after_batches.store(batches, Ordering::Release);
+    }
+
     /// Flushes sled without the fsync (on shutdown after a checkpoint).
     pub fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
