@@ -71,9 +71,16 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
     response
 }
 
-/// GET /healthz.
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+/// GET /healthz: 200 while the process serves, reads at least; `storage`
+/// says whether writes are taken (`writable`) or answered 503 because the
+/// disk refuses them (`read_only`; `/metrics` says why).
+pub async fn healthz(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let storage = if state.engine.storage_writable() {
+        "writable"
+    } else {
+        "read_only"
+    };
+    Json(json!({ "status": "ok", "storage": storage }))
 }
 
 /// GET /metrics: Prometheus text.
