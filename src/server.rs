@@ -128,17 +128,34 @@ impl RunningServer {
     }
 }
 
+/// Writes `contents` to `path` (mode 0600) whole or not at all: written to
+/// a temporary file, synced, then renamed over it. A full disk leaves the
+/// old file (or none) and an error, never a file cut short that the next
+/// start would read as a token.
 fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(contents.as_bytes())?;
-    file.sync_all()?;
-    Ok(())
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = std::path::PathBuf::from(temporary);
+    let written = (|| -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(contents.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("writing {}", path.display()))
 }
 
 /// DESIGN.md 7: without `--admin-token` the token is generated once and kept

@@ -103,7 +103,12 @@ pub fn check_data_format(data_dir: &Path) -> Result<(), StoreError> {
         Ok(text) => text.trim().parse::<u32>().ok(),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             if !has_data {
-                fs::write(&marker, format!("{DATA_FORMAT}\n"))?;
+                // Whole or not at all: a marker cut short by a full disk
+                // would make this directory unreadable ("format unknown").
+                let temporary = data_dir.join("format.tmp");
+                fs::write(&temporary, format!("{DATA_FORMAT}\n"))?;
+                fs::File::open(&temporary)?.sync_all()?;
+                fs::rename(&temporary, &marker)?;
                 fs::File::open(data_dir)?.sync_all()?;
                 return Ok(());
             }
