@@ -142,10 +142,17 @@ impl Engine {
                 return;
             }
         };
-        match self
-            .change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
-            .await
-        {
+        // Not recorded while storage cannot take writes: the merchant's actor
+        // would wait in this change, its reads behind it, until the disk
+        // takes the journal's writes again. Asked again later instead.
+        let recorded = match self.ensure_writable() {
+            Ok(()) => {
+                self.change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
+                    .await
+            }
+            Err(refused) => Err(refused),
+        };
+        match recorded {
             Ok(_) | Err(EngineError::BeneficiaryNotFound) => {}
             Err(error) => {
                 tracing::error!(%error, %id, "recording a beneficiary verification failed; asked again later");

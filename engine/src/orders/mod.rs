@@ -481,6 +481,11 @@ impl Engine {
     /// that expired while the server was down is EXPIRED right after) and
     /// every `ORDER_EXPIRY_SWEEP_INTERVAL`.
     pub async fn expire_due_orders(&self) -> Result<usize, EngineError> {
+        // While storage cannot take writes the sweep waits for the next one:
+        // an expiry would be held in the journal, unacknowledged, anyway.
+        if !self.storage_writable() {
+            return Ok(0);
+        }
         let mut expired = 0;
         loop {
             let now_ms = self.clock().now().timestamp_millis();
