@@ -128,17 +128,34 @@ impl RunningServer {
     }
 }
 
+/// Writes `contents` to `path` (mode 0600) whole or not at all: written to
+/// a temporary file, synced, then renamed over it. A full disk leaves the
+/// old file (or none) and an error, never a file cut short that the next
+/// start would read as a token.
 fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(contents.as_bytes())?;
-    file.sync_all()?;
-    Ok(())
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = std::path::PathBuf::from(temporary);
+    let written = (|| -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(contents.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("writing {}", path.display()))
 }
 
 /// DESIGN.md 7: without `--admin-token` the token is generated once and kept
@@ -175,6 +192,19 @@ async fn create_demo_merchant(engine: &Engine, settings: &Settings) -> anyhow::R
             Some("demo-funding".into()),
         )
         .await?;
+    // A dashboard user for the demo merchant, its password made here.
+    let dashboard_email = "demo@paygate.test";
+    let dashboard_password = {
+        use rand::Rng;
+        const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
+        let mut rng = rand::thread_rng();
+        (0..20)
+            .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+            .collect::<String>()
+    };
+    engine
+        .create_merchant_user(merchant.id, dashboard_email, &dashboard_password)
+        .await?;
     let document = serde_json::json!({
         "merchant_id": merchant.id,
         "settlement_type": "WALLET",
@@ -182,6 +212,8 @@ async fn create_demo_merchant(engine: &Engine, settings: &Settings) -> anyhow::R
         "client_id": credentials.client_id,
         "client_secret": credentials.client_secret,
         "webhook_secret": credentials.webhook_secret,
+        "dashboard_email": dashboard_email,
+        "dashboard_password": dashboard_password,
     });
     let path = settings.data_dir.join("demo-credentials.json");
     write_private_file(&path, &serde_json::to_string_pretty(&document)?)?;

@@ -20,7 +20,7 @@ pub struct V1Error {
     /// The existing resource, for 409 duplicates (raw, so an order's
     /// metadata keeps its bytes).
     pub data: Option<Box<RawValue>>,
-    /// Seconds for `Retry-After` (429).
+    /// Seconds for `Retry-After` (429, and 503 when it will pass).
     pub retry_after_seconds: Option<u64>,
 }
 
@@ -156,6 +156,15 @@ impl From<EngineError> for V1Error {
                     "too much work in flight; try again shortly",
                 );
                 error.retry_after_seconds = Some(1);
+                error
+            }
+            EngineError::StorageUnavailable => {
+                let mut error = V1Error::new(
+                    S::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    "storage cannot take writes now (disk full or failing); nothing was changed; try again later",
+                );
+                error.retry_after_seconds = Some(paygate_engine::limits::STORAGE_RETRY_AFTER_SECONDS);
                 error
             }
             EngineError::DuplicateDisbursement(existing) => V1Error::new(

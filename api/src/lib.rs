@@ -86,6 +86,8 @@ pub struct SharedState {
     pub address_limits: guard::AddressLimits,
     /// Connections being served and refused (`serve`).
     pub connections: Arc<serve::ConnectionStats>,
+    /// Dashboard sessions and sign-in failures.
+    pub sessions: pages::dashboard::session::Sessions,
 }
 
 impl std::ops::Deref for AppState {
@@ -109,6 +111,7 @@ impl AppState {
             webhook_client,
             address_limits: Default::default(),
             connections: Arc::default(),
+            sessions: Default::default(),
         }))
     }
 }

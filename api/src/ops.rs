@@ -73,16 +73,27 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
 /// The health answer.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct Health {
-    /// Always `ok`.
+    /// Always `ok` while the process serves reads.
     status: &'static str,
+    /// Whether writes are taken (`writable`) or answered 503 because the
+    /// disk refuses them (`read_only`; `/metrics` says why).
+    #[schema(pattern = "^(writable|read_only)$")]
+    storage: &'static str,
 }
 
-/// GET /healthz.
+/// GET /healthz: 200 while the process serves, reads at least; `storage`
+/// says whether writes are taken.
 #[utoipa::path(get, path = "/healthz", tag = "Operations", operation_id = "healthz",
-    summary = "Health", description = "Answers while the process serves requests.", security(()),
+    summary = "Health", description = "200 while the process serves reads; `storage` says whether writes are taken.",
+    security(()),
     responses((status = 200, description = "Serving.", body = Health)))]
-pub async fn healthz() -> Json<Health> {
-    Json(Health { status: "ok" })
+pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
+    let storage = if state.engine.storage_writable() {
+        "writable"
+    } else {
+        "read_only"
+    };
+    Json(Health { status: "ok", storage })
 }
 
 /// GET /metrics: Prometheus text.

@@ -36,6 +36,7 @@ pub struct NewBeneficiary {
 impl Engine {
     /// Saves a beneficiary (verification PENDING) and starts its account inquiry.
     pub async fn create_beneficiary(&self, merchant_id: Uuid, new: NewBeneficiary) -> Result<Beneficiary, EngineError> {
+        self.ensure_writable()?;
         let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let destination = match new.channel.as_deref() {
             Some("BANK") => {
@@ -141,10 +142,17 @@ impl Engine {
                 return;
             }
         };
-        match self
-            .change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
-            .await
-        {
+        // Not recorded while storage cannot take writes: the merchant's actor
+        // would wait in this change, its reads behind it, until the disk
+        // takes the journal's writes again. Asked again later instead.
+        let recorded = match self.ensure_writable() {
+            Ok(()) => {
+                self.change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
+                    .await
+            }
+            Err(refused) => Err(refused),
+        };
+        match recorded {
             Ok(_) | Err(EngineError::BeneficiaryNotFound) => {}
             Err(error) => {
                 tracing::error!(%error, %id, "recording a beneficiary verification failed; asked again later");
@@ -201,6 +209,7 @@ impl Engine {
 
     /// Soft-deletes a beneficiary; disbursements that used it are kept.
     pub async fn delete_beneficiary(&self, merchant_id: Uuid, id: Uuid) -> Result<(), EngineError> {
+        self.ensure_writable()?;
         self.change_beneficiary(merchant_id, BeneficiaryChange::Delete { id })
             .await
             .map(|_| ())

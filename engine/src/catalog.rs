@@ -72,6 +72,7 @@ impl Engine {
 
     /// Creates an organization.
     pub async fn create_organization(&self, name: &str) -> Result<Organization, EngineError> {
+        self.ensure_writable()?;
         let name = name.trim();
         if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
@@ -93,6 +94,7 @@ impl Engine {
         is_enabled: bool,
         name: Option<String>,
     ) -> Result<Bank, EngineError> {
+        self.ensure_writable()?;
         let _guard = self.catalog_lock().lock().await;
         let existing = self.store().catalog().banks.get(short_code).cloned();
         let bank = match existing {
@@ -120,6 +122,7 @@ impl Engine {
 
     /// Enables or disables one of the seven e-wallets.
     pub async fn save_ewallet(&self, short_code: &str, is_enabled: bool) -> Result<Ewallet, EngineError> {
+        self.ensure_writable()?;
         let _guard = self.catalog_lock().lock().await;
         let mut ewallet = self
             .store()

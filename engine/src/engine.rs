@@ -2,6 +2,7 @@
 //! journal and checkpointer, and turns typed commands into actor messages.
 
 use crate::actors::{ActorRegistry, CreatedDisbursements, MerchantActorSettings, MerchantHandle, MerchantMsg};
+use crate::checkpoints::StorageHealth;
 use crate::clock::SharedClock;
 use crate::disbursements::actor::DisbursementMsg;
 use crate::disbursements::context::PayoutContext;
@@ -107,6 +108,9 @@ struct EngineInner {
     disbursements_open_max: usize,
     // Order actors live at most (`EngineConfig`).
     order_actors_live_max: usize,
+    // Holds `journal/` and `state/`; its filesystem's free space gates checkpoints.
+    data_dir: PathBuf,
+    storage: StorageHealth,
 }
 
 /// Where the timer task's wake-ups go: a disbursement's to its actor, an
@@ -230,6 +234,8 @@ impl Engine {
                 order_creations: Default::default(),
                 disbursements_open_max: config.disbursements_open_max,
                 order_actors_live_max: config.order_actors_live_max,
+                data_dir: config.data_dir.clone(),
+                storage: StorageHealth::default(),
             }),
         };
         let _ = engine_slot.set(Arc::downgrade(&engine.inner));
@@ -348,35 +354,20 @@ impl Engine {
                     _ = stopping.changed() => return,
                 }
                 let Some(inner) = weak.upgrade() else { return };
+                let engine = Engine { inner };
                 let due = last.elapsed() >= interval
-                    || inner.store.pending_entries() >= limits::CHECKPOINT_PENDING_ENTRIES_MAX;
-                if !due {
+                    || engine.store().pending_entries() >= limits::CHECKPOINT_PENDING_ENTRIES_MAX;
+                // Postponed for room, it stays due: the room is looked at every poll.
+                if !due || !engine.checkpoint_has_room() {
                     continue;
                 }
                 last = tokio::time::Instant::now();
-                if let Err(error) = (Engine { inner }).checkpoint().await {
+                if let Err(error) = engine.checkpoint().await {
                     tracing::error!(%error, "checkpoint failed");
                 }
             }
         });
         self.inner.background.lock().expect("background lock").push(task);
-    }
-
-    /// Writes the overlay of durable changes to sled, fsyncs it and drops
-    /// the journal segments it covers. Returns the first sequence not covered.
-    pub async fn checkpoint(&self) -> Result<u64, EngineError> {
-        let _guard = self.inner.checkpoint_lock.lock().await;
-        let store = self.inner.store.clone();
-        let journal = self.inner.journal.clone();
-        // Dropping segments unlinks files and fsyncs the directory: tens of
-        // milliseconds on a busy disk, so off the runtime's two workers too.
-        tokio::task::spawn_blocking(move || -> Result<u64, EngineError> {
-            let covered = store.checkpoint()?;
-            journal.drop_segments_below(covered)?;
-            Ok(covered)
-        })
-        .await
-        .map_err(|_| EngineError::ShuttingDown)?
     }
 
     /// Stops actors and the checkpointer, takes a final checkpoint and
@@ -398,10 +389,12 @@ impl Engine {
         for task in tasks {
             let _ = task.await;
         }
-        if final_checkpoint {
+        if final_checkpoint && self.checkpoint_has_room() {
             if let Err(error) = self.checkpoint().await {
                 tracing::error!(%error, "final checkpoint failed");
             }
+        } else if final_checkpoint {
+            tracing::warn!("no final checkpoint (storage cannot take one now); the next start replays the journal");
         }
         for actor in self.inner.orders.actors.drain() {
             let _ = actor
@@ -436,6 +429,21 @@ impl Engine {
     /// The journal.
     pub(crate) fn journal(&self) -> &Journal {
         &self.inner.journal
+    }
+
+    /// What the engine knows of its storage's health.
+    pub(crate) fn storage(&self) -> &StorageHealth {
+        &self.inner.storage
+    }
+
+    /// The data directory.
+    pub(crate) fn data_dir(&self) -> &std::path::Path {
+        &self.inner.data_dir
+    }
+
+    /// One checkpoint at a time.
+    pub(crate) fn checkpoint_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.inner.checkpoint_lock
     }
 
     /// The way to merchant actors.

@@ -121,6 +121,10 @@ pub enum EngineError {
     /// A dashboard user with this email exists.
     #[error("a user with this email exists")]
     EmailTaken,
+    /// Storage cannot take writes now (the journal's disk is full or
+    /// failing, or a checkpoint failed): refused before anything changed.
+    #[error("storage cannot take writes now (disk full or failing); nothing was changed")]
+    StorageUnavailable,
     /// Storage is broken.
     #[error(transparent)]
     Store(#[from] StoreError),

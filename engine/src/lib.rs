@@ -14,7 +14,8 @@
 //! - `timers`: one task holding every vendor deadline.
 //! - `vendor`: payment and payout vendors (sandbox and HTTP).
 //! - `engine`: the `Engine` handle the HTTP layer calls: opening, recovery
-//!   and shutdown. Its operations are split by domain: `merchants` (records,
+//!   and shutdown; `checkpoints`: the checkpointer, and whether storage
+//!   takes writes (a full or failing disk). Its operations are split by domain: `merchants` (records,
 //!   credentials, money and the ledger check), `catalog`, `orders`,
 //!   `disbursements`, `beneficiaries`, `settlements`, `webhooks`; `metrics`
 //!   and `validation` serve them all.
@@ -30,6 +31,7 @@
 mod actors;
 pub mod beneficiaries;
 mod catalog;
+mod checkpoints;
 pub mod clock;
 mod destinations;
 pub mod disbursements;

@@ -24,6 +24,31 @@ pub const JOURNAL_RECORD_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// memory under overload and pushes back on callers.
 pub const JOURNAL_QUEUE_RECORDS_MAX: usize = 256 * 1024;
 
+/// A journal write the disk refused (full, failing) is tried again after
+/// this, then twice as long each time up to `JOURNAL_RETRY_DELAY_MAX`:
+/// space coming back is noticed within a few seconds, and a dead disk is
+/// not hammered.
+pub const JOURNAL_RETRY_DELAY_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest pause between two attempts of a refused journal write.
+pub const JOURNAL_RETRY_DELAY_MAX: Duration = Duration::from_secs(5);
+
+/// `Retry-After` of a write refused while storage cannot take it: the
+/// journal tries the disk again at least this often.
+pub const STORAGE_RETRY_AFTER_SECONDS: u64 = 5;
+
+/// A checkpoint starts only with at least this much free space on the data
+/// dir's filesystem, and at least `CHECKPOINT_FREE_BYTES_PER_JOURNAL_BYTE`
+/// times the journal bytes it would cover: sled 0.34 keeps the error of a
+/// failed log write for good, so a checkpoint that fills the disk would
+/// leave the state store unwritable until a restart. Postponed, it only
+/// lets the journal (which recovers by itself) grow.
+pub const CHECKPOINT_FREE_BYTES_MIN: u64 = 64 * 1024 * 1024;
+
+/// See `CHECKPOINT_FREE_BYTES_MIN`: sled writes whole pages and a log, so a
+/// checkpoint takes a few times the bytes of the records it covers.
+pub const CHECKPOINT_FREE_BYTES_PER_JOURNAL_BYTE: u64 = 4;
+
 /// How often the checkpointer writes the overlay to sled, fsyncs it and
 /// drops covered journal segments.
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);

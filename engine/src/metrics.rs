@@ -33,6 +33,30 @@ impl Engine {
                 stats.bytes.load(Relaxed),
             ),
             (
+                "paygate_journal_writable",
+                "1 while the journal's disk takes its writes; 0 while it refuses them (full or failing) and writes answer 503.",
+                "gauge",
+                u64::from(self.journal().is_writable()),
+            ),
+            (
+                "paygate_journal_failed_writes_total",
+                "Journal writes or syncs the disk refused (each is tried again until it succeeds).",
+                "counter",
+                stats.failed_writes.load(Relaxed),
+            ),
+            (
+                "paygate_checkpoint_postponed",
+                "1 while checkpoints wait for free space on the data dir.",
+                "gauge",
+                u64::from(self.storage().checkpoint_postponed()),
+            ),
+            (
+                "paygate_state_store_failed",
+                "1 after a checkpoint failed: writes answer 503 until a restart.",
+                "gauge",
+                u64::from(self.storage().state_store_failed()),
+            ),
+            (
                 "paygate_journal_durable_seq",
                 "Highest durable journal sequence.",
                 "gauge",

@@ -38,6 +38,7 @@ impl Engine {
         merchant_id: Option<Uuid>,
         period_end_ms: Option<i64>,
     ) -> Result<Vec<Settlement>, EngineError> {
+        self.ensure_writable()?;
         let every_merchant = merchant_id.is_none();
         let merchants: Vec<Uuid> = match merchant_id {
             Some(id) => {

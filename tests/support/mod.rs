@@ -97,6 +97,20 @@ impl TestServer {
         }
     }
 
+    /// A server on `data_dir`, which the caller owns (a filesystem it mounted, say).
+    pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> TestServer {
+        let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        let (child, base) = spawn(data_dir, &extra_args);
+        TestServer {
+            base,
+            data_dir: data_dir.to_path_buf(),
+            _temp: None,
+            child,
+            extra_args,
+            client: reqwest::Client::new(),
+        }
+    }
+
     /// Kills the process with SIGKILL (no shutdown, no final checkpoint).
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -192,7 +192,10 @@ pub async fn rotate_credentials(
     _admin: Admin,
     Path(id): Path<String>,
 ) -> Result<Data<CredentialsView>, V1Error> {
-    let credentials = state.engine.rotate_credentials(parse_id(&id)?).await?;
+    let id = parse_id(&id)?;
+    let credentials = state.engine.rotate_credentials(id).await?;
+    // The dashboard's sessions of the merchant end with its old credentials.
+    state.sessions.end_merchant(id, None);
     Ok(Data(credentials_view(&credentials)))
 }
 
@@ -258,4 +261,44 @@ pub async fn credit_wallet(
         }
         Err(other) => Err(other.into()),
     }
+}
+
+/// Body of `POST /admin/v1/merchants/{id}/users`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateUser {
+    /// The sign-in name; unique across merchants.
+    #[schema(format = Email)]
+    email: String,
+    /// At least 12 characters; kept only as an argon2id hash.
+    #[schema(min_length = 12, max_length = 1024)]
+    password: String,
+}
+
+/// A dashboard user.
+#[derive(Serialize, ToSchema)]
+pub struct UserView {
+    id: Uuid,
+    email: String,
+}
+
+/// POST /admin/v1/merchants/{id}/users: a dashboard user (DESIGN.md 9).
+#[utoipa::path(post, path = "/admin/v1/merchants/{id}/users", tag = "Admin", operation_id = "admin_create_user",
+    summary = "Create a dashboard user", description = "A person who signs in to the merchant's dashboard at `/dashboard`.",
+    security(("admin_token" = [])), params(MerchantId), request_body = CreateUser,
+    responses((status = 201, description = "The user.", body = DataBody<UserView>)))]
+pub async fn create_user(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(id): Path<String>,
+    V1Json(body): V1Json<CreateUser>,
+) -> Result<Created<UserView>, V1Error> {
+    let user = state
+        .engine
+        .create_merchant_user(parse_id(&id)?, &body.email, &body.password)
+        .await?;
+    Ok(Created(UserView {
+        id: user.id,
+        email: user.email,
+    }))
 }

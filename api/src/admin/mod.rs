@@ -22,6 +22,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(merchants::set_public_key))
         .routes(routes!(merchants::rotate_credentials))
         .routes(routes!(merchants::credit_wallet))
+        .routes(routes!(merchants::create_user))
         .routes(routes!(ledger::verify_ledger))
         .routes(routes!(disbursements::approve_disbursement))
         .routes(routes!(disbursements::reject_disbursement))

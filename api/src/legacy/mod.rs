@@ -135,7 +135,7 @@ impl From<EngineError> for LegacyError {
             | EngineError::MissingBankInfo(_)
             | EngineError::MissingEwalletInfo
             | EngineError::Ledger(LedgerError::Overflow) => LegacyError::invalid_parameters(),
-            EngineError::Timeout | EngineError::ShuttingDown | EngineError::Busy => {
+            EngineError::Timeout | EngineError::ShuttingDown | EngineError::Busy | EngineError::StorageUnavailable => {
                 LegacyError::new(S::SERVICE_UNAVAILABLE, "Service Unavailable")
             }
             other => LegacyError::internal(other),

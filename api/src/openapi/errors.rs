@@ -193,6 +193,14 @@ pub const ROUTE_ERRORS: &[(&str, Answers)] = &[
     ),
     ("admin_verify_ledger", &[]),
     (
+        "admin_create_user",
+        &[
+            (400, &["INVALID_ID"]),
+            (404, &["MERCHANT_NOT_FOUND"]),
+            (409, &["EMAIL_TAKEN"]),
+        ],
+    ),
+    (
         "admin_approve_disbursement",
         &[
             (400, &["INVALID_ID"]),
@@ -307,6 +315,16 @@ pub const ROUTE_ERRORS: &[(&str, Answers)] = &[
             (422, &[legacy::PUBLIC_KEY_NOT_SET, legacy::MERCHANT_SETTING_INVALID]),
         ],
     ),
+    // Pages: HTML answers, documented on each route.
+    ("dashboard_stylesheet", &[]),
+    ("dashboard_sign_in_page", &[]),
+    ("dashboard_sign_in", &[]),
+    ("dashboard_sign_out", &[]),
+    ("dashboard_overview", &[]),
+    ("dashboard_developers", &[]),
+    ("dashboard_rotate_credentials", &[]),
+    ("dashboard_save_settings", &[]),
+    ("dashboard_save_public_key", &[]),
     // Operations: only the shared answers.
     ("healthz", &[]),
     ("metrics", &[]),

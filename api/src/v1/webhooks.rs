@@ -114,6 +114,8 @@ pub async fn resend(
 ) -> Result<Data<AttemptView>, V1Error> {
     let event_id = Uuid::parse_str(&event_id).map_err(|_| V1Error::invalid_id())?;
     let event = state.engine.webhook_event_for(merchant.id, event_id)?;
+    // The attempt is recorded: refused before it is sent, not after.
+    state.engine.ensure_writable()?;
     if event.url.is_none() {
         return Err(V1Error::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -68,6 +68,7 @@ impl Engine {
         idempotency_key: String,
         items: Vec<Result<NewDisbursement, EngineError>>,
     ) -> Result<BatchAnswer, EngineError> {
+        self.ensure_writable()?;
         validate_idempotency_key(&idempotency_key)?;
         if items.is_empty() || items.len() > BATCH_ITEMS_MAX {
             return Err(EngineError::invalid(

@@ -80,6 +80,7 @@ impl Engine {
         merchant_id: Uuid,
         new: NewDisbursement,
     ) -> Result<Arc<Disbursement>, EngineError> {
+        self.ensure_writable()?;
         let request = self.validate_disbursement(merchant_id, new)?;
         self.room_for_disbursements(1)?;
         let created = self
@@ -275,6 +276,7 @@ impl Engine {
     /// Operator approval of a disbursement IN_REVIEW: it goes to its route's
     /// vendors now, and comes back as they left it (ON_PROCESS, or final).
     pub async fn approve_disbursement(&self, id: Uuid) -> Result<Disbursement, EngineError> {
+        self.ensure_writable()?;
         let current = self
             .store()
             .disbursement(&id)?
@@ -285,6 +287,7 @@ impl Engine {
     /// Operator rejection of a PENDING or IN_REVIEW disbursement not yet
     /// handed to a vendor: the full amount goes back to the wallet.
     pub async fn reject_disbursement(&self, id: Uuid, reason: Option<String>) -> Result<Disbursement, EngineError> {
+        self.ensure_writable()?;
         let reason = reason.unwrap_or_else(|| "rejected by the platform".into());
         let current = self
             .store()
@@ -304,6 +307,7 @@ impl Engine {
         id_or_ref: &str,
         outcome: DisbursementStatus,
     ) -> Result<Disbursement, EngineError> {
+        self.ensure_writable()?;
         if !matches!(outcome, DisbursementStatus::Success | DisbursementStatus::Failed) {
             return Err(EngineError::invalid("status", "must be SUCCESS or FAILED"));
         }
@@ -364,6 +368,7 @@ impl Engine {
     /// Sets the vendors an organization's disbursements on one channel go
     /// to, in order (an unknown vendor, or one without `payouts`, is refused).
     pub async fn set_payout_routing(&self, routing: PayoutRouting) -> Result<PayoutRouting, EngineError> {
+        self.ensure_writable()?;
         if !self
             .store()
             .catalog()

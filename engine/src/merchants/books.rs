@@ -32,6 +32,7 @@ pub struct LedgerReport {
 impl Engine {
     /// Records one ledger entry for a merchant, durably.
     pub async fn post_entry(&self, merchant_id: Uuid, proposal: EntryProposal) -> Result<PostReceipt, EngineError> {
+        self.ensure_writable()?;
         Ok(self
             .call_merchant(merchant_id, |reply| MerchantMsg::Post {
                 proposal: proposal.clone(),
@@ -46,6 +47,7 @@ impl Engine {
         merchant_id: Uuid,
         proposals: Vec<EntryProposal>,
     ) -> Result<Vec<Result<PostReceipt, LedgerError>>, EngineError> {
+        self.ensure_writable()?;
         if proposals.len() > limits::POST_BATCH_MAX {
             return Err(EngineError::invalid("proposals", "too many in one batch"));
         }
@@ -58,6 +60,7 @@ impl Engine {
 
     /// Reverses entry `seq` of a merchant, at most once.
     pub async fn reverse_entry(&self, merchant_id: Uuid, seq: u64, memo: &str) -> Result<PostReceipt, EngineError> {
+        self.ensure_writable()?;
         Ok(self
             .call_merchant(merchant_id, |reply| MerchantMsg::Reverse {
                 seq,
@@ -75,6 +78,7 @@ impl Engine {
         reason: &str,
         idempotency_key: Option<String>,
     ) -> Result<PostReceipt, EngineError> {
+        self.ensure_writable()?;
         let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         if merchant.settlement_type != SettlementType::Wallet {
             return Err(EngineError::NotWalletMerchant);

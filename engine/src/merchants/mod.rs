@@ -19,7 +19,6 @@ mod history;
 mod users;
 
 pub use books::LedgerReport;
-pub use users::PASSWORD_CHARS_MIN as USER_PASSWORD_CHARS_MIN;
 pub use history::{HistoryPage, HistoryQuery, HISTORY_LIMIT_MAX};
 
 /// A new merchant as an admin describes it (`POST /admin/v1/merchants`).
@@ -85,6 +84,7 @@ impl Engine {
 
     /// Creates a merchant and returns it with its credentials (shown once).
     pub async fn create_merchant(&self, new: NewMerchant) -> Result<(MerchantRecord, Credentials), EngineError> {
+        self.ensure_writable()?;
         let name = new.name.trim().to_string();
         if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
@@ -164,6 +164,7 @@ impl Engine {
         merchant_id: Uuid,
         patch: MerchantPatch,
     ) -> Result<MerchantRecord, EngineError> {
+        self.ensure_writable()?;
         let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let fees = match &patch.fees {
             Some(p) => Some(p.apply_to(&current.fees).map_err(|(f, r)| EngineError::invalid(f, r))?),
@@ -206,6 +207,7 @@ impl Engine {
 
     /// Stores a merchant's RSA public key (PEM, SPKI or PKCS#1, 2048 bits or more).
     pub async fn set_public_key(&self, merchant_id: Uuid, pem: &str) -> Result<MerchantRecord, EngineError> {
+        self.ensure_writable()?;
         self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         crate::signing::parse_rsa_public_key(pem)?;
         self.change_merchant(merchant_id, MerchantChange::PublicKey(pem.trim().to_string()))
@@ -214,6 +216,7 @@ impl Engine {
 
     /// New API key and secrets; the old ones stop working at once.
     pub async fn rotate_credentials(&self, merchant_id: Uuid) -> Result<Credentials, EngineError> {
+        self.ensure_writable()?;
         let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let credentials = Credentials::rotate(current.credentials.client_id.clone());
         self.change_merchant(merchant_id, MerchantChange::Credentials(credentials.to_stored()))

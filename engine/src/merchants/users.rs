@@ -60,6 +60,7 @@ impl Engine {
         email: &str,
         password: &str,
     ) -> Result<MerchantUser, EngineError> {
+        self.ensure_writable()?;
         let email = normalize_email(email)?;
         let length = password.chars().count();
         if !(PASSWORD_CHARS_MIN..=PASSWORD_CHARS_MAX).contains(&length) {

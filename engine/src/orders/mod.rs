@@ -96,6 +96,7 @@ impl Engine {
     /// Validates an order, has a vendor accept it (trying the configured
     /// vendors in order) and records it through the merchant actor.
     pub async fn create_order(&self, merchant_id: Uuid, new: NewOrder) -> Result<(Order, Creation), EngineError> {
+        self.ensure_writable()?;
         let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let mut order = self.validate_order(merchant_id, &new)?;
         // Concurrent repeats of one order wait here, then find the first in
@@ -342,6 +343,7 @@ impl Engine {
     /// Confirms an order's payment (sandbox or vendor callback): PAID once,
     /// with one entry; a second confirmation is refused as `INVALID_STATUS`.
     pub async fn pay_order(&self, order: &Order, vendor_rrn: Option<String>) -> Result<Order, EngineError> {
+        self.ensure_writable()?;
         if let Some(rrn) = &vendor_rrn {
             if rrn.is_empty() || rrn.len() > 64 || rrn.chars().any(char::is_control) {
                 return Err(EngineError::invalid(
@@ -359,6 +361,7 @@ impl Engine {
 
     /// Expires a PENDING order now (sandbox).
     pub async fn expire_order(&self, order: &Order) -> Result<Order, EngineError> {
+        self.ensure_writable()?;
         self.call_order(order, |reply| OrderMsg::Expire {
             force: true,
             reply: Some(reply),
@@ -368,6 +371,7 @@ impl Engine {
 
     /// Fails a PENDING order.
     pub async fn fail_order(&self, order: &Order, reason: &str) -> Result<Order, EngineError> {
+        self.ensure_writable()?;
         self.call_order(order, |reply| OrderMsg::Fail {
             reason: reason.to_string(),
             reply: Some(reply),
@@ -383,6 +387,7 @@ impl Engine {
         ref_code: &str,
         new: NewRefund,
     ) -> Result<Refund, EngineError> {
+        self.ensure_writable()?;
         let order = self.order_for(merchant_id, ref_code)?;
         let idempotency_key = new
             .idempotency_key
@@ -455,6 +460,7 @@ impl Engine {
     /// Settles a PENDING refund (vendor callback or sandbox): SUCCESS, or
     /// FAILED with the money given back.
     pub async fn settle_refund(&self, refund: &Refund, outcome: RefundStatus) -> Result<Refund, EngineError> {
+        self.ensure_writable()?;
         if outcome == RefundStatus::Pending {
             return Err(EngineError::invalid("status", "must be SUCCESS or FAILED"));
         }
@@ -475,6 +481,11 @@ impl Engine {
     /// that expired while the server was down is EXPIRED right after) and
     /// every `ORDER_EXPIRY_SWEEP_INTERVAL`.
     pub async fn expire_due_orders(&self) -> Result<usize, EngineError> {
+        // While storage cannot take writes the sweep waits for the next one:
+        // an expiry would be held in the journal, unacknowledged, anyway.
+        if !self.storage_writable() {
+            return Ok(0);
+        }
         let mut expired = 0;
         loop {
             let now_ms = self.clock().now().timestamp_millis();

@@ -68,6 +68,7 @@ impl Engine {
 
     /// Adds or changes an HTTP payment vendor.
     pub async fn save_payment_vendor(&self, config: PaymentVendorConfig) -> Result<PaymentVendorConfig, EngineError> {
+        self.ensure_writable()?;
         let name_ok = !config.name.is_empty()
             && config.name.len() <= 64
             && config
@@ -102,6 +103,7 @@ impl Engine {
 
     /// Sets the vendors an organization's orders of `method` go to, in order.
     pub async fn set_vendor_routing(&self, routing: VendorRouting) -> Result<VendorRouting, EngineError> {
+        self.ensure_writable()?;
         {
             let catalog = self.store().catalog();
             if !catalog.organizations.contains_key(&routing.organization_id) {
@@ -127,6 +129,7 @@ impl Engine {
         body: &[u8],
         signature: Option<&str>,
     ) -> Result<String, EngineError> {
+        self.ensure_writable()?;
         let config = self
             .store()
             .catalog()

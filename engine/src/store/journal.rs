@@ -2,22 +2,34 @@
 //! CRC-32C-checked records, made durable by `fdatasync` with group commit.
 //!
 //! Frame: `len: u32 LE | crc32c(body): u32 LE | body`, body = `seq: u64 LE | payload`.
-//! One writer thread batches every queued record into one write and one sync;
-//! an applier thread then runs each record's completion in journal order, so
-//! nothing a completion does (sled writes, replies) happens before the sync.
-//! Completions apply their record; after a whole batch the applier runs the
-//! continuations they returned (the replies), so no reply overtakes a record
-//! of its own batch.
+//! One writer thread (`writer.rs`) batches every queued record into one
+//! write and one sync; an applier thread then runs each record's completion
+//! in journal order, so nothing a completion does (sled writes, replies)
+//! happens before the sync. Completions apply their record; after a whole
+//! batch the applier runs the continuations they returned (the replies), so
+//! no reply overtakes a record of its own batch.
+//!
+//! A disk that refuses a write (full, failing) never stops the process and
+//! never gets a record acknowledged early: the writer holds the batch, and
+//! everything queued behind it, and writes it again with backoff until the
+//! disk takes it. Meanwhile `is_writable` is false, so the engine refuses
+//! new writes up front; it turns true again by itself with the first batch
+//! the disk takes.
 
 use crate::limits;
 use crc::{Crc, CRC_32_ISCSI};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use tokio::sync::mpsc as tokio_mpsc;
+use writer::Writer;
+
+#[cfg(test)]
+mod tests;
+mod writer;
 
 const CRC32C: Crc<u32> = Crc::<u32>::new(&CRC_32_ISCSI);
 const FRAME_HEADER_BYTES: usize = 8;
@@ -39,9 +51,9 @@ pub type Completion = Box<dyn FnOnce(u64, &[u8]) -> Option<Continuation> + Send>
 /// A durable record on its way to the applier: sequence, payload, completion.
 type Applied = (u64, Vec<u8>, Completion);
 
-/// Journal failures. A failed sync is not among them: it aborts the process
-/// (after fsync fails, the page cache can no longer be trusted to hold what
-/// was written: the PostgreSQL "fsyncgate" lesson).
+/// Journal failures. A failed write or sync is not among them: the writer
+/// holds its records and writes them again until the disk takes them (see
+/// `writer.rs`), and `Journal::is_writable` says so meanwhile.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     /// Reading or writing the journal files failed.
@@ -95,6 +107,17 @@ pub struct JournalStats {
     pub records: AtomicU64,
     /// Bytes made durable.
     pub bytes: AtomicU64,
+    /// Attempts to write and sync a batch that the disk refused.
+    pub failed_writes: AtomicU64,
+}
+
+/// What the writer and the handles share about the journal's state.
+struct Health {
+    /// False from a write the disk refused until one it takes.
+    writable: AtomicBool,
+    /// Set by `shutdown`: a writer waiting for the disk gives up, with its
+    /// records unacknowledged, instead of holding the process open.
+    closing: AtomicBool,
 }
 
 /// A handle to the running journal; cheap to clone.
@@ -108,7 +131,11 @@ struct JournalInner {
     queue: tokio_mpsc::Sender<Command>,
     durable_seq: Arc<AtomicU64>,
     stats: Arc<JournalStats>,
+    health: Arc<Health>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Tests: failures injected into the writer's attempts.
+    #[cfg(test)]
+    faults: Arc<writer::Faults>,
 }
 
 /// Replay takes a frame longer than `JOURNAL_RECORD_BYTES_MAX` for a torn
@@ -378,15 +405,26 @@ impl Journal {
         let (applier_sender, applier_receiver) = mpsc::channel::<Vec<Applied>>();
         let durable_seq = Arc::new(AtomicU64::new(next_seq.saturating_sub(1)));
         let stats = Arc::new(JournalStats::default());
+        let health = Arc::new(Health {
+            writable: AtomicBool::new(true),
+            closing: AtomicBool::new(false),
+        });
+        #[cfg(test)]
+        let faults = Arc::new(writer::Faults::default());
         let writer = Writer {
             dir: dir.to_path_buf(),
             segment_bytes_max,
             file,
+            path,
             segment_bytes,
+            damaged: false,
             next_seq,
             durable_seq: durable_seq.clone(),
             stats: stats.clone(),
+            health: health.clone(),
             applier: applier_sender,
+            #[cfg(test)]
+            faults: faults.clone(),
         };
         let writer_thread = std::thread::Builder::new()
             .name("journal-writer".into())
@@ -414,7 +452,10 @@ impl Journal {
                 queue,
                 durable_seq,
                 stats,
+                health,
                 threads: Mutex::new(vec![writer_thread, applier_thread]),
+                #[cfg(test)]
+                faults,
             }),
         })
     }
@@ -465,6 +506,22 @@ impl Journal {
         self.inner.durable_seq.load(Ordering::Acquire)
     }
 
+    /// False while the disk refuses the journal's writes (full or
+    /// failing): records queued meanwhile wait, unacknowledged, and the
+    /// engine takes no new writes. True again with the first write the
+    /// disk takes.
+    pub fn is_writable(&self) -> bool {
+        self.inner.health.writable.load(Ordering::Acquire)
+    }
+
+    /// Tests elsewhere in the engine: every write the journal attempts
+    /// fails as on a full disk (half the batch written, then ENOSPC) until
+    /// this is called with false.
+    #[cfg(test)]
+    pub(crate) fn refuse_writes(&self, refuse: bool) {
+        self.inner.faults.set(refuse.then_some(writer::Fault::TornWrite));
+    }
+
     /// Counters for metrics.
     pub fn stats(&self) -> &JournalStats {
         &self.inner.stats
@@ -491,7 +548,10 @@ impl Journal {
 
     /// Finishes what is queued, stops the threads and waits for them.
     /// Safe to call more than once; appends after it fail with `Closed`.
+    /// While the disk refuses writes, what is still queued is given up
+    /// unacknowledged rather than waited for.
     pub async fn shutdown(&self) {
+        self.inner.health.closing.store(true, Ordering::Release);
         let _ = self.inner.queue.send(Command::Close).await;
         let threads = std::mem::take(&mut *self.inner.threads.lock().expect("journal threads lock"));
         let _ = tokio::task::spawn_blocking(move || threads.into_iter().for_each(|t| drop(t.join()))).await;
@@ -499,6 +559,7 @@ impl Journal {
 
     /// `shutdown` for code outside the async runtime.
     pub fn shutdown_blocking(&self) {
+        self.inner.health.closing.store(true, Ordering::Release);
         let _ = self.inner.queue.blocking_send(Command::Close);
         let threads = std::mem::take(&mut *self.inner.threads.lock().expect("journal threads lock"));
         threads.into_iter().for_each(|t| drop(t.join()));
@@ -507,455 +568,3 @@ impl Journal {
 
 /// A write, sync or apply this slow is logged: it holds up every reply.
 const SLOW_STEP: std::time::Duration = std::time::Duration::from_millis(50);
-
-struct Writer {
-    dir: PathBuf,
-    segment_bytes_max: u64,
-    file: File,
-    segment_bytes: u64,
-    next_seq: u64,
-    durable_seq: Arc<AtomicU64>,
-    stats: Arc<JournalStats>,
-    applier: mpsc::Sender<Vec<Applied>>,
-}
-
-impl Writer {
-    fn run(mut self, mut receiver: tokio_mpsc::Receiver<Command>) {
-        let mut buffer: Vec<u8> = Vec::with_capacity(1 << 20);
-        // A record that would have taken its batch past the byte cap opens the next.
-        let mut held_over: Option<Command> = None;
-        while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
-            let mut completions: Vec<Applied> = Vec::new();
-            let mut closing = false;
-            let mut next = Some(first);
-            let mut records = 0usize;
-            let write_first = self.next_seq;
-            while let Some(command) = next.take() {
-                match command {
-                    Command::Close => closing = true,
-                    // A batch stays within the cap unless it is one record,
-                    // which bounds what a crash can tear (see `replay`).
-                    Command::Append { payload, done } if opens_next_batch(buffer.len(), payload.len()) => {
-                        held_over = Some(Command::Append { payload, done });
-                        break;
-                    }
-                    Command::Append { payload, done } => {
-                        let seq = self.next_seq;
-                        self.next_seq += 1;
-                        encode_frame(seq, write_first, &payload, &mut buffer);
-                        completions.push((seq, payload, done));
-                        records += 1;
-                    }
-                    Command::Barrier { done } => completions.push((self.next_seq - 1, Vec::new(), done)),
-                }
-                if closing
-                    || buffer.len() >= limits::JOURNAL_BATCH_BYTES_MAX
-                    || records >= limits::JOURNAL_BATCH_RECORDS_MAX
-                {
-                    break;
-                }
-                next = receiver.try_recv().ok();
-            }
-            if !buffer.is_empty() {
-                let started = std::time::Instant::now();
-                let written = self.write_and_sync(&buffer);
-                let took = started.elapsed();
-                if took >= SLOW_STEP {
-                    tracing::warn!(
-                        ms = took.as_millis() as u64,
-                        bytes = buffer.len(),
-                        records,
-                        "journal write and sync slow"
-                    );
-                }
-                if let Err(error) = written {
-                    tracing::error!(%error, "journal write or sync failed; aborting to protect acknowledged data");
-                    std::process::abort();
-                }
-                self.stats.syncs.fetch_add(1, Ordering::Relaxed);
-                self.stats.records.fetch_add(records as u64, Ordering::Relaxed);
-                self.stats.bytes.fetch_add(buffer.len() as u64, Ordering::Relaxed);
-                buffer.clear();
-            }
-            self.durable_seq.store(self.next_seq - 1, Ordering::Release);
-            if !completions.is_empty() && self.applier.send(completions).is_err() {
-                return;
-            }
-            if closing {
-                return;
-            }
-        }
-    }
-
-    fn write_and_sync(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.file.write_all(bytes)?;
-        self.file.sync_data()?;
-        self.segment_bytes += bytes.len() as u64;
-        if self.segment_bytes >= self.segment_bytes_max {
-            let path = segment_path(&self.dir, self.next_seq);
-            self.file = OpenOptions::new().create(true).append(true).open(&path)?;
-            sync_dir(&self.dir)?;
-            self.segment_bytes = 0;
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn replay_all(dir: &Path) -> (Vec<(u64, Vec<u8>)>, ReplayOutcome) {
-        let mut seen = Vec::new();
-        let outcome = replay(dir, 0, |seq, payload| {
-            seen.push((seq, payload.to_vec()));
-            Ok(())
-        })
-        .unwrap();
-        (seen, outcome)
-    }
-
-    fn write_records(dir: &Path, count: u64) {
-        let outcome = replay(dir, 0, |_, _| Ok(())).unwrap();
-        let journal = Journal::start(dir, outcome.next_seq).unwrap();
-        let (tell, told) = mpsc::channel();
-        for i in 0..count {
-            let tell = tell.clone();
-            journal
-                .append_blocking(
-                    format!("record-{i}").into_bytes(),
-                    Box::new(move |seq, _| {
-                        tell.send(seq).unwrap();
-                        None
-                    }),
-                )
-                .unwrap();
-        }
-        for _ in 0..count {
-            told.recv().unwrap();
-        }
-        journal.shutdown_blocking();
-    }
-
-    #[test]
-    fn records_come_back_in_order_after_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        write_records(dir.path(), 100);
-        write_records(dir.path(), 5);
-        let (seen, outcome) = replay_all(dir.path());
-        assert_eq!(seen.len(), 105);
-        assert_eq!(seen[0], (1, b"record-0".to_vec()));
-        assert_eq!(seen[104], (105, b"record-4".to_vec()));
-        assert_eq!(outcome.next_seq, 106);
-    }
-
-    /// A record above the old 16 MiB replay limit (a big settlement) is
-    /// written and comes back; one above the limit is refused before it is
-    /// written, so no acknowledged record is ever cut at replay.
-    #[test]
-    fn big_records_replay_and_oversized_ones_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = Journal::start(dir.path(), 1).unwrap();
-        let big = vec![7u8; 20 * 1024 * 1024];
-        let (tell, told) = mpsc::channel();
-        journal
-            .append_blocking(
-                big.clone(),
-                Box::new(move |seq, _| {
-                    tell.send(seq).unwrap();
-                    None
-                }),
-            )
-            .unwrap();
-        assert_eq!(told.recv().unwrap(), 1);
-        let oversized = vec![0u8; limits::JOURNAL_RECORD_BYTES_MAX + 1];
-        let refused = journal.append_blocking(oversized, Box::new(|_, _| None));
-        assert!(matches!(refused, Err(JournalError::TooLarge(n)) if n == limits::JOURNAL_RECORD_BYTES_MAX + 1));
-        journal.shutdown_blocking();
-        let (seen, outcome) = replay_all(dir.path());
-        assert_eq!(seen.len(), 1);
-        assert_eq!(seen[0].1, big);
-        assert_eq!(outcome.torn_bytes_cut, 0);
-    }
-
-    #[test]
-    fn a_truncated_last_record_is_cut_and_the_rest_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        write_records(dir.path(), 10);
-        let (_, path) = list_segments(dir.path()).unwrap().pop().unwrap();
-        let len = fs::metadata(&path).unwrap().len();
-        OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(len - 3)
-            .unwrap();
-        let (seen, outcome) = replay_all(dir.path());
-        assert_eq!(seen.len(), 9);
-        assert_eq!(outcome.next_seq, 10);
-        assert!(outcome.torn_bytes_cut > 0);
-        // Appending after the cut continues the numbering cleanly.
-        write_records(dir.path(), 1);
-        let (seen, _) = replay_all(dir.path());
-        assert_eq!(seen.len(), 10);
-        assert_eq!(seen[9], (10, b"record-0".to_vec()));
-    }
-
-    #[test]
-    fn a_corrupted_last_record_is_cut() {
-        let dir = tempfile::tempdir().unwrap();
-        write_records(dir.path(), 4);
-        let (_, path) = list_segments(dir.path()).unwrap().pop().unwrap();
-        let mut bytes = fs::read(&path).unwrap();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 0xFF;
-        fs::write(&path, &bytes).unwrap();
-        let (seen, outcome) = replay_all(dir.path());
-        assert_eq!(seen.len(), 3);
-        assert_eq!(outcome.next_seq, 4);
-    }
-
-    /// A segment of `count` records of `payload_len` bytes written directly,
-    /// as frames of one write; returns its path and each frame's offset.
-    fn segment_of(dir: &Path, count: u64, payload_len: usize) -> (PathBuf, Vec<usize>) {
-        let mut bytes = Vec::new();
-        let mut offsets = Vec::new();
-        for seq in 1..=count {
-            offsets.push(bytes.len());
-            encode_frame(seq, 1, &vec![(seq % 251) as u8; payload_len], &mut bytes);
-        }
-        let path = segment_path(dir, 1);
-        fs::write(&path, &bytes).unwrap();
-        (path, offsets)
-    }
-
-    fn flip_byte(path: &Path, at: usize) {
-        let mut bytes = fs::read(path).unwrap();
-        bytes[at] ^= 0xFF;
-        fs::write(path, &bytes).unwrap();
-    }
-
-    fn corrupt_at(result: Result<ReplayOutcome, JournalError>, frame_offset: usize) -> String {
-        match result {
-            Err(JournalError::Corrupt { offset, reason, .. }) => {
-                assert_eq!(offset, frame_offset as u64, "{reason}");
-                reason
-            }
-            other => panic!("expected Corrupt, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_write_stays_within_the_batch_cap_unless_it_is_one_record() {
-        let cap = limits::JOURNAL_BATCH_BYTES_MAX;
-        let frame = FRAME_HEADER_BYTES + SEQ_BYTES;
-        assert!(!opens_next_batch(0, 3 * cap), "a record alone goes, however big");
-        assert!(!opens_next_batch(100, cap - 100 - frame), "exactly at the cap");
-        assert!(opens_next_batch(100, cap - 100 - frame + 1));
-        assert!(opens_next_batch(cap / 2, cap));
-    }
-
-    #[test]
-    fn damage_followed_by_more_records_than_one_write_holds_is_corruption_not_a_torn_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let records = limits::JOURNAL_BATCH_RECORDS_MAX as u64 + 100;
-        let (path, offsets) = segment_of(dir.path(), records, 8);
-        flip_byte(&path, offsets[50] + FRAME_HEADER_BYTES + SEQ_BYTES);
-        let before = fs::metadata(&path).unwrap().len();
-        let reason = corrupt_at(replay(dir.path(), 0, |_, _| Ok(())), offsets[50]);
-        assert!(reason.contains("checksum mismatch"), "{reason}");
-        assert_eq!(fs::metadata(&path).unwrap().len(), before, "nothing is cut");
-    }
-
-    #[test]
-    fn damage_followed_by_records_further_than_one_write_reaches_is_corruption() {
-        let dir = tempfile::tempdir().unwrap();
-        // 2 KiB records: 8 MiB of them is far fewer than the record bound.
-        let count = (limits::JOURNAL_BATCH_BYTES_MAX / 2048) as u64 + 200;
-        let (path, offsets) = segment_of(dir.path(), count, 2048);
-        flip_byte(&path, offsets[10] + 100);
-        corrupt_at(replay(dir.path(), 0, |_, _| Ok(())), offsets[10]);
-    }
-
-    #[test]
-    fn damage_in_records_a_checkpoint_covers_is_corruption() {
-        let dir = tempfile::tempdir().unwrap();
-        let (path, offsets) = segment_of(dir.path(), 10, 8);
-        flip_byte(&path, offsets[5] + FRAME_HEADER_BYTES + SEQ_BYTES);
-        // Record 6 is damaged; the checkpoint covers up to 7.
-        corrupt_at(replay(dir.path(), 8, |_, _| Ok(())), offsets[5]);
-    }
-
-    #[test]
-    fn a_whole_record_out_of_sequence_is_corruption() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut bytes = Vec::new();
-        for seq in [1, 2, 3, 7, 8] {
-            encode_frame(seq, seq, b"payload", &mut bytes);
-        }
-        fs::write(segment_path(dir.path(), 1), &bytes).unwrap();
-        let reason = match replay(dir.path(), 0, |_, _| Ok(())) {
-            Err(JournalError::Corrupt { reason, .. }) => reason,
-            other => panic!("expected Corrupt, got {other:?}"),
-        };
-        assert!(reason.contains("sequence 7 where 4 was expected"), "{reason}");
-    }
-
-    /// A record whose payload holds what look like whole frames, as a
-    /// merchant's text may: `count` fake frames with sequences from `first_fake_seq`.
-    fn payload_of_fake_frames(first_fake_seq: u64, count: u64) -> Vec<u8> {
-        let mut payload = Vec::new();
-        for seq in first_fake_seq..first_fake_seq + count {
-            encode_frame(seq, seq, b"fake", &mut payload);
-        }
-        payload
-    }
-
-    #[test]
-    fn frames_inside_a_record_cut_short_by_a_crash_are_not_taken_for_later_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut bytes = Vec::new();
-        for seq in 1..=3 {
-            encode_frame(seq, seq, b"whole", &mut bytes);
-        }
-        let whole = bytes.len();
-        // A far-off sequence, and one as far on as whole records between could reach.
-        let mut payload = payload_of_fake_frames(0x7f7f_7f7f, 10);
-        payload.extend(vec![b' '; 600 * 1024]);
-        payload.extend(payload_of_fake_frames(4 + limits::JOURNAL_BATCH_RECORDS_MAX as u64, 10));
-        encode_frame(4, 4, &payload, &mut bytes);
-        // The crash cut the record short, just before its end.
-        bytes.truncate(bytes.len() - 3);
-        fs::write(segment_path(dir.path(), 1), &bytes).unwrap();
-        let (seen, outcome) = replay_all(dir.path());
-        assert_eq!(seen.len(), 3);
-        assert_eq!(outcome.next_seq, 4);
-        assert_eq!(fs::metadata(segment_path(dir.path(), 1)).unwrap().len(), whole as u64);
-    }
-
-    #[test]
-    fn a_frame_whose_sequence_no_records_between_could_reach_is_not_a_later_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let (path, offsets) = segment_of(dir.path(), 10, 8);
-        // A damaged header (no usable length), then a fake frame far ahead in sequence.
-        let mut bytes = fs::read(&path).unwrap();
-        bytes.truncate(offsets[5]);
-        bytes.extend_from_slice(&[0xFF; 8]);
-        bytes.extend(payload_of_fake_frames(6 + limits::JOURNAL_BATCH_RECORDS_MAX as u64, 1));
-        fs::write(&path, &bytes).unwrap();
-        let (seen, _) = replay_all(dir.path());
-        assert_eq!(seen.len(), 5, "cut as a torn tail");
-    }
-
-    /// Records 1-5 went out in one write and 6-10 in the next.
-    fn two_writes(dir: &Path) -> (PathBuf, Vec<usize>) {
-        let mut bytes = Vec::new();
-        let mut offsets = Vec::new();
-        for seq in 1..=10u64 {
-            offsets.push(bytes.len());
-            encode_frame(seq, if seq <= 5 { 1 } else { 6 }, b"a record", &mut bytes);
-        }
-        let path = segment_path(dir, 1);
-        fs::write(&path, &bytes).unwrap();
-        (path, offsets)
-    }
-
-    #[test]
-    fn damage_followed_by_a_record_of_a_later_write_is_corruption() {
-        let dir = tempfile::tempdir().unwrap();
-        let (path, offsets) = two_writes(dir.path());
-        flip_byte(&path, offsets[2] + FRAME_HEADER_BYTES + SEQ_BYTES);
-        let before = fs::metadata(&path).unwrap().len();
-        let reason = corrupt_at(replay(dir.path(), 0, |_, _| Ok(())), offsets[2]);
-        assert!(reason.contains("a whole record 6 follows"), "{reason}");
-        assert_eq!(fs::metadata(&path).unwrap().len(), before, "nothing is cut");
-        // The same damage in the last write is its torn tail.
-        let dir = tempfile::tempdir().unwrap();
-        let (path, offsets) = two_writes(dir.path());
-        flip_byte(&path, offsets[7] + FRAME_HEADER_BYTES + SEQ_BYTES);
-        let (seen, _) = replay_all(dir.path());
-        assert_eq!(seen.len(), 7);
-        assert_eq!(fs::metadata(&path).unwrap().len(), offsets[7] as u64);
-    }
-
-    #[test]
-    fn damage_inside_the_last_write_is_a_torn_tail_even_with_whole_records_after_it() {
-        // Pages of one unsynced write may reach the disk out of order.
-        let dir = tempfile::tempdir().unwrap();
-        let (path, offsets) = segment_of(dir.path(), 40, 64);
-        flip_byte(&path, offsets[30] + FRAME_HEADER_BYTES + SEQ_BYTES);
-        let (seen, outcome) = replay_all(dir.path());
-        assert_eq!(seen.len(), 30);
-        assert_eq!(outcome.next_seq, 31);
-        assert_eq!(fs::metadata(&path).unwrap().len(), offsets[30] as u64);
-    }
-
-    #[test]
-    fn garbage_zeroes_after_the_last_record_are_cut() {
-        let dir = tempfile::tempdir().unwrap();
-        write_records(dir.path(), 2);
-        let (_, path) = list_segments(dir.path()).unwrap().pop().unwrap();
-        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
-        file.write_all(&[0u8; 64]).unwrap();
-        let (seen, outcome) = replay_all(dir.path());
-        assert_eq!(seen.len(), 2);
-        assert_eq!(outcome.torn_bytes_cut, 64);
-    }
-
-    #[test]
-    fn replay_skips_records_below_the_checkpoint() {
-        let dir = tempfile::tempdir().unwrap();
-        write_records(dir.path(), 10);
-        let mut seen = Vec::new();
-        let outcome = replay(dir.path(), 8, |seq, _| {
-            seen.push(seq);
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(seen, vec![8, 9, 10]);
-        assert_eq!(outcome.next_seq, 11);
-    }
-
-    #[test]
-    fn segments_rotate_and_covered_ones_are_dropped() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = Journal::start_with_segment_limit(dir.path(), 1, 64).unwrap();
-        let (tell, told) = mpsc::channel();
-        for i in 0..40u64 {
-            let tell = tell.clone();
-            let done: Completion = Box::new(move |seq, payload| {
-                tell.send((seq, payload.to_vec())).unwrap();
-                None
-            });
-            journal
-                .append_blocking(format!("record-{i:02}-padding").into_bytes(), done)
-                .unwrap();
-            told.recv().unwrap();
-        }
-        let segments = list_segments(dir.path()).unwrap();
-        assert!(segments.len() > 5, "{segments:?}");
-        // Everything below 21 is covered: only segments ending below it go.
-        journal.drop_segments_below(21).unwrap();
-        let left = list_segments(dir.path()).unwrap();
-        assert!(left.len() < segments.len());
-        assert!(left[0].0 <= 21, "a segment holding record 21 was dropped: {left:?}");
-        journal.shutdown_blocking();
-        let mut seen = Vec::new();
-        let outcome = replay(dir.path(), 21, |seq, _| {
-            seen.push(seq);
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(seen, (21..=40).collect::<Vec<_>>());
-        assert_eq!(outcome.next_seq, 41);
-    }
-
-    #[test]
-    fn frames_reject_bad_checksums() {
-        let mut frame = Vec::new();
-        encode_frame(5, 5, b"hello", &mut frame);
-        assert_eq!(decode_frame(&frame).unwrap().0, 5);
-        frame[9] ^= 1;
-        assert!(decode_frame(&frame).is_err());
-    }
-}

@@ -103,7 +103,12 @@ pub fn check_data_format(data_dir: &Path) -> Result<(), StoreError> {
         Ok(text) => text.trim().parse::<u32>().ok(),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             if !has_data {
-                fs::write(&marker, format!("{DATA_FORMAT}\n"))?;
+                // Whole or not at all: a marker cut short by a full disk
+                // would make this directory unreadable ("format unknown").
+                let temporary = data_dir.join("format.tmp");
+                fs::write(&temporary, format!("{DATA_FORMAT}\n"))?;
+                fs::File::open(&temporary)?.sync_all()?;
+                fs::rename(&temporary, &marker)?;
                 fs::File::open(data_dir)?.sync_all()?;
                 return Ok(());
             }
@@ -292,6 +297,12 @@ impl Store {
     /// per installation, so collisions are out of practical reach).
     pub fn key_hash(&self, key: &str) -> u128 {
         xxhash_rust::xxh3::xxh3_128_with_seed(key.as_bytes(), self.hash_seed)
+    }
+
+    /// Tests: every checkpoint from now on fails after `batches` sled batches.
+    #[cfg(test)]
+    pub(crate) fn fail_checkpoints_after(&self, batches: usize) {
+        self.fail_after_batches.store(batches, Ordering::Release);
     }
 
     /// Flushes sled without the fsync (on shutdown after a checkpoint).

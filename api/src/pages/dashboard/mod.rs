@@ -1,9 +1,216 @@
-//! The merchant dashboard, `/dashboard` (DESIGN.md 9).
+//! The merchant dashboard, `/dashboard` (DESIGN.md 9): server-rendered
+//! pages behind a session (`session`), signed in by `auth`. Pages read and
+//! act through the same engine calls as the API. No script: forms post,
+//! every state-changing one with the session's CSRF token (else 403).
+
+mod auth;
+mod developers;
+mod overview;
+pub mod session;
 
 use crate::AppState;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::{html, Markup, DOCTYPE};
+use session::{Session, SESSION_COOKIE};
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// The dashboard routes.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(overview::overview))
+        .routes(routes!(auth::sign_in_page, auth::sign_in))
+        .routes(routes!(auth::sign_out))
+        .routes(routes!(developers::developers_page))
+        .routes(routes!(developers::rotate))
+        .routes(routes!(developers::save_settings))
+        .routes(routes!(developers::save_public_key))
+        .routes(routes!(stylesheet))
+}
+
+/// The pages' one stylesheet.
+const STYLE: &str = include_str!("dashboard.css");
+
+/// GET /dashboard/style.css.
+#[utoipa::path(get, path = "/dashboard/style.css", tag = "Pages", operation_id = "dashboard_stylesheet",
+    summary = "The dashboard's stylesheet", security(()),
+    responses((status = 200, description = "CSS.", content_type = "text/css", body = String)))]
+pub async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        STYLE,
+    )
+        .into_response()
+}
+
+/// Headers every dashboard page carries: nothing but this origin's
+/// stylesheet and images may load, no script runs, no frame holds it.
+fn page_response(status: StatusCode, markup: Markup) -> Response {
+    let mut response = (status, axum::response::Html(markup.into_string())).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A page's frame: head, header with the navigation, main.
+fn layout(title: &str, session: Option<&Session>, current: &str, body: Markup) -> Markup {
+    const NAV: [(&str, &str); 2] = [("/dashboard", "Overview"), ("/dashboard/developers", "Developers")];
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · paygate dashboard" }
+                link rel="stylesheet" href="/dashboard/style.css";
+            }
+            body {
+                header.top {
+                    span.brand { "paygate" }
+                    @if let Some(session) = session {
+                        nav aria-label="Dashboard" {
+                            @for (href, label) in NAV {
+                                @if href == current {
+                                    a href=(href) aria-current="page" { (label) }
+                                } @else {
+                                    a href=(href) { (label) }
+                                }
+                            }
+                        }
+                        form.sign-out method="post" action="/dashboard/sign-out" {
+                            input type="hidden" name="csrf" value=(session.csrf);
+                            span.who { (session.email) }
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// The session cookie's value in `headers`.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, on the dashboard's path,
+/// Secure when the service is reached over https.
+fn set_cookie(state: &AppState, name: &str, value: &str, max_age_seconds: Option<u64>) -> HeaderValue {
+    let secure = if state.config.public_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let age = max_age_seconds.map_or(String::new(), |s| format!("; Max-Age={s}"));
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path=/dashboard; HttpOnly; SameSite=Lax{secure}{age}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// A signed-in request: its session and the token that names it. Without
+/// one, pages answer a redirect to the sign-in page.
+pub struct SignedIn {
+    /// The session.
+    pub session: Session,
+    /// The cookie's token.
+    pub token: String,
+}
+
+impl FromRequestParts<AppState> for SignedIn {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let token = cookie(&parts.headers, SESSION_COOKIE).map(str::to_string);
+        let session = token.as_deref().and_then(|token| state.sessions.get(token));
+        match (token, session) {
+            (Some(token), Some(session)) if state.engine.merchant(session.merchant_id).is_some() => {
+                Ok(SignedIn { session, token })
+            }
+            _ => Err(Redirect::to("/dashboard/sign-in").into_response()),
+        }
+    }
+}
+
+impl SignedIn {
+    /// Whether `presented` is the session's CSRF token (else the form gets
+    /// `forbidden()`).
+    fn csrf_ok(&self, presented: &str) -> bool {
+        session::tokens_match(presented, &self.session.csrf)
+    }
+}
+
+/// The 403 page of a form without its CSRF token.
+fn forbidden() -> Response {
+    page_response(
+        StatusCode::FORBIDDEN,
+        layout(
+            "Forbidden",
+            None,
+            "",
+            html! {
+                h1 { "Forbidden" }
+                p { "This form was not sent from the dashboard (its security token is missing or wrong). Go back, reload the page and try again." }
+                p { a href="/dashboard" { "Dashboard" } }
+            },
+        ),
+    )
+}
+
+/// `Rp 25.000` (`Rp 25.000,50` when not whole rupiah), as Indonesians write amounts.
+pub fn rupiah(minor: i64) -> String {
+    let negative = minor < 0;
+    let minor = minor.unsigned_abs();
+    let (whole, cents) = (minor / 100, minor % 100);
+    let digits = whole.to_string();
+    let mut grouped = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push('.');
+        }
+        grouped.push(digit);
+    }
+    let sign = if negative { "-" } else { "" };
+    if cents == 0 {
+        format!("{sign}Rp {grouped}")
+    } else {
+        format!("{sign}Rp {grouped},{cents:02}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rupiah_groups_thousands_with_dots() {
+        assert_eq!(super::rupiah(2_500_000), "Rp 25.000");
+        assert_eq!(super::rupiah(100), "Rp 1");
+        assert_eq!(super::rupiah(12_345_678_900), "Rp 123.456.789");
+        assert_eq!(super::rupiah(2_500_050), "Rp 25.000,50");
+        assert_eq!(super::rupiah(-500_000), "-Rp 5.000");
+        assert_eq!(super::rupiah(0), "Rp 0");
+    }
 }

@@ -1,0 +1,267 @@
+//! The checkpointer, and whether the engine takes writes: checkpoints wait
+//! for free space, a failed one stops writes until a restart, and writes
+//! are refused up front while the journal's disk refuses them.
+//!
+//! Two failures, two answers:
+//! - The journal's disk refuses a write (full, failing): the journal holds
+//!   the records and retries until the disk takes them (`store/journal`),
+//!   the engine refuses new writes meanwhile, and both recover by themselves.
+//! - A checkpoint fails: sled 0.34 keeps the error of a failed log write
+//!   for the life of the process, and after a failed fsync the page cache
+//!   may have dropped pages a later fsync would not write again. No later
+//!   checkpoint could be trusted, so none is tried, the journal keeps every
+//!   segment, and writes are refused until a restart, which recovers from
+//!   the last good checkpoint and the journal. To keep that rare, a
+//!   checkpoint starts only with free space for what it writes
+//!   (`limits::CHECKPOINT_FREE_BYTES_MIN`): short of it, only the journal
+//!   grows, and it is the part that recovers by itself.
+
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::limits;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// What the engine knows of its storage beyond the journal's own flag.
+#[derive(Default)]
+pub(crate) struct StorageHealth {
+    /// Set for good by a failed checkpoint (see the module docs).
+    state_store_failed: AtomicBool,
+    /// The journal's byte count when the last good checkpoint began: the
+    /// next one covers about what was written since.
+    checkpointed_journal_bytes: AtomicU64,
+    /// Checkpoints wait for free space (logged once per wait).
+    checkpoint_postponed: AtomicBool,
+}
+
+impl StorageHealth {
+    /// Whether a checkpoint failed (writes are refused until a restart).
+    pub(crate) fn state_store_failed(&self) -> bool {
+        self.state_store_failed.load(Ordering::Acquire)
+    }
+
+    /// Whether checkpoints wait for free space now.
+    pub(crate) fn checkpoint_postponed(&self) -> bool {
+        self.checkpoint_postponed.load(Ordering::Acquire)
+    }
+}
+
+impl Engine {
+    /// Whether writes are taken now: the journal's disk takes its writes
+    /// and no checkpoint has failed.
+    pub fn storage_writable(&self) -> bool {
+        self.journal().is_writable() && !self.storage().state_store_failed()
+    }
+
+    /// Refuses a write while storage cannot take it. Every write command
+    /// calls it first, before it changes anything or asks a vendor. A write
+    /// that passed just before the disk filled waits in the journal,
+    /// unacknowledged, until the disk takes it.
+    pub fn ensure_writable(&self) -> Result<(), EngineError> {
+        if self.storage_writable() {
+            Ok(())
+        } else {
+            Err(EngineError::StorageUnavailable)
+        }
+    }
+
+    /// Writes the overlay of durable changes to sled, fsyncs it and drops
+    /// the journal segments it covers. Returns the first sequence not
+    /// covered. After a failure no checkpoint runs again in this process
+    /// and writes are refused (see the module docs).
+    pub async fn checkpoint(&self) -> Result<u64, EngineError> {
+        let _guard = self.checkpoint_lock().lock().await;
+        if self.storage().state_store_failed() {
+            return Err(EngineError::StorageUnavailable);
+        }
+        let store = self.store().clone();
+        let journal = self.journal().clone();
+        let journal_bytes = journal.stats().bytes.load(Ordering::Relaxed);
+        // Dropping segments unlinks files and fsyncs the directory: tens of
+        // milliseconds on a busy disk, so off the runtime's two workers too.
+        let written = tokio::task::spawn_blocking(move || {
+            let covered = store.checkpoint()?;
+            // Segments left behind are dropped by the next checkpoint.
+            if let Err(error) = journal.drop_segments_below(covered) {
+                tracing::warn!(%error, "dropping journal segments a checkpoint covers failed");
+            }
+            Ok::<u64, crate::store::StoreError>(covered)
+        })
+        .await
+        .map_err(|_| EngineError::ShuttingDown)?;
+        match written {
+            Ok(covered) => {
+                let health = self.storage();
+                health
+                    .checkpointed_journal_bytes
+                    .store(journal_bytes, Ordering::Release);
+                Ok(covered)
+            }
+            Err(error) => {
+                if !self.storage().state_store_failed.swap(true, Ordering::AcqRel) {
+                    tracing::error!(
+                        %error,
+                        "checkpoint failed: the state store cannot be trusted with another checkpoint in this \
+                         process, so writes are refused until paygate is restarted (reads go on; the journal \
+                         keeps every acknowledged write and the restart recovers from it)"
+                    );
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Whether a checkpoint may start now: the journal's disk takes writes,
+    /// no checkpoint failed, and the data dir's filesystem has room for
+    /// what it writes. A wait for room is logged once, and its end.
+    pub(crate) fn checkpoint_has_room(&self) -> bool {
+        let health = self.storage();
+        if health.state_store_failed() || !self.journal().is_writable() {
+            return false;
+        }
+        let pending = self
+            .journal()
+            .stats()
+            .bytes
+            .load(Ordering::Relaxed)
+            .saturating_sub(health.checkpointed_journal_bytes.load(Ordering::Acquire));
+        let wanted = limits::CHECKPOINT_FREE_BYTES_MIN
+            .max(pending.saturating_mul(limits::CHECKPOINT_FREE_BYTES_PER_JOURNAL_BYTE));
+        let free = match fs2::available_space(self.data_dir()) {
+            Ok(free) => free,
+            Err(error) => {
+                // Without the figure, the checkpoint goes ahead as it always did.
+                tracing::warn!(%error, "free space of the data dir unknown");
+                return true;
+            }
+        };
+        let room = free >= wanted;
+        let was_postponed = health.checkpoint_postponed.swap(!room, Ordering::AcqRel);
+        if !room && !was_postponed {
+            tracing::warn!(
+                free_bytes = free,
+                wanted_bytes = wanted,
+                "checkpoints wait for free space on the data dir; meanwhile the journal keeps every write"
+            );
+        } else if room && was_postponed {
+            tracing::info!(free_bytes = free, "free space is back; checkpoints go on");
+        }
+        room
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::clock::SystemClock;
+    use crate::domain::SettlementType;
+    use crate::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    use uuid::Uuid;
+
+    async fn open(dir: &Path) -> Engine {
+        Engine::open(EngineConfig::new(dir), Arc::new(SystemClock))
+            .await
+            .expect("engine opens")
+    }
+
+    /// A WALLET merchant with `funding` in its wallet.
+    async fn funded_merchant(engine: &Engine, funding: i64) -> Uuid {
+        let (merchant, _) = engine
+            .create_merchant(NewMerchant {
+                name: "Toko Disk".into(),
+                settlement_type: Some(SettlementType::Wallet),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        engine
+            .credit_wallet(merchant.id, MinorUnits::new(funding), "funding", None)
+            .await
+            .unwrap();
+        merchant.id
+    }
+
+    async fn balance(engine: &Engine, merchant_id: Uuid) -> i64 {
+        engine.wallet_balance(merchant_id).await.unwrap().get()
+    }
+
+    async fn credit(engine: &Engine, merchant_id: Uuid, amount: i64) -> Result<i64, EngineError> {
+        let receipt = engine
+            .credit_wallet(merchant_id, MinorUnits::new(amount), "credit", None)
+            .await?;
+        Ok(receipt.wallet_balance.get())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn while_the_journal_is_refused_writes_are_refused_reads_go_on_and_it_recovers_by_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(dir.path()).await;
+        let merchant_id = funded_merchant(&engine, 1_000).await;
+
+        engine.journal().refuse_writes(true);
+        // Past the gate before the disk refused: held, unacknowledged.
+        let held = tokio::spawn({
+            let engine = engine.clone();
+            async move { credit(&engine, merchant_id, 500).await }
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while engine.storage_writable() {
+            assert!(Instant::now() < deadline, "the journal never went down");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(matches!(
+            credit(&engine, merchant_id, 1).await,
+            Err(EngineError::StorageUnavailable)
+        ));
+        assert_eq!(
+            balance(&engine, merchant_id).await,
+            1_000,
+            "the held credit is not shown"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!held.is_finished(), "the held credit was acknowledged");
+        assert!(!engine.checkpoint_has_room(), "no checkpoint while the journal is down");
+
+        engine.journal().refuse_writes(false);
+        assert_eq!(held.await.unwrap().unwrap(), 1_500);
+        assert!(engine.storage_writable());
+        assert_eq!(credit(&engine, merchant_id, 1).await.unwrap(), 1_501);
+        engine.halt_without_checkpoint().await;
+        drop(engine);
+
+        let engine = open(dir.path()).await;
+        assert_eq!(balance(&engine, merchant_id).await, 1_501);
+        engine.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_checkpoint_refuses_writes_until_a_restart_and_reads_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(dir.path()).await;
+        let merchant_id = funded_merchant(&engine, 1_000).await;
+
+        engine.store().fail_checkpoints_after(0);
+        assert!(engine.checkpoint().await.is_err());
+        assert!(!engine.storage_writable());
+        assert!(matches!(
+            credit(&engine, merchant_id, 1).await,
+            Err(EngineError::StorageUnavailable)
+        ));
+        assert_eq!(balance(&engine, merchant_id).await, 1_000);
+        assert!(!engine.checkpoint_has_room(), "no checkpoint is tried again");
+        assert!(matches!(
+            engine.checkpoint().await,
+            Err(EngineError::StorageUnavailable)
+        ));
+        engine.halt_without_checkpoint().await;
+        drop(engine);
+
+        // The restart recovers from the last good checkpoint and the journal.
+        let engine = open(dir.path()).await;
+        assert!(engine.storage_writable());
+        assert_eq!(balance(&engine, merchant_id).await, 1_000);
+        assert_eq!(credit(&engine, merchant_id, 1).await.unwrap(), 1_001);
+        engine.shutdown().await;
+    }
+}
