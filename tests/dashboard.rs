@@ -383,3 +383,145 @@ async fn the_sandbox_demo_merchant_has_a_dashboard_user() {
     assert!(page.contains("Demo Merchant"));
     assert!(page.contains("Rp 100.000.000"), "the demo merchant's funding");
 }
+
+#[tokio::test]
+async fn orders_money_and_webhooks_pages_act_through_the_engine() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    server.credit(&merchant.id, 100_000_000).await;
+    create_user(&server, &merchant.id, "owner@toko.example").await;
+    let session = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();
+    let key = Some(merchant.api_key.as_str());
+
+    // An order paid through the sandbox, refunded in the dashboard.
+    let order = server
+        .call(
+            Method::POST,
+            "/v1/orders",
+            key,
+            Some(json!({ "merchant_order_id": "INV-7", "amount_minor": 2_500_000, "payment_method": "QRIS" })),
+        )
+        .await;
+    let ref_code = order.body["data"]["ref_code"].as_str().unwrap().to_string();
+    server
+        .call(Method::POST, &format!("/v1/sandbox/orders/{ref_code}/pay"), key, None)
+        .await;
+    let (reply, page) = get(&server, "/dashboard/orders?status=PAID", Some(&session)).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(page.contains(&ref_code) && page.contains("Rp 25.000"), "{page}");
+    let (reply, page) = get(&server, &format!("/dashboard/orders/{ref_code}"), Some(&session)).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(page.contains("Paid") && page.contains("Timeline"));
+    let nonce_at = page.find("name=\"nonce\" value=\"").unwrap() + "name=\"nonce\" value=\"".len();
+    let nonce = page[nonce_at..].split('"').next().unwrap().to_string();
+    let csrf = csrf_in(&page);
+    let refund_form = [
+        ("csrf", csrf.as_str()),
+        ("nonce", nonce.as_str()),
+        ("amount", "5.000"),
+        ("reason", "damaged"),
+    ];
+    let (reply, _) = post_form(
+        &server,
+        &format!("/dashboard/orders/{ref_code}/refund"),
+        Some(&session),
+        &refund_form,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER);
+    // The same form posted twice is one refund.
+    post_form(
+        &server,
+        &format!("/dashboard/orders/{ref_code}/refund"),
+        Some(&session),
+        &refund_form,
+    )
+    .await;
+    let refunds = server
+        .call(Method::GET, &format!("/v1/orders/{ref_code}/refunds"), key, None)
+        .await;
+    assert_eq!(refunds.body["data"].as_array().unwrap().len(), 1, "{}", refunds.body);
+    assert_eq!(refunds.body["data"][0]["amount_minor"], 500_000);
+    let (reply, _) = get(&server, "/dashboard/orders/ORD-000000000000-NONE", Some(&session)).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+
+    // A disbursement from the form, and a batch from CSV text.
+    let (_, page) = get(&server, "/dashboard/disbursements", Some(&session)).await;
+    let nonce_at = page.find("name=\"nonce\" value=\"").unwrap() + "name=\"nonce\" value=\"".len();
+    let nonce = page[nonce_at..].split('"').next().unwrap().to_string();
+    let (reply, _) = post_form(
+        &server,
+        "/dashboard/disbursements",
+        Some(&session),
+        &[
+            ("csrf", &csrf),
+            ("nonce", &nonce),
+            ("channel", "BANK"),
+            ("provider", "BCA"),
+            ("account", "1234567890"),
+            ("account_name", "PT Sumber Makmur"),
+            ("amount", "150000"),
+        ],
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER);
+    let (reply, page) = post_form(
+        &server,
+        "/dashboard/disbursements/batch",
+        Some(&session),
+        &[
+            ("csrf", &csrf),
+            ("nonce", "batch-nonce-1"),
+            ("csv", "channel,provider,account,account_name,amount\nBANK,BCA,1234567891,Satu,20000\nEWALLET,DANA,081234567890,,25000\nBANK,NOPE,1,X,10000\n"),
+        ],
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(page.contains("Batch taken: 2 of 3 rows created."), "{page}");
+    let listed = server.call(Method::GET, "/v1/disbursements", key, None).await;
+    assert_eq!(listed.body["meta"]["total"], 3, "{}", listed.body);
+
+    // The balance history page and its CSV, equal to the API's lines.
+    let (reply, page) = get(&server, "/dashboard/balance", Some(&session)).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(
+        page.contains("DISBURSEMENT") && page.contains("ORDER_PAYMENT"),
+        "{page}"
+    );
+    let (reply, csv) = get(&server, "/dashboard/balance.csv", Some(&session)).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(reply.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+    let statement = server.statement(&merchant.api_key).await;
+    assert_eq!(
+        csv.lines().count(),
+        statement.len() + 1,
+        "a header row and one row a line"
+    );
+
+    for path in [
+        "/dashboard/beneficiaries",
+        "/dashboard/settlements",
+        "/dashboard/webhooks",
+    ] {
+        let (reply, page) = get(&server, path, Some(&session)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        assert!(page.contains("<h1>"), "{path}");
+    }
+    // Money moves only with the session's token.
+    let (reply, _) = post_form(
+        &server,
+        "/dashboard/disbursements",
+        Some(&session),
+        &[
+            ("nonce", "x"),
+            ("channel", "BANK"),
+            ("provider", "BCA"),
+            ("account", "1"),
+            ("amount", "10000"),
+        ],
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+    let listed = server.call(Method::GET, "/v1/disbursements", key, None).await;
+    assert_eq!(listed.body["meta"]["total"], 3);
+}

@@ -189,7 +189,7 @@ fn line_view(line: &StatementLine) -> LineView {
 }
 
 /// The same lines as CSV: the header row, then one row a line.
-fn csv_response(lines: &[StatementLine]) -> Result<Response, V1Error> {
+pub(crate) fn csv_response(lines: &[StatementLine]) -> Result<Response, V1Error> {
     let write = || -> Result<Vec<u8>, csv::Error> {
         let mut writer = csv::Writer::from_writer(Vec::new());
         writer.write_record(CSV_HEADER)?;

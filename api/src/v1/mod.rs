@@ -5,7 +5,7 @@ mod beneficiaries;
 mod catalog;
 mod disbursement_batches;
 mod disbursements;
-mod history;
+pub(crate) mod history;
 mod orders;
 pub mod pagination;
 mod settlements;

@@ -5,8 +5,11 @@
 
 mod auth;
 mod developers;
+mod money;
+mod orders;
 mod overview;
 pub mod session;
+mod webhooks;
 
 use crate::AppState;
 use axum::extract::FromRequestParts;
@@ -22,6 +25,17 @@ use utoipa_axum::routes;
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(overview::overview))
+        .routes(routes!(orders::orders_page))
+        .routes(routes!(orders::order_page))
+        .routes(routes!(orders::refund))
+        .routes(routes!(money::history_page))
+        .routes(routes!(money::history_export))
+        .routes(routes!(money::disbursements_page, money::create_disbursement))
+        .routes(routes!(money::create_batch))
+        .routes(routes!(money::beneficiaries_page))
+        .routes(routes!(money::settlements_page))
+        .routes(routes!(webhooks::deliveries_page))
+        .routes(routes!(webhooks::resend))
         .routes(routes!(auth::sign_in_page, auth::sign_in))
         .routes(routes!(auth::sign_out))
         .routes(routes!(developers::developers_page))
@@ -69,7 +83,16 @@ fn page_response(status: StatusCode, markup: Markup) -> Response {
 
 /// A page's frame: head, header with the navigation, main.
 fn layout(title: &str, session: Option<&Session>, current: &str, body: Markup) -> Markup {
-    const NAV: [(&str, &str); 2] = [("/dashboard", "Overview"), ("/dashboard/developers", "Developers")];
+    const NAV: [(&str, &str); 8] = [
+        ("/dashboard", "Overview"),
+        ("/dashboard/orders", "Orders"),
+        ("/dashboard/disbursements", "Disbursements"),
+        ("/dashboard/beneficiaries", "Beneficiaries"),
+        ("/dashboard/settlements", "Settlements"),
+        ("/dashboard/balance", "Balance history"),
+        ("/dashboard/webhooks", "Webhooks"),
+        ("/dashboard/developers", "Developers"),
+    ];
     html! {
         (DOCTYPE)
         html lang="en" {

@@ -1,0 +1,525 @@
+//! The dashboard's money pages: the balance history (with a CSV export),
+//! disbursements (a list, one created from a form, a batch from CSV text),
+//! beneficiaries and settlements. Each reads and acts through the engine
+//! calls the V1 routes use.
+
+use super::{forbidden, layout, page_response, rupiah, SignedIn};
+use crate::wire::timestamp;
+use crate::AppState;
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use maud::{html, Markup};
+use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
+use paygate_engine::ledger::statement::LineId;
+use paygate_engine::settlements::SettlementFilter;
+use paygate_engine::{EngineError, HistoryQuery};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+/// Lines or items a page shows.
+const PAGE_SIZE: usize = 25;
+/// Lines one CSV export holds at most, newest first.
+const EXPORT_LINES_MAX: usize = 10_000;
+/// Rows one pasted CSV batch holds at most (as the batch route).
+const BATCH_ROWS_MAX: usize = 1_000;
+
+/// Where a history page starts.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryCursor {
+    /// The last line of the previous page.
+    after: Option<String>,
+}
+
+fn refused_page(signed_in: &SignedIn, title: &str, current: &str, message: &str) -> Response {
+    let body = html! { h1 { (title) } p.note { (message) } };
+    page_response(StatusCode::OK, layout(title, Some(&signed_in.session), current, body))
+}
+
+/// GET /dashboard/balance.
+#[utoipa::path(get, path = "/dashboard/balance", tag = "Pages", operation_id = "dashboard_balance_history",
+    summary = "The dashboard's balance history", security(()), params(HistoryCursor),
+    responses(
+        (status = 200, description = "A page of the wallet's statement.", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to the sign-in page."),
+    ))]
+pub async fn history_page(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    cursor: Result<Query<HistoryCursor>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let after = cursor
+        .ok()
+        .and_then(|Query(c)| c.after)
+        .and_then(|raw| LineId::parse(&raw));
+    let query = HistoryQuery {
+        starting_after: after,
+        limit: PAGE_SIZE,
+        created_from_ms: None,
+        created_to_ms: None,
+        line_type: None,
+    };
+    let page = match state.engine.balance_history(signed_in.session.merchant_id, &query) {
+        Ok(page) => page,
+        Err(EngineError::NotWalletMerchant) => {
+            return refused_page(
+                &signed_in,
+                "Balance history",
+                "/dashboard/balance",
+                "A MANUAL merchant has no wallet: see Settlements.",
+            )
+        }
+        Err(_) => paygate_engine::HistoryPage {
+            lines: Vec::new(),
+            has_more: false,
+        },
+    };
+    let body = html! {
+        h1 { "Balance history" }
+        p { a href="/dashboard/balance.csv" download { "Export CSV" } " (the newest " (EXPORT_LINES_MAX) " lines)" }
+        section.card {
+            div.table-wrap {
+                table {
+                    thead { tr { th { "When" } th { "Type" } th { "Amount" } th { "Balance after" } th { "For" } } }
+                    tbody {
+                        @for line in &page.lines {
+                            tr {
+                                td { (timestamp(line.created_at_ms)) }
+                                td { (line.line_type.as_str()) }
+                                td.amount { (rupiah(line.amount_minor)) }
+                                td.amount { (rupiah(line.balance_after_minor)) }
+                                td { @if let Some(resource) = &line.resource { (resource.ref_code) } }
+                            }
+                        }
+                        @if page.lines.is_empty() { tr { td colspan="5" { "No lines." } } }
+                    }
+                }
+            }
+            @if page.has_more {
+                @if let Some(last) = page.lines.last() {
+                    p.pager { a href={"/dashboard/balance?after=" (last.id.encode())} { "Older" } }
+                }
+            }
+        }
+    };
+    page_response(
+        StatusCode::OK,
+        layout("Balance history", Some(&signed_in.session), "/dashboard/balance", body),
+    )
+}
+
+/// GET /dashboard/balance.csv: the newest lines as the API's CSV.
+#[utoipa::path(get, path = "/dashboard/balance.csv", tag = "Pages", operation_id = "dashboard_balance_export",
+    summary = "Export the balance history as CSV", security(()),
+    responses(
+        (status = 200, description = "The newest lines, as `GET /v1/balance/history` with `Accept: text/csv`.", content_type = "text/csv", body = String),
+        (status = 303, description = "Not signed in: to the sign-in page."),
+    ))]
+pub async fn history_export(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    let mut lines = Vec::new();
+    let mut after = None;
+    while lines.len() < EXPORT_LINES_MAX {
+        let query = HistoryQuery {
+            starting_after: after,
+            limit: paygate_engine::HISTORY_LIMIT_MAX,
+            created_from_ms: None,
+            created_to_ms: None,
+            line_type: None,
+        };
+        let Ok(page) = state.engine.balance_history(signed_in.session.merchant_id, &query) else {
+            break;
+        };
+        after = page.lines.last().map(|line| line.id);
+        let more = page.has_more;
+        lines.extend(page.lines);
+        if !more {
+            break;
+        }
+    }
+    lines.truncate(EXPORT_LINES_MAX);
+    let mut response = crate::v1::history::csv_response(&lines).into_response();
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_DISPOSITION,
+        axum::http::HeaderValue::from_static("attachment; filename=\"balance-history.csv\""),
+    );
+    response
+}
+
+/// The one-disbursement form.
+#[derive(Deserialize, ToSchema)]
+pub struct DisbursementForm {
+    csrf: String,
+    /// Made for each form shown: a form posted twice is one disbursement.
+    nonce: String,
+    /// BANK or EWALLET.
+    channel: String,
+    /// The bank's short code or the e-wallet's.
+    provider: String,
+    /// The account number or the e-wallet's phone.
+    account: String,
+    #[serde(default)]
+    account_name: String,
+    /// Rupiah.
+    amount: String,
+}
+
+/// The batch form: CSV text, one disbursement a row.
+#[derive(Deserialize, ToSchema)]
+pub struct BatchForm {
+    csrf: String,
+    nonce: String,
+    /// Rows `channel,provider,account,account_name,amount_rupiah` (a header row is skipped).
+    csv: String,
+}
+
+fn disbursement_request(
+    channel: &str,
+    provider: &str,
+    account: &str,
+    name: &str,
+    amount_minor: i64,
+    key: String,
+) -> NewDisbursement {
+    let bank = channel.eq_ignore_ascii_case("BANK");
+    NewDisbursement {
+        idempotency_key: Some(key),
+        channel: Some(channel.trim().to_uppercase()),
+        bank_short_code: bank.then(|| provider.trim().to_string()),
+        account_number: bank.then(|| account.trim().to_string()),
+        account_name: bank.then(|| name.trim().to_string()),
+        ewallet_provider: (!bank).then(|| provider.trim().to_string()),
+        ewallet_phone: (!bank).then(|| account.trim().to_string()),
+        amount_minor: Some(amount_minor),
+        ..Default::default()
+    }
+}
+
+fn disbursements_body(state: &AppState, signed_in: &SignedIn, problem: Option<&str>, notice: Option<&str>) -> Markup {
+    let (items, total) = state
+        .engine
+        .list_disbursements(
+            signed_in.session.merchant_id,
+            &DisbursementFilter::default(),
+            1,
+            PAGE_SIZE,
+        )
+        .unwrap_or_default();
+    let csrf = &signed_in.session.csrf;
+    html! {
+        h1 { "Disbursements" }
+        @if let Some(problem) = problem { p.problem role="alert" { (problem) } }
+        @if let Some(notice) = notice { p.notice role="status" { (notice) } }
+        section.card {
+            h2 { "Send money" }
+            form method="post" action="/dashboard/disbursements" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="nonce" value=(super::session::random_token());
+                label for="channel" { "Channel" }
+                select #channel name="channel" { option value="BANK" { "Bank" } option value="EWALLET" { "E-wallet" } }
+                label for="provider" { "Bank or e-wallet code (e.g. BCA, DANA)" }
+                input #provider type="text" name="provider" required;
+                label for="account" { "Account number or e-wallet phone" }
+                input #account type="text" name="account" required;
+                label for="account_name" { "Account holder (bank)" }
+                input #account_name type="text" name="account_name";
+                label for="amount" { "Amount (Rp)" }
+                input #amount type="text" name="amount" inputmode="decimal" required;
+                button type="submit" { "Send" }
+            }
+        }
+        section.card {
+            h2 { "Batch from CSV" }
+            form method="post" action="/dashboard/disbursements/batch" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="nonce" value=(super::session::random_token());
+                label for="csv" { "Rows: channel,provider,account,account_name,amount (up to 1,000)" }
+                textarea #csv name="csv" rows="6" required placeholder="BANK,BCA,1234567890,PT Sumber Makmur,150000" {}
+                button type="submit" { "Send batch" }
+            }
+        }
+        section.card {
+            h2 { "Latest (" (total) " in all)" }
+            div.table-wrap {
+                table {
+                    thead { tr { th { "Ref code" } th { "To" } th { "Amount" } th { "Fee" } th { "Status" } th { "Created" } } }
+                    tbody {
+                        @for d in &items {
+                            tr {
+                                td { (d.ref_code) }
+                                td { (format!("{:?}", d.destination.channel()).to_uppercase()) }
+                                td.amount { (rupiah(d.request_amount.get())) }
+                                td.amount { (rupiah(d.fee.get())) }
+                                td { span.badge { (d.status.as_str()) } }
+                                td { (timestamp(d.created_at_ms)) }
+                            }
+                        }
+                        @if items.is_empty() { tr { td colspan="6" { "No disbursements." } } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn disbursements_response(
+    state: &AppState,
+    signed_in: &SignedIn,
+    status: StatusCode,
+    problem: Option<&str>,
+    notice: Option<&str>,
+) -> Response {
+    let body = disbursements_body(state, signed_in, problem, notice);
+    page_response(
+        status,
+        layout(
+            "Disbursements",
+            Some(&signed_in.session),
+            "/dashboard/disbursements",
+            body,
+        ),
+    )
+}
+
+/// GET /dashboard/disbursements.
+#[utoipa::path(get, path = "/dashboard/disbursements", tag = "Pages", operation_id = "dashboard_disbursements",
+    summary = "The dashboard's disbursements", security(()),
+    responses(
+        (status = 200, description = "The latest disbursements and the forms to send more.", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to the sign-in page."),
+    ))]
+pub async fn disbursements_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    disbursements_response(&state, &signed_in, StatusCode::OK, None, None)
+}
+
+/// POST /dashboard/disbursements.
+#[utoipa::path(post, path = "/dashboard/disbursements", tag = "Pages", operation_id = "dashboard_create_disbursement",
+    summary = "Send one disbursement from the dashboard", security(()),
+    request_body(content = DisbursementForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "Created: back to the list."),
+        (status = 400, description = "Not created: the page says why.", content_type = "text/html", body = String),
+        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
+    ))]
+pub async fn create_disbursement(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    form: Result<Form<DisbursementForm>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return forbidden();
+    };
+    if !signed_in.csrf_ok(&form.csrf) {
+        return forbidden();
+    }
+    let Some(amount_minor) = super::orders::parse_rupiah(&form.amount) else {
+        return disbursements_response(
+            &state,
+            &signed_in,
+            StatusCode::BAD_REQUEST,
+            Some("Enter an amount in rupiah."),
+            None,
+        );
+    };
+    let key = format!("dashboard-{}", form.nonce.chars().take(64).collect::<String>());
+    let request = disbursement_request(
+        &form.channel,
+        &form.provider,
+        &form.account,
+        &form.account_name,
+        amount_minor,
+        key,
+    );
+    match state
+        .engine
+        .create_disbursement(signed_in.session.merchant_id, request)
+        .await
+    {
+        Ok(_) | Err(EngineError::DuplicateDisbursement(_)) => Redirect::to("/dashboard/disbursements").into_response(),
+        Err(error) => disbursements_response(
+            &state,
+            &signed_in,
+            StatusCode::BAD_REQUEST,
+            Some(&format!("Not sent: {error}.")),
+            None,
+        ),
+    }
+}
+
+/// POST /dashboard/disbursements/batch: rows of CSV text, as one batch.
+#[utoipa::path(post, path = "/dashboard/disbursements/batch", tag = "Pages", operation_id = "dashboard_create_batch",
+    summary = "Send a batch of disbursements from CSV", security(()),
+    request_body(content = BatchForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The batch was taken: the page says how many were created.", content_type = "text/html", body = String),
+        (status = 400, description = "Not taken: the page says why.", content_type = "text/html", body = String),
+        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
+    ))]
+pub async fn create_batch(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    form: Result<Form<BatchForm>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return forbidden();
+    };
+    if !signed_in.csrf_ok(&form.csrf) {
+        return forbidden();
+    }
+    let nonce: String = form.nonce.chars().take(64).collect();
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(form.csv.as_bytes());
+    let mut items = Vec::new();
+    for (row, record) in reader.records().enumerate() {
+        let Ok(record) = record else {
+            items.push(Err(EngineError::invalid("csv", "a row could not be read")));
+            continue;
+        };
+        let field = |i: usize| record.get(i).unwrap_or("").to_string();
+        if row == 0 && field(0).eq_ignore_ascii_case("channel") {
+            continue;
+        }
+        let item = match super::orders::parse_rupiah(&field(4)) {
+            Some(amount) => Ok(disbursement_request(
+                &field(0),
+                &field(1),
+                &field(2),
+                &field(3),
+                amount,
+                format!("dashboard-{nonce}-{row}"),
+            )),
+            None => Err(EngineError::invalid("amount", "must be an amount in rupiah")),
+        };
+        items.push(item);
+    }
+    if items.is_empty() || items.len() > BATCH_ROWS_MAX {
+        return disbursements_response(
+            &state,
+            &signed_in,
+            StatusCode::BAD_REQUEST,
+            Some("A batch holds 1 to 1,000 rows."),
+            None,
+        );
+    }
+    match state
+        .engine
+        .create_disbursement_batch(signed_in.session.merchant_id, format!("dashboard-{nonce}"), items)
+        .await
+    {
+        Ok(answer) => {
+            let created = answer.items.iter().filter(|item| item.is_ok()).count();
+            let refused: Vec<String> = answer
+                .items
+                .iter()
+                .enumerate()
+                .filter_map(|(row, item)| item.as_ref().err().map(|error| format!("row {}: {error}", row + 1)))
+                .collect();
+            let mut notice = format!("Batch taken: {created} of {} rows created.", answer.items.len());
+            if !refused.is_empty() {
+                notice.push_str(&format!(" Refused: {}.", refused.join("; ")));
+            }
+            disbursements_response(&state, &signed_in, StatusCode::OK, None, Some(&notice))
+        }
+        Err(error) => disbursements_response(
+            &state,
+            &signed_in,
+            StatusCode::BAD_REQUEST,
+            Some(&format!("Batch not taken: {error}.")),
+            None,
+        ),
+    }
+}
+
+/// GET /dashboard/beneficiaries.
+#[utoipa::path(get, path = "/dashboard/beneficiaries", tag = "Pages", operation_id = "dashboard_beneficiaries",
+    summary = "The dashboard's beneficiaries", security(()),
+    responses(
+        (status = 200, description = "Saved beneficiaries.", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to the sign-in page."),
+    ))]
+pub async fn beneficiaries_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    let beneficiaries = state
+        .engine
+        .beneficiaries(signed_in.session.merchant_id)
+        .unwrap_or_default();
+    let body = html! {
+        h1 { "Beneficiaries" }
+        section.card {
+            div.table-wrap {
+                table {
+                    thead { tr { th { "Label" } th { "Channel" } th { "Verification" } th { "Default" } } }
+                    tbody {
+                        @for b in &beneficiaries {
+                            tr {
+                                td { (b.label.clone().unwrap_or_default()) }
+                                td { (b.destination.channel().as_str()) }
+                                td { (b.verification_status.as_str()) @if let Some(name) = &b.verified_name { " (" (name) ")" } }
+                                td { @if b.is_default { "yes" } }
+                            }
+                        }
+                        @if beneficiaries.is_empty() { tr { td colspan="4" { "No beneficiaries." } } }
+                    }
+                }
+            }
+        }
+    };
+    page_response(
+        StatusCode::OK,
+        layout(
+            "Beneficiaries",
+            Some(&signed_in.session),
+            "/dashboard/beneficiaries",
+            body,
+        ),
+    )
+}
+
+/// GET /dashboard/settlements.
+#[utoipa::path(get, path = "/dashboard/settlements", tag = "Pages", operation_id = "dashboard_settlements",
+    summary = "The dashboard's settlements", security(()),
+    responses(
+        (status = 200, description = "The latest settlements.", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to the sign-in page."),
+    ))]
+pub async fn settlements_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    let (settlements, total) = state
+        .engine
+        .list_settlements(
+            signed_in.session.merchant_id,
+            &SettlementFilter::default(),
+            1,
+            PAGE_SIZE,
+        )
+        .unwrap_or_default();
+    let body = html! {
+        h1 { "Settlements" }
+        section.card {
+            h2 { "Latest (" (total) " in all)" }
+            div.table-wrap {
+                table {
+                    thead { tr { th { "Date" } th { "Orders" } th { "Gross" } th { "Net payout" } th { "Status" } } }
+                    tbody {
+                        @for s in &settlements {
+                            tr {
+                                td { (s.settlement_date) }
+                                td { (s.order_count) }
+                                td.amount { (rupiah(s.gross_amount.get())) }
+                                td.amount { (rupiah(s.net_payout.get())) }
+                                td { span.badge { (s.status.as_str()) } }
+                            }
+                        }
+                        @if settlements.is_empty() { tr { td colspan="5" { "No settlements." } } }
+                    }
+                }
+            }
+        }
+    };
+    page_response(
+        StatusCode::OK,
+        layout("Settlements", Some(&signed_in.session), "/dashboard/settlements", body),
+    )
+}

@@ -1,0 +1,134 @@
+//! The dashboard's webhooks: the latest delivery attempts, and sending an
+//! event again (the same delivery `POST /v1/webhooks/deliveries/{id}/resend` makes).
+
+use super::{forbidden, layout, page_response, SignedIn};
+use crate::wire::timestamp;
+use crate::AppState;
+use axum::extract::rejection::FormRejection;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Form;
+use maud::html;
+use paygate_engine::webhooks::AttemptFilter;
+use serde::Deserialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// Attempts the page shows.
+const PAGE_SIZE: usize = 50;
+
+/// The resend form.
+#[derive(Deserialize, ToSchema)]
+pub struct ResendForm {
+    csrf: String,
+    /// The event to send again.
+    event_id: String,
+}
+
+fn render(state: &AppState, signed_in: &SignedIn, status: StatusCode, message: Option<(&str, bool)>) -> Response {
+    let (attempts, total) = state
+        .engine
+        .list_webhook_attempts(signed_in.session.merchant_id, &AttemptFilter::default(), 1, PAGE_SIZE)
+        .unwrap_or_default();
+    let body = html! {
+        h1 { "Webhooks" }
+        @if let Some((text, problem)) = message {
+            @if problem { p.problem role="alert" { (text) } } @else { p.notice role="status" { (text) } }
+        }
+        section.card {
+            h2 { "Latest deliveries (" (total) " in all)" }
+            div.table-wrap {
+                table {
+                    thead { tr { th { "When" } th { "Event" } th { "URL" } th { "Answer" } th { "Attempt" } th {} } }
+                    tbody {
+                        @for attempt in &attempts {
+                            tr {
+                                td { (timestamp(attempt.attempted_at_ms)) }
+                                td { code { (attempt.event) } }
+                                td.url { (attempt.url) }
+                                td {
+                                    @match attempt.status_code { Some(code) => { "HTTP " (code) }, None => { (attempt.error.clone().unwrap_or_else(|| "no answer".into())) } }
+                                    @if attempt.delivered { " ✓" }
+                                }
+                                td { (attempt.attempt) }
+                                td {
+                                    form method="post" action="/dashboard/webhooks/resend" {
+                                        input type="hidden" name="csrf" value=(signed_in.session.csrf);
+                                        input type="hidden" name="event_id" value=(attempt.event_id);
+                                        button type="submit" { "Send again" }
+                                    }
+                                }
+                            }
+                        }
+                        @if attempts.is_empty() { tr { td colspan="6" { "No deliveries yet." } } }
+                    }
+                }
+            }
+        }
+    };
+    page_response(
+        status,
+        layout("Webhooks", Some(&signed_in.session), "/dashboard/webhooks", body),
+    )
+}
+
+/// GET /dashboard/webhooks.
+#[utoipa::path(get, path = "/dashboard/webhooks", tag = "Pages", operation_id = "dashboard_webhooks",
+    summary = "The dashboard's webhook deliveries", security(()),
+    responses(
+        (status = 200, description = "The latest delivery attempts.", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to the sign-in page."),
+    ))]
+pub async fn deliveries_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    render(&state, &signed_in, StatusCode::OK, None)
+}
+
+/// POST /dashboard/webhooks/resend.
+#[utoipa::path(post, path = "/dashboard/webhooks/resend", tag = "Pages", operation_id = "dashboard_resend",
+    summary = "Send a webhook event again from the dashboard", security(()),
+    request_body(content = ResendForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "Sent: the page shows the new attempt.", content_type = "text/html", body = String),
+        (status = 400, description = "Not sent: the page says why.", content_type = "text/html", body = String),
+        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
+    ))]
+pub async fn resend(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    form: Result<Form<ResendForm>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return forbidden();
+    };
+    if !signed_in.csrf_ok(&form.csrf) {
+        return forbidden();
+    }
+    let outcome = match Uuid::parse_str(&form.event_id) {
+        Err(_) => Err("no such event".to_string()),
+        Ok(id) => match state.engine.webhook_event_for(signed_in.session.merchant_id, id) {
+            Err(error) => Err(error.to_string()),
+            Ok(event) if event.url.is_none() => Err("the event has no notify URL".into()),
+            Ok(event) => crate::webhooks::deliver(&state, &state.webhook_client, event, true)
+                .await
+                .map_err(|error| error.to_string()),
+        },
+    };
+    match outcome {
+        Ok(attempt) => {
+            let text = format!(
+                "Sent again: {}.",
+                attempt
+                    .status_code
+                    .map_or("no answer".to_string(), |code| format!("HTTP {code}"))
+            );
+            render(&state, &signed_in, StatusCode::OK, Some((&text, false)))
+        }
+        Err(why) => render(
+            &state,
+            &signed_in,
+            StatusCode::BAD_REQUEST,
+            Some((&format!("Not sent: {why}."), true)),
+        ),
+    }
+}
