@@ -307,6 +307,10 @@ pub const ROUTE_ERRORS: &[(&str, Answers)] = &[
             (422, &[legacy::PUBLIC_KEY_NOT_SET, legacy::MERCHANT_SETTING_INVALID]),
         ],
     ),
+    // Pages: the HTML answers document their own 404 and 500 (text/html).
+    ("get_asset", &[]),
+    ("checkout_page", &[]),
+    ("checkout_status", &[(404, &["ORDER_NOT_FOUND"]), (500, &["INTERNAL"])]),
     // Operations: only the shared answers.
     ("healthz", &[]),
     ("metrics", &[]),

@@ -48,7 +48,10 @@ const TAGS: &[(&str, &str)] = &[
         "The operator API: merchants, catalog, vendors, settlements and ledger checks.",
     ),
     ("Callbacks", "Signed outcomes from HTTP payment and payout vendors."),
-    ("Pages", "HTML pages: the payer's checkout page and the merchant dashboard."),
+    (
+        "Pages",
+        "HTML pages: the payer's checkout page and the merchant dashboard.",
+    ),
     ("Operations", "Health, metrics and this document."),
 ];
 
