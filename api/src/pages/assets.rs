@@ -128,6 +128,7 @@ mod tests {
             assert!(link.starts_with(&format!("/assets/{name}?v=")), "{link}");
         }
         let mut unique = versions().to_vec();
+        unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), ASSETS.len());
     }
