@@ -130,6 +130,24 @@ async fn tour() -> BTreeMap<String, Value> {
             .call(Method::GET, "/v1/orders/ORD-000000000000-XXXX", key, None)
             .await,
     );
+    let order_id = order["data"]["id"].as_str().unwrap();
+    tour.keep(
+        "checkout_status",
+        &server
+            .call(Method::GET, &format!("/checkout/{order_id}/status"), None, None)
+            .await,
+    );
+    tour.keep(
+        "checkout_status",
+        &server
+            .call(
+                Method::GET,
+                "/checkout/00000000-0000-4000-8000-000000000000/status",
+                None,
+                None,
+            )
+            .await,
+    );
     tour.keep(
         "list_orders",
         &server.call(Method::GET, "/v1/orders?limit=2", key, None).await,

@@ -22,7 +22,7 @@ fn qris_mdr(amount: i64) -> i64 {
 const BANK_TRANSFER_MDR: i64 = 400_000;
 
 /// The fields of a V1 order (SPEC.md 2.1 plus the stored attributes).
-const ORDER_FIELDS: [&str; 23] = [
+const ORDER_FIELDS: [&str; 24] = [
     "id",
     "ref_code",
     "merchant_order_id",
@@ -32,6 +32,7 @@ const ORDER_FIELDS: [&str; 23] = [
     "status",
     "qris_string",
     "qr_url",
+    "checkout_url",
     "virtual_account",
     "expires_at",
     "paid_at",
@@ -228,6 +229,10 @@ async fn qris_order_has_every_field_a_valid_qris_and_a_readable_png() {
 
     let qr_url = order["qr_url"].as_str().unwrap();
     assert_eq!(qr_url, format!("{}/v1/orders/{ref_code}/qr.png", server.base));
+    assert_eq!(
+        order["checkout_url"],
+        json!(format!("{}/checkout/{}", server.base, order["id"].as_str().unwrap()))
+    );
     let image = server.client.get(qr_url).send().await.unwrap();
     assert_eq!(image.status(), StatusCode::OK);
     assert_eq!(image.headers()["content-type"], "image/png");

@@ -386,6 +386,10 @@ pub struct OrderView {
     qris_string: Option<String>,
     /// The QRIS as a PNG image, for QRIS orders.
     qr_url: Option<String>,
+    /// The hosted page the payer pays on: `<public url>/checkout/{id}`, for
+    /// every payment method. It needs no key: the order's UUID is the
+    /// capability.
+    checkout_url: String,
     /// Where the payer transfers to, for BANK_TRANSFER orders.
     virtual_account: Option<VirtualAccountView>,
     #[schema(format = DateTime)]
@@ -416,15 +420,14 @@ pub struct VirtualAccountView {
     account_number: String,
 }
 
-/// An order as V1 shows it; `public_url` makes `qr_url` absolute.
+/// An order as V1 shows it; `public_url` makes `qr_url` and `checkout_url`
+/// absolute.
 pub fn order_view(order: &Order, public_url: &str) -> OrderView {
-    let qr_url = order.qris_string.as_ref().map(|_| {
-        format!(
-            "{}/v1/orders/{}/qr.png",
-            public_url.trim_end_matches('/'),
-            order.ref_code
-        )
-    });
+    let base = public_url.trim_end_matches('/');
+    let qr_url = order
+        .qris_string
+        .as_ref()
+        .map(|_| format!("{base}/v1/orders/{}/qr.png", order.ref_code));
     OrderView {
         id: order.id,
         ref_code: order.ref_code.clone(),
@@ -435,6 +438,7 @@ pub fn order_view(order: &Order, public_url: &str) -> OrderView {
         status: order.status.as_str(),
         qris_string: order.qris_string.clone(),
         qr_url,
+        checkout_url: format!("{base}/checkout/{}", order.id),
         virtual_account: order.virtual_account.as_ref().map(|va| VirtualAccountView {
             bank_short_code: va.bank_short_code.clone(),
             account_number: va.account_number.clone(),

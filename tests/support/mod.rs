@@ -2,6 +2,7 @@
 //! temporary data dir and talks HTTP to it, as a merchant or operator would.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod openapi;
 
 use reqwest::{Method, StatusCode};

@@ -337,6 +337,9 @@ pub const ROUTE_ERRORS: &[(&str, Answers)] = &[
     ("dashboard_settlements", &[]),
     ("dashboard_webhooks", &[]),
     ("dashboard_resend", &[]),
+    ("get_asset", &[]),
+    ("checkout_page", &[]),
+    ("checkout_status", &[(404, &["ORDER_NOT_FOUND"]), (500, &["INTERNAL"])]),
     // Operations: only the shared answers.
     ("healthz", &[]),
     ("metrics", &[]),

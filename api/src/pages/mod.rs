@@ -3,10 +3,16 @@
 //! dashboard (`dashboard`). Every asset they use is embedded (`assets`); no
 //! CDN, no build step that downloads. The pages call the same engine
 //! methods as the API: there is no second path to the money.
+//!
+//! Shared by the pages: `html` (an answer with the security headers),
+//! `language` (Indonesian or English) and `rupiah` (`Rp 25.000`).
 
 pub mod assets;
 pub mod checkout;
 pub mod dashboard;
+pub mod html;
+pub mod language;
+pub mod rupiah;
 
 use crate::AppState;
 use utoipa_axum::router::OpenApiRouter;
