@@ -235,7 +235,7 @@ fn disbursements_body(state: &AppState, signed_in: &SignedIn, problem: Option<&s
             form method="post" action="/dashboard/disbursements/batch" {
                 input type="hidden" name="csrf" value=(csrf);
                 input type="hidden" name="nonce" value=(super::session::random_token());
-                label for="csv" { "Rows: channel,provider,account,account_name,amount (up to 1,000)" }
+                label for="csv" { "One row a disbursement: channel, provider, account, account name, amount (up to 1,000 rows)" }
                 textarea #csv name="csv" rows="6" required placeholder="BANK,BCA,1234567890,PT Sumber Makmur,150000" {}
                 button type="submit" { "Send batch" }
             }
