@@ -525,3 +525,116 @@ async fn orders_money_and_webhooks_pages_act_through_the_engine() {
     let listed = server.call(Method::GET, "/v1/disbursements", key, None).await;
     assert_eq!(listed.body["meta"]["total"], 3);
 }
+
+/// A multipart body of text fields and one file.
+fn multipart(fields: &[(&str, &str)], file: &str) -> (String, Vec<u8>) {
+    let boundary = "paygate-test-boundary-7d1f";
+    let mut body = String::new();
+    for (name, value) in fields {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        ));
+    }
+    body.push_str(&format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"batch.csv\"\r\nContent-Type: text/csv\r\n\r\n{file}\r\n--{boundary}--\r\n"
+    ));
+    (format!("multipart/form-data; boundary={boundary}"), body.into_bytes())
+}
+
+#[tokio::test]
+async fn a_csv_file_uploads_as_one_batch_and_a_test_event_reaches_the_endpoint_signed() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    server.credit(&merchant.id, 100_000_000).await;
+    create_user(&server, &merchant.id, "owner@toko.example").await;
+    let session = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();
+    let (_, page) = get(&server, "/dashboard/disbursements", Some(&session)).await;
+    let csrf = csrf_in(&page);
+    let upload = |fields: Vec<(&'static str, String)>| {
+        let server = &server;
+        let session = session.clone();
+        async move {
+            let borrowed: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let (content_type, body) = multipart(
+                &borrowed,
+                "BANK,BCA,1234567891,Satu,20000\nEWALLET,OVO,081234567890,,30000\n",
+            );
+            let response = browser()
+                .post(format!("{}/dashboard/disbursements/upload", server.base))
+                .header(COOKIE, session)
+                .header("content-type", content_type)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (response.status(), response.text().await.unwrap())
+        }
+    };
+    let (status, _) = upload(vec![("nonce", "n1".into())]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "no CSRF token, no batch");
+    let (status, page) = upload(vec![("csrf", csrf.clone()), ("nonce", "n1".into())]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("Batch taken: 2 of 2 rows created."), "{page}");
+    let listed = server
+        .call(Method::GET, "/v1/disbursements", Some(&merchant.api_key), None)
+        .await;
+    assert_eq!(listed.body["meta"]["total"], 2);
+
+    // A test event, signed like a delivery, to a receiver on loopback.
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(reqwest::header::HeaderMap, String)>::new()));
+    let sink = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+            let sink = sink.clone();
+            async move {
+                let mut converted = reqwest::header::HeaderMap::new();
+                for (name, value) in headers.iter() {
+                    converted.insert(
+                        reqwest::header::HeaderName::from_bytes(name.as_str().as_bytes()).unwrap(),
+                        reqwest::header::HeaderValue::from_bytes(value.as_bytes()).unwrap(),
+                    );
+                }
+                sink.lock().unwrap().push((converted, body));
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (_, page) = get(&server, "/dashboard/webhooks", Some(&session)).await;
+    let (reply, page_after) = post_form(
+        &server,
+        "/dashboard/webhooks/test",
+        Some(&session),
+        &[("csrf", &csrf_in(&page))],
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "no default notify URL yet");
+    assert!(page_after.contains("set a default notify URL first"));
+    server
+        .admin(
+            Method::PATCH,
+            &format!("/admin/v1/merchants/{}", merchant.id),
+            Some(json!({ "default_notify_url": format!("http://{address}/hook") })),
+        )
+        .await;
+    let (reply, page_after) = post_form(
+        &server,
+        "/dashboard/webhooks/test",
+        Some(&session),
+        &[("csrf", &csrf_in(&page))],
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(page_after.contains("answered HTTP 200"), "{page_after}");
+    let (headers, body) = received.lock().unwrap().pop().expect("the endpoint got the test event");
+    let event: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(event["event"], "test");
+    assert_eq!(event["merchant_id"], merchant.id.as_str());
+    let verifier = standardwebhooks::Webhook::new(&merchant.webhook_secret).unwrap();
+    verifier
+        .verify(body.as_bytes(), &headers)
+        .expect("signed as every delivery is");
+}

@@ -17,8 +17,11 @@ use support::*;
 const PASSWORD: &str = "correct horse battery staple";
 
 fn screenshot_path(name: &str) -> Option<PathBuf> {
-    (std::env::var("PAYGATE_SCREENSHOTS").as_deref() == Ok("1"))
-        .then(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots").join(name))
+    (std::env::var("PAYGATE_SCREENSHOTS").as_deref() == Ok("1")).then(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/screenshots")
+            .join(name)
+    })
 }
 
 async fn user(server: &TestServer, merchant_id: &str, email: &str) {
@@ -35,7 +38,9 @@ async fn user(server: &TestServer, merchant_id: &str, email: &str) {
 /// Signs in through the form, as a person would.
 async fn sign_in(browser: &Browser, server: &TestServer, email: &str) {
     browser.goto(&format!("{}/dashboard", server.base)).await;
-    browser.wait_for_url(&format!("{}/dashboard/sign-in", server.base)).await;
+    browser
+        .wait_for_url(&format!("{}/dashboard/sign-in", server.base))
+        .await;
     browser.wait_for("#email").await.send_keys(email).await.unwrap();
     browser.wait_for("#password").await.send_keys(PASSWORD).await.unwrap();
     browser.wait_for("button[type=submit]").await.click().await.unwrap();
@@ -68,7 +73,12 @@ async fn sign_in_see_the_balance_and_rotate_credentials_in_the_browser() {
             .await;
         let ref_code = order.body["data"]["ref_code"].as_str().unwrap().to_string();
         server
-            .call(Method::POST, &format!("/v1/sandbox/orders/{ref_code}/pay"), Some(&merchant.api_key), None)
+            .call(
+                Method::POST,
+                &format!("/v1/sandbox/orders/{ref_code}/pay"),
+                Some(&merchant.api_key),
+                None,
+            )
             .await;
     }
     let Some(browser) = Browser::desktop().await else {
@@ -78,7 +88,11 @@ async fn sign_in_see_the_balance_and_rotate_credentials_in_the_browser() {
     let api_balance = server.balance(&merchant.api_key).await;
     let shown = browser.wait_for("#balance").await.text().await.unwrap();
     let digits: String = shown.chars().filter(|c| c.is_ascii_digit()).collect();
-    assert_eq!(digits.parse::<i64>().unwrap() * 100, api_balance, "the page shows {shown}");
+    assert_eq!(
+        digits.parse::<i64>().unwrap() * 100,
+        api_balance,
+        "the page shows {shown}"
+    );
     assert_eq!(browser.wait_for("#today-count").await.text().await.unwrap(), "3 orders");
     fits(&browser, 1280).await;
     if let Some(path) = screenshot_path("dashboard-overview-desktop.png") {
@@ -96,7 +110,9 @@ async fn sign_in_see_the_balance_and_rotate_credentials_in_the_browser() {
     let new_key = browser.wait_for("#new-api-key").await.text().await.unwrap();
     assert_ne!(new_key, merchant.api_key);
     assert_v1_error(
-        &server.call(Method::GET, "/v1/balance", Some(&merchant.api_key), None).await,
+        &server
+            .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
+            .await,
         401,
         "INVALID_API_KEY",
     );
@@ -111,9 +127,13 @@ async fn sign_in_see_the_balance_and_rotate_credentials_in_the_browser() {
         .click()
         .await
         .unwrap();
-    browser.wait_for_url(&format!("{}/dashboard/sign-in", server.base)).await;
+    browser
+        .wait_for_url(&format!("{}/dashboard/sign-in", server.base))
+        .await;
     browser.goto(&format!("{}/dashboard", server.base)).await;
-    browser.wait_for_url(&format!("{}/dashboard/sign-in", server.base)).await;
+    browser
+        .wait_for_url(&format!("{}/dashboard/sign-in", server.base))
+        .await;
     browser.close().await;
 }
 
@@ -121,7 +141,10 @@ async fn sign_in_see_the_balance_and_rotate_credentials_in_the_browser() {
 async fn the_pages_fit_a_phone_and_markup_in_a_name_stays_text() {
     let server = TestServer::start();
     let merchant = server
-        .create_merchant_with("WALLET", json!({ "name": "<script>alert(1)</script><img src=x onerror=alert(2)>" }))
+        .create_merchant_with(
+            "WALLET",
+            json!({ "name": "<script>alert(1)</script><img src=x onerror=alert(2)>" }),
+        )
         .await;
     user(&server, &merchant.id, "owner@toko.example").await;
     let Some(browser) = Browser::start(Options {
@@ -136,7 +159,10 @@ async fn the_pages_fit_a_phone_and_markup_in_a_name_stays_text() {
     let heading = browser.wait_for("h1").await.text().await.unwrap();
     assert_eq!(heading, "<script>alert(1)</script><img src=x onerror=alert(2)>");
     assert_eq!(browser.open_dialog().await, None, "no script ran");
-    assert!(browser.find("main img").await.is_none(), "no element was made from the name");
+    assert!(
+        browser.find("main img").await.is_none(),
+        "no element was made from the name"
+    );
     for path in [
         "/dashboard",
         "/dashboard/orders",

@@ -82,36 +82,10 @@ pub async fn deliver(
         &merchant.credentials.client_id,
         &merchant.credentials.client_secret,
     );
-    let now = state.engine.clock().now();
-    let (timestamp, attempted_at_ms) = (now.timestamp(), now.timestamp_millis());
+    let attempted_at_ms = state.engine.clock().now().timestamp_millis();
     let started = Instant::now();
-    let result = match refuse_private(state, &url) {
-        Some(reason) => Err(reason),
-        None => {
-            let secret = &merchant.credentials.webhook_secret;
-            client
-                .post(&url)
-                .header("content-type", "application/json")
-                .header("webhook-id", event.id.to_string())
-                .header("webhook-timestamp", timestamp.to_string())
-                .header(
-                    "webhook-signature",
-                    standard_signature(secret, &event.id.to_string(), timestamp, &body),
-                )
-                .header("x-signature", hmac_sha256_header(secret, &body))
-                .body(body)
-                .send()
-                .await
-                .map(|response| response.status().as_u16())
-                .map_err(|error| {
-                    if error.is_timeout() {
-                        "timed out after 10 s".to_string()
-                    } else {
-                        format!("request failed: {}", with_causes(&error))
-                    }
-                })
-        }
-    };
+    let secret = &merchant.credentials.webhook_secret;
+    let result = post_signed(state, client, &url, &event.id.to_string(), secret, body).await;
     let latency_ms = started.elapsed().as_millis() as u64;
     let (status_code, error) = match result {
         Ok(code) if (200..300).contains(&code) => (Some(code), None),
@@ -130,6 +104,63 @@ pub async fn deliver(
         .engine
         .record_webhook_attempt(event.id, outcome, state.config.webhook_retry_scale)
         .await
+}
+
+/// POSTs `body` to `url` signed as every delivery is (Standard Webhooks
+/// headers and `X-Signature`); the endpoint's HTTP status, or why there is none.
+async fn post_signed(
+    state: &AppState,
+    client: &reqwest::Client,
+    url: &str,
+    id: &str,
+    secret: &str,
+    body: Vec<u8>,
+) -> Result<u16, String> {
+    if let Some(reason) = refuse_private(state, url) {
+        return Err(reason);
+    }
+    let timestamp = state.engine.clock().now().timestamp();
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("webhook-id", id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", standard_signature(secret, id, timestamp, &body))
+        .header("x-signature", hmac_sha256_header(secret, &body))
+        .body(body)
+        .send()
+        .await
+        .map(|response| response.status().as_u16())
+        .map_err(|error| {
+            if error.is_timeout() {
+                "timed out after 10 s".to_string()
+            } else {
+                format!("request failed: {}", with_causes(&error))
+            }
+        })
+}
+
+/// Sends a `test` event to the merchant's default notify URL, signed as a
+/// real delivery, so a merchant can check their endpoint and signature code.
+/// It is not an event of the outbox: nothing is recorded or retried.
+pub async fn send_test_event(state: &AppState, merchant_id: uuid::Uuid) -> Result<(u16, u64), String> {
+    let merchant = state.engine.merchant(merchant_id).ok_or("no such merchant")?;
+    let url = merchant
+        .default_notify_url
+        .clone()
+        .ok_or("set a default notify URL first")?;
+    let id = uuid::Uuid::new_v4();
+    let body = serde_json::to_vec(&json!({
+        "event": "test",
+        "event_id": id,
+        "event_at": timestamp(state.engine.clock().now().timestamp_millis()),
+        "merchant_id": merchant.id,
+    }))
+    .map_err(|error| error.to_string())?;
+    let started = Instant::now();
+    let secret = &merchant.credentials.webhook_secret;
+    let status = post_signed(state, &state.webhook_client, &url, &id.to_string(), secret, body).await?;
+    Ok((status, started.elapsed().as_millis() as u64))
 }
 
 /// Live mode: a URL naming a loopback, private or link-local IP address

@@ -8,6 +8,7 @@ mod developers;
 mod money;
 mod orders;
 mod overview;
+mod records;
 pub mod session;
 mod webhooks;
 
@@ -32,10 +33,20 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(money::history_export))
         .routes(routes!(money::disbursements_page, money::create_disbursement))
         .routes(routes!(money::create_batch))
-        .routes(routes!(money::beneficiaries_page))
-        .routes(routes!(money::settlements_page))
+        .routes({
+            // Up to 1,000 rows: more than the 64 KiB every other body may be.
+            let (schemas, paths, route) = routes!(money::upload_batch);
+            (
+                schemas,
+                paths,
+                route.layer(axum::extract::DefaultBodyLimit::max(UPLOAD_BYTES_MAX)),
+            )
+        })
+        .routes(routes!(records::beneficiaries_page))
+        .routes(routes!(records::settlements_page))
         .routes(routes!(webhooks::deliveries_page))
         .routes(routes!(webhooks::resend))
+        .routes(routes!(webhooks::test_event))
         .routes(routes!(auth::sign_in_page, auth::sign_in))
         .routes(routes!(auth::sign_out))
         .routes(routes!(developers::developers_page))
@@ -44,6 +55,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(developers::save_public_key))
         .routes(routes!(stylesheet))
 }
+
+/// The largest CSV file a batch upload takes.
+const UPLOAD_BYTES_MAX: usize = 1024 * 1024;
 
 /// The pages' one stylesheet.
 const STYLE: &str = include_str!("dashboard.css");

@@ -1,20 +1,20 @@
-//! The dashboard's money pages: the balance history (with a CSV export),
-//! disbursements (a list, one created from a form, a batch from CSV text),
-//! beneficiaries and settlements. Each reads and acts through the engine
+//! The dashboard's money pages: the balance history (with a CSV export)
+//! and disbursements (a list, one created from a form, a batch from CSV
+//! text or an uploaded file). Each reads and acts through the engine
 //! calls the V1 routes use.
 
 use super::{forbidden, layout, page_response, rupiah, SignedIn};
 use crate::wire::timestamp;
 use crate::AppState;
+use axum::extract::multipart::MultipartRejection;
 use axum::extract::rejection::FormRejection;
-use axum::extract::{Query, State};
+use axum::extract::{Multipart, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use maud::{html, Markup};
 use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
 use paygate_engine::ledger::statement::LineId;
-use paygate_engine::settlements::SettlementFilter;
 use paygate_engine::{EngineError, HistoryQuery};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -231,7 +231,17 @@ fn disbursements_body(state: &AppState, signed_in: &SignedIn, problem: Option<&s
             }
         }
         section.card {
-            h2 { "Batch from CSV" }
+            h2 { "Upload a CSV batch" }
+            form method="post" action="/dashboard/disbursements/upload" enctype="multipart/form-data" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="nonce" value=(super::session::random_token());
+                label for="file" { "A CSV file, one row a disbursement: channel, provider, account, account name, amount" }
+                input #file type="file" name="file" accept=".csv,text/csv" required;
+                button type="submit" { "Upload" }
+            }
+        }
+        section.card {
+            h2 { "Batch from CSV text" }
             form method="post" action="/dashboard/disbursements/batch" {
                 input type="hidden" name="csrf" value=(csrf);
                 input type="hidden" name="nonce" value=(super::session::random_token());
@@ -368,11 +378,17 @@ pub async fn create_batch(
     if !signed_in.csrf_ok(&form.csrf) {
         return forbidden();
     }
-    let nonce: String = form.nonce.chars().take(64).collect();
+    take_batch(&state, &signed_in, &form.nonce, form.csv.as_bytes()).await
+}
+
+/// Creates the disbursements of CSV rows as one batch and shows the outcome.
+async fn take_batch(state: &AppState, signed_in: &SignedIn, nonce: &str, csv_bytes: &[u8]) -> Response {
+    let state = state.clone();
+    let nonce: String = nonce.chars().take(64).collect();
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .from_reader(form.csv.as_bytes());
+        .from_reader(csv_bytes);
     let mut items = Vec::new();
     for (row, record) in reader.records().enumerate() {
         let Ok(record) = record else {
@@ -399,7 +415,7 @@ pub async fn create_batch(
     if items.is_empty() || items.len() > BATCH_ROWS_MAX {
         return disbursements_response(
             &state,
-            &signed_in,
+            signed_in,
             StatusCode::BAD_REQUEST,
             Some("A batch holds 1 to 1,000 rows."),
             None,
@@ -422,11 +438,11 @@ pub async fn create_batch(
             if !refused.is_empty() {
                 notice.push_str(&format!(" Refused: {}.", refused.join("; ")));
             }
-            disbursements_response(&state, &signed_in, StatusCode::OK, None, Some(&notice))
+            disbursements_response(&state, signed_in, StatusCode::OK, None, Some(&notice))
         }
         Err(error) => disbursements_response(
             &state,
-            &signed_in,
+            signed_in,
             StatusCode::BAD_REQUEST,
             Some(&format!("Batch not taken: {error}.")),
             None,
@@ -434,92 +450,70 @@ pub async fn create_batch(
     }
 }
 
-/// GET /dashboard/beneficiaries.
-#[utoipa::path(get, path = "/dashboard/beneficiaries", tag = "Pages", operation_id = "dashboard_beneficiaries",
-    summary = "The dashboard's beneficiaries", security(()),
+/// POST /dashboard/disbursements/upload: a CSV file, as one batch.
+#[utoipa::path(post, path = "/dashboard/disbursements/upload", tag = "Pages", operation_id = "dashboard_upload_batch",
+    summary = "Upload a CSV file of disbursements",
+    description = "Fields `csrf`, `nonce` and `file` (rows `channel,provider,account,account_name,amount`, up to 1,000; \
+        a header row is skipped), as one batch. Files up to 1 MiB.",
+    security(()),
+    request_body(content = String, content_type = "multipart/form-data"),
     responses(
-        (status = 200, description = "Saved beneficiaries.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
+        (status = 200, description = "The batch was taken: the page says how many were created.", content_type = "text/html", body = String),
+        (status = 400, description = "Not taken: the page says why.", content_type = "text/html", body = String),
+        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
     ))]
-pub async fn beneficiaries_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
-    let beneficiaries = state
-        .engine
-        .beneficiaries(signed_in.session.merchant_id)
-        .unwrap_or_default();
-    let body = html! {
-        h1 { "Beneficiaries" }
-        section.card {
-            div.table-wrap {
-                table {
-                    thead { tr { th { "Label" } th { "Channel" } th { "Verification" } th { "Default" } } }
-                    tbody {
-                        @for b in &beneficiaries {
-                            tr {
-                                td { (b.label.clone().unwrap_or_default()) }
-                                td { (b.destination.channel().as_str()) }
-                                td { (b.verification_status.as_str()) @if let Some(name) = &b.verified_name { " (" (name) ")" } }
-                                td { @if b.is_default { "yes" } }
-                            }
-                        }
-                        @if beneficiaries.is_empty() { tr { td colspan="4" { "No beneficiaries." } } }
-                    }
+pub async fn upload_batch(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Response {
+    let Ok(mut multipart) = multipart else {
+        return forbidden();
+    };
+    let (mut csrf, mut nonce, mut file) = (String::new(), String::new(), None);
+    loop {
+        match multipart.next_field().await {
+            Ok(Some(field)) => {
+                let name = field.name().unwrap_or_default().to_string();
+                let Ok(bytes) = field.bytes().await else {
+                    return disbursements_response(
+                        &state,
+                        &signed_in,
+                        StatusCode::BAD_REQUEST,
+                        Some("The upload could not be read."),
+                        None,
+                    );
+                };
+                match name.as_str() {
+                    "csrf" => csrf = String::from_utf8_lossy(&bytes).into_owned(),
+                    "nonce" => nonce = String::from_utf8_lossy(&bytes).into_owned(),
+                    "file" => file = Some(bytes),
+                    _ => {}
                 }
             }
-        }
-    };
-    page_response(
-        StatusCode::OK,
-        layout(
-            "Beneficiaries",
-            Some(&signed_in.session),
-            "/dashboard/beneficiaries",
-            body,
-        ),
-    )
-}
-
-/// GET /dashboard/settlements.
-#[utoipa::path(get, path = "/dashboard/settlements", tag = "Pages", operation_id = "dashboard_settlements",
-    summary = "The dashboard's settlements", security(()),
-    responses(
-        (status = 200, description = "The latest settlements.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
-pub async fn settlements_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
-    let (settlements, total) = state
-        .engine
-        .list_settlements(
-            signed_in.session.merchant_id,
-            &SettlementFilter::default(),
-            1,
-            PAGE_SIZE,
-        )
-        .unwrap_or_default();
-    let body = html! {
-        h1 { "Settlements" }
-        section.card {
-            h2 { "Latest (" (total) " in all)" }
-            div.table-wrap {
-                table {
-                    thead { tr { th { "Date" } th { "Orders" } th { "Gross" } th { "Net payout" } th { "Status" } } }
-                    tbody {
-                        @for s in &settlements {
-                            tr {
-                                td { (s.settlement_date) }
-                                td { (s.order_count) }
-                                td.amount { (rupiah(s.gross_amount.get())) }
-                                td.amount { (rupiah(s.net_payout.get())) }
-                                td { span.badge { (s.status.as_str()) } }
-                            }
-                        }
-                        @if settlements.is_empty() { tr { td colspan="5" { "No settlements." } } }
-                    }
-                }
+            Ok(None) => break,
+            Err(_) => {
+                return disbursements_response(
+                    &state,
+                    &signed_in,
+                    StatusCode::BAD_REQUEST,
+                    Some("The upload could not be read."),
+                    None,
+                )
             }
         }
+    }
+    if !signed_in.csrf_ok(&csrf) {
+        return forbidden();
+    }
+    let Some(file) = file.filter(|f| !f.is_empty()) else {
+        return disbursements_response(
+            &state,
+            &signed_in,
+            StatusCode::BAD_REQUEST,
+            Some("Choose a CSV file."),
+            None,
+        );
     };
-    page_response(
-        StatusCode::OK,
-        layout("Settlements", Some(&signed_in.session), "/dashboard/settlements", body),
-    )
+    take_batch(&state, &signed_in, &nonce, &file).await
 }

@@ -37,6 +37,14 @@ fn render(state: &AppState, signed_in: &SignedIn, status: StatusCode, message: O
             @if problem { p.problem role="alert" { (text) } } @else { p.notice role="status" { (text) } }
         }
         section.card {
+            h2 { "Test your endpoint" }
+            p { "Sends a signed " code { "test" } " event to your default notify URL (set it on the Developers page). It is not recorded or retried." }
+            form method="post" action="/dashboard/webhooks/test" {
+                input type="hidden" name="csrf" value=(signed_in.session.csrf);
+                button type="submit" #send-test { "Send a test event" }
+            }
+        }
+        section.card {
             h2 { "Latest deliveries (" (total) " in all)" }
             div.table-wrap {
                 table {
@@ -123,6 +131,45 @@ pub async fn resend(
                     .map_or("no answer".to_string(), |code| format!("HTTP {code}"))
             );
             render(&state, &signed_in, StatusCode::OK, Some((&text, false)))
+        }
+        Err(why) => render(
+            &state,
+            &signed_in,
+            StatusCode::BAD_REQUEST,
+            Some((&format!("Not sent: {why}."), true)),
+        ),
+    }
+}
+
+/// POST /dashboard/webhooks/test.
+#[utoipa::path(post, path = "/dashboard/webhooks/test", tag = "Pages", operation_id = "dashboard_test_event",
+    summary = "Send a test webhook event from the dashboard",
+    description = "A signed `test` event to the merchant's default notify URL; not recorded, not retried.",
+    security(()),
+    request_body(content = super::auth::CsrfForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "Sent: the page shows the endpoint's answer.", content_type = "text/html", body = String),
+        (status = 400, description = "Not sent: the page says why.", content_type = "text/html", body = String),
+        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
+    ))]
+pub async fn test_event(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    form: Result<Form<super::auth::CsrfForm>, FormRejection>,
+) -> Response {
+    let presented = form.map(|Form(f)| f.csrf).unwrap_or_default();
+    if !signed_in.csrf_ok(&presented) {
+        return forbidden();
+    }
+    match crate::webhooks::delivery::send_test_event(&state, signed_in.session.merchant_id).await {
+        Ok((status, latency_ms)) => {
+            let text = format!("Test event sent: your endpoint answered HTTP {status} in {latency_ms} ms.");
+            render(
+                &state,
+                &signed_in,
+                StatusCode::OK,
+                Some((&text, !(200..300).contains(&status))),
+            )
         }
         Err(why) => render(
             &state,
