@@ -79,6 +79,7 @@ pub enum JournalRecord {
     /// without its events, no event without its change.
     Evented {
         /// The change.
+        #[serde(deserialize_with = "nested_record")]
         record: Box<JournalRecord>,
         /// Its events, due for delivery.
         events: Vec<WebhookEvent>,
@@ -127,6 +128,36 @@ pub enum JournalRecord {
     },
     /// A dashboard user was created.
     MerchantUserSaved(crate::domain::MerchantUser),
+}
+
+/// Records nested in `Evented` at most when decoding. The engine nests one
+/// level; without a bound, bytes nesting thousands of levels would
+/// overflow the decoder's stack (found by the `record_decode` fuzz target).
+const NESTED_RECORDS_MAX: u8 = 8;
+
+std::thread_local! {
+    static NESTING: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+/// Decodes an `Evented` record's inner record, refusing nesting past
+/// `NESTED_RECORDS_MAX`.
+fn nested_record<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Box<JournalRecord>, D::Error> {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            NESTING.with(|depth| depth.set(depth.get().saturating_sub(1)));
+        }
+    }
+    let depth = NESTING.with(|depth| {
+        let current = depth.get();
+        depth.set(current.saturating_add(1));
+        current
+    });
+    let _leave = Leave;
+    if depth >= NESTED_RECORDS_MAX {
+        return Err(serde::de::Error::custom("records nested too deep"));
+    }
+    Box::<JournalRecord>::deserialize(deserializer)
 }
 
 impl JournalRecord {
@@ -298,6 +329,34 @@ mod tests {
     use crate::ledger::{wallet_credit, MerchantBook};
     use crate::money::MinorUnits;
     use uuid::Uuid;
+
+    /// Records nested thousands deep are refused, not a stack overflow (the
+    /// `record_decode` fuzz target's crash); the one level the engine writes,
+    /// and a few more, still decode.
+    #[test]
+    fn deeply_nested_records_are_an_error_not_a_crash() {
+        let deep = vec![variant::EVENTED as u8; 4096];
+        assert!(JournalRecord::decode(&deep).is_err());
+        let organization = Organization {
+            id: Uuid::new_v4(),
+            name: "nested".into(),
+            created_at_ms: 1,
+        };
+        // Three levels, each with no events: `[Evented]*3 record [0]*3`.
+        let mut bytes = vec![variant::EVENTED as u8; 3];
+        bytes.extend(JournalRecord::OrganizationSaved(organization.clone()).encode());
+        bytes.extend([0u8; 3]);
+        let decoded = JournalRecord::decode(&bytes).expect("three levels decode");
+        let mut expected = JournalRecord::OrganizationSaved(organization);
+        for _ in 0..3 {
+            expected = JournalRecord::Evented {
+                record: Box::new(expected),
+                events: Vec::new(),
+            };
+        }
+        assert_eq!(decoded, expected);
+        assert_eq!(decoded.encode(), bytes);
+    }
 
     /// A length claiming more than any record holds is refused, not allocated.
     #[test]
