@@ -218,36 +218,7 @@ fn forbidden() -> Response {
     )
 }
 
-/// `Rp 25.000` (`Rp 25.000,50` when not whole rupiah), as Indonesians write amounts.
+/// `Rp 25.000` for an amount in minor units (the checkout page's format).
 pub fn rupiah(minor: i64) -> String {
-    let negative = minor < 0;
-    let minor = minor.unsigned_abs();
-    let (whole, cents) = (minor / 100, minor % 100);
-    let digits = whole.to_string();
-    let mut grouped = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push('.');
-        }
-        grouped.push(digit);
-    }
-    let sign = if negative { "-" } else { "" };
-    if cents == 0 {
-        format!("{sign}Rp {grouped}")
-    } else {
-        format!("{sign}Rp {grouped},{cents:02}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rupiah_groups_thousands_with_dots() {
-        assert_eq!(super::rupiah(2_500_000), "Rp 25.000");
-        assert_eq!(super::rupiah(100), "Rp 1");
-        assert_eq!(super::rupiah(12_345_678_900), "Rp 123.456.789");
-        assert_eq!(super::rupiah(2_500_050), "Rp 25.000,50");
-        assert_eq!(super::rupiah(-500_000), "-Rp 5.000");
-        assert_eq!(super::rupiah(0), "Rp 0");
-    }
+    crate::pages::rupiah::format(paygate_engine::money::MinorUnits::new(minor))
 }
