@@ -3,7 +3,7 @@
 //! and history runs few.
 
 use super::disbursement_log::{self, BlockWriter};
-use super::history::{HistoryRuns, StagedHistory};
+use super::history::{HistoryRuns, OpenSetWrite, StagedHistory};
 use super::keys::{merchant_key, merchant_seq_key, KeyPrefix, CHECKPOINT_SEQ_KEY};
 use super::overlay::{self, Layer};
 use super::record::encode_value;
@@ -209,14 +209,39 @@ impl Store {
                 "checkpoint interrupted before its marker (test)",
             )));
         }
-        // The runs' metadata and the open set go with the marker: a
-        // checkpoint cut short leaves neither behind.
-        let open = self.disbursements.read().expect("disbursement index lock").open();
+        // The runs' metadata and the open set's changes go with the marker:
+        // a checkpoint cut short leaves neither behind.
+        let open = self
+            .disbursements
+            .write()
+            .expect("disbursement index lock")
+            .take_open_for_checkpoint();
+        let finished = self.write_marker(covers_below, &staged, open, compact);
+        if finished.is_err() {
+            // What of the open set's changes reached sled is not known.
+            self.disbursements
+                .write()
+                .expect("disbursement index lock")
+                .open_checkpoint_failed();
+        }
+        finished.map(|()| staged)
+    }
+
+    /// Applies a checkpoint's marker with what goes with it, compacts the
+    /// key runs it grew, and makes it all durable.
+    fn write_marker(
+        &self,
+        covers_below: u64,
+        staged: &StagedHistory,
+        open: OpenSetWrite,
+        compact: Vec<Uuid>,
+    ) -> Result<(), StoreError> {
         let mut marker = sled::Batch::default();
         marker.insert(&CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
-        for (key, value) in HistoryRuns::marker_entries(&staged, &open) {
+        for (key, value) in HistoryRuns::marker_entries(staged) {
             marker.insert(key, value);
         }
+        open.add_to(&mut marker, &self.ledger)?;
         self.ledger.apply_batch(marker)?;
         for merchant_id in compact {
             self.compact_key_runs(&merchant_id)?;
@@ -226,7 +251,7 @@ impl Store {
         self.key_runs_generation.fetch_add(1, Ordering::AcqRel);
         self.db.flush()?;
         fsync_tree(&self.path)?;
-        Ok(staged)
+        Ok(())
     }
 
     /// Merges a merchant's key runs into one once there are too many, so a

@@ -10,15 +10,20 @@
 //! - `k`: merchant + idempotency key hash -> id;
 //! - `c`: merchant + creation time + id, for listings.
 //!
-//! A checkpoint adds one run to each, with the open set as it then stands.
+//! A checkpoint adds one run to each, with how the open set changed
+//! (`open_set.rs`).
+
+mod open_set;
 
 use super::disbursement_log::Location;
 use super::keys::{named_key, KeyPrefix};
 use super::runs::{MergedRun, RunBuilder, RunSet, RunSpec, StagedRun};
 use super::StoreError;
 use crate::domain::Disbursement;
-use crate::sharded::{ShardedMap, ShardedSet};
+use crate::sharded::ShardedMap;
 use foldhash::HashMap;
+use open_set::OpenSet;
+pub use open_set::{Loaded as LoadedOpenSet, OpenSetWrite};
 use std::collections::BTreeSet;
 use uuid::Uuid;
 
@@ -48,12 +53,14 @@ const CREATED: RunSpec = RunSpec {
     random_at: None,
 };
 
-/// The sled key of the open set written with the last checkpoint.
-const OPEN_KEY: [u8; 5] = named_key(KeyPrefix::IndexRun, b"open");
 /// The sled key saying the runs hold every checkpointed disbursement
 /// (absent in a data dir written before the runs existed).
 const FORMAT_KEY: [u8; 7] = named_key(KeyPrefix::IndexRun, b"format");
-const FORMAT: &[u8] = b"runs-1";
+/// Written now: the open set kept as changes. An older build reads a data
+/// dir of this format as one from before the runs, and rebuilds them.
+const FORMAT: &[u8] = b"runs-2";
+/// Also read: the open set kept only whole (which `open_set::load` reads).
+const FORMAT_WHOLE_OPEN_SET: &[u8] = b"runs-1";
 
 /// What the index keeps of a disbursement created since the last
 /// checkpoint that covered it.
@@ -78,7 +85,7 @@ pub struct DisbursementIndex {
     recent: ShardedMap<Uuid, RecentEntry>,
     by_ref: ShardedMap<u128, Uuid>,
     merchants: HashMap<Uuid, RecentMerchant>,
-    open: ShardedSet<Uuid>,
+    open: OpenSet,
 }
 
 impl DisbursementIndex {
@@ -109,9 +116,9 @@ impl DisbursementIndex {
             );
         }
         if disbursement.status.is_terminal() {
-            self.open.remove(&id);
+            self.open.close(id);
         } else {
-            self.open.insert(id);
+            self.open.open(id);
         }
     }
 
@@ -173,14 +180,24 @@ impl DisbursementIndex {
         self.recent.contains_key(id)
     }
 
-    /// The open set as a checkpoint left it (replay then moves it on).
-    pub fn set_open(&mut self, ids: Vec<Uuid>) {
-        self.open = ids.into_iter().collect();
+    /// The open set as the checkpoints left it (replay then moves it on).
+    pub fn set_open(&mut self, loaded: LoadedOpenSet) {
+        self.open = OpenSet::loaded(loaded);
     }
 
     /// Disbursements not yet in a final status.
     pub fn open(&self) -> Vec<Uuid> {
-        self.open.iter().copied().collect()
+        self.open.ids()
+    }
+
+    /// The open set's part of a checkpoint's marker.
+    pub fn take_open_for_checkpoint(&mut self) -> OpenSetWrite {
+        self.open.take_for_checkpoint()
+    }
+
+    /// The checkpoint that took the open set's part failed.
+    pub fn open_checkpoint_failed(&mut self) {
+        self.open.checkpoint_failed();
     }
 
     /// How many disbursements are not yet in a final status.
@@ -241,12 +258,12 @@ impl HistoryBatch {
 impl HistoryRuns {
     /// The runs in `tree`; `None` when the tree was never filled (a data
     /// dir from before the runs, whose blocks must be read once).
-    pub fn load(tree: sled::Tree) -> Result<(HistoryRuns, Option<Vec<Uuid>>), StoreError> {
-        let filled = tree.get(FORMAT_KEY)?.is_some_and(|format| format == FORMAT);
-        let open = match tree.get(OPEN_KEY)? {
-            Some(bytes) if filled => Some(super::record::decode_value::<Vec<Uuid>>(&bytes)?),
-            _ => None,
-        };
+    /// With it, the open set (see `set_open`).
+    pub fn load(tree: sled::Tree) -> Result<(HistoryRuns, Option<LoadedOpenSet>), StoreError> {
+        let filled = tree
+            .get(FORMAT_KEY)?
+            .is_some_and(|format| format == FORMAT || format == FORMAT_WHOLE_OPEN_SET);
+        let open = if filled { Some(open_set::load(&tree)?) } else { None };
         let runs = HistoryRuns {
             locations: RunSet::load(&tree, LOCATIONS)?,
             refs: RunSet::load(&tree, REFS)?,
@@ -254,7 +271,7 @@ impl HistoryRuns {
             created: RunSet::load(&tree, CREATED)?,
             tree,
         };
-        Ok((runs, open.or_else(|| filled.then(Vec::new))))
+        Ok((runs, open))
     }
 
     /// An empty batch for the next checkpoint.
@@ -311,10 +328,9 @@ impl HistoryRuns {
     }
 
     /// The entries to apply with the checkpoint's marker: the staged runs'
-    /// metadata, the open set, and the format.
-    pub fn marker_entries(staged: &StagedHistory, open: &[Uuid]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    /// metadata and the format (the open set's part is `OpenSetWrite`).
+    pub fn marker_entries(staged: &StagedHistory) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut entries: Vec<(Vec<u8>, Vec<u8>)> = staged.runs.iter().map(StagedRun::meta_entry).collect();
-        entries.push((OPEN_KEY.to_vec(), super::record::encode_value(&open.to_vec())));
         entries.push((FORMAT_KEY.to_vec(), FORMAT.to_vec()));
         entries
     }

@@ -48,7 +48,7 @@ use crate::domain::Catalog;
 use crate::domain::Disbursement;
 use crate::limits;
 use disbursement_log::Location;
-use history::{DisbursementIndex, HistoryRuns};
+use history::{DisbursementIndex, HistoryRuns, LoadedOpenSet, OpenSetWrite};
 use keys::{read_u64, CHECKPOINT_SEQ_KEY, HASH_SEED_KEY};
 use overlay::Overlay;
 use record::decode_value;
@@ -207,7 +207,7 @@ impl Store {
     /// checkpoint cut short (the journal after the marker still holds what
     /// they held). A data dir written before the history runs (`open` is
     /// `None`) has its blocks read once, oldest first, into them.
-    fn load_history(&self, checkpoint: u64, open: Option<Vec<Uuid>>) -> Result<(), StoreError> {
+    fn load_history(&self, checkpoint: u64, open: Option<LoadedOpenSet>) -> Result<(), StoreError> {
         let cut_short = disbursement_log::block_key(checkpoint.saturating_add(1), 0)
             ..=disbursement_log::block_key(u64::MAX, u32::MAX);
         let mut batch = sled::Batch::default();
@@ -268,9 +268,10 @@ impl Store {
         };
         let staged = history.stage(batch, &mut sink)?;
         let mut marker = sled::Batch::default();
-        for (key, value) in HistoryRuns::marker_entries(&staged, &open) {
+        for (key, value) in HistoryRuns::marker_entries(&staged) {
             marker.insert(key, value);
         }
+        OpenSetWrite::whole(&open).add_to(&mut marker, &self.ledger)?;
         self.ledger.apply_batch(marker)?;
         self.db.flush()?;
         history.add(staged);
@@ -278,7 +279,10 @@ impl Store {
         self.disbursements
             .write()
             .expect("disbursement index lock")
-            .set_open(open);
+            .set_open(LoadedOpenSet {
+                ids: open,
+                ..Default::default()
+            });
         Ok(())
     }
 

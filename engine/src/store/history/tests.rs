@@ -114,6 +114,7 @@ fn a_data_dir_from_before_the_runs_is_filled_from_its_blocks_once() {
 /// before the prefixes were named.
 #[test]
 fn the_history_keys_keep_their_on_disk_bytes() {
-    assert_eq!(&super::OPEN_KEY, b"Hopen");
+    assert_eq!(&super::open_set::WHOLE_KEY, b"Hopen");
+    assert_eq!(&super::open_set::CHANGES_PREFIX, b"Hopen+");
     assert_eq!(&super::FORMAT_KEY, b"Hformat");
 }
