@@ -4,10 +4,10 @@
 //! side by side and each one's messages one at a time, in order, and drops
 //! an actor as soon as its mailbox is empty, and ends when the merchant has
 //! no work left. The moves its actors ask for reach the merchant's actor in
-//! batches (`MoveRecorder`, shared by the merchant's actors). No task
-//! per disbursement, and merchants never wait on each other: a merchant
-//! whose vendor hangs holds up only its own hand-overs, for at most the
-//! vendor's timeout.
+//! batches (`MoveRecorder`, shared by the merchant's actors), which the
+//! runner sends. No task per disbursement, and merchants never wait on
+//! each other: a merchant whose vendor hangs holds up only its own
+//! hand-overs, for at most the vendor's timeout.
 
 use super::actor::{DisbursementActor, DisbursementMsg, Hosting};
 use super::context::PayoutContext;
@@ -21,6 +21,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::task::Poll;
 use std::time::Duration;
 use tokio::sync::Notify;
 use uuid::Uuid;
@@ -277,10 +278,26 @@ impl DisbursementHost {
 /// A message handled: its actor, and whether it was a `Start`.
 type Handled = Pin<Box<dyn Future<Output = (Uuid, bool)> + Send>>;
 
+/// The one message of moves in flight to the merchant's actor.
+type Sending = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// What a runner woke for.
+enum Woken {
+    /// An actor handled its message: its id, and whether it was a `Start`.
+    Handled(Uuid, bool),
+    /// The message of moves in flight was answered.
+    Sent,
+    /// Mail came.
+    Posted,
+}
+
 /// A merchant's runner: until the merchant has no work left, hands each
-/// ready actor its next message and records their moves in batches.
+/// ready actor its next message, and sends the moves its actors ask for:
+/// once it has polled every actor in hand, all that they asked for goes as
+/// one message, and while it is in flight the next gathers.
 async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors>) {
     let mut handling: FuturesUnordered<Handled> = FuturesUnordered::new();
+    let mut sending: Option<Sending> = None;
     loop {
         let stopping = host.stopping.load(Ordering::Acquire);
         let ready = if stopping {
@@ -291,7 +308,8 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
         for (id, message) in ready {
             handling.push(Box::pin(handle(actors.hosting.clone(), merchant_id, id, message)));
         }
-        if handling.is_empty() {
+        // No actor in hand, so none waits for a move.
+        if handling.is_empty() && sending.is_none() {
             // Under load the next message is usually a moment away: one
             // yield spares retiring and spawning the runner again for it.
             tokio::task::yield_now().await;
@@ -303,14 +321,36 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
                 break;
             }
         }
-        tokio::select! {
-            Some((id, was_start)) = handling.next(), if !handling.is_empty() => {
-                if was_start {
-                    host.starts_unhandled.fetch_sub(1, Ordering::AcqRel);
-                }
-                actors.mail.lock().expect("mailbox lock").handled(id);
+        let posted = actors.posted.notified();
+        tokio::pin!(posted);
+        let woken = std::future::poll_fn(|cx| {
+            if let Poll::Ready(Some((id, was_start))) = handling.poll_next_unpin(cx) {
+                return Poll::Ready(Woken::Handled(id, was_start));
             }
-            _ = actors.posted.notified() => {}
+            // Every actor in hand has been polled: what they asked for goes together.
+            if sending.is_none() {
+                if let Some(asked) = actors.hosting.recorder.take_asked() {
+                    let hosting = actors.hosting.clone();
+                    sending = Some(Box::pin(async move { hosting.recorder.send(asked).await }));
+                }
+            }
+            if let Some(send) = sending.as_mut() {
+                if send.as_mut().poll(cx).is_ready() {
+                    sending = None;
+                    return Poll::Ready(Woken::Sent);
+                }
+            }
+            if posted.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Woken::Posted);
+            }
+            Poll::Pending
+        })
+        .await;
+        if let Woken::Handled(id, was_start) = woken {
+            if was_start {
+                host.starts_unhandled.fetch_sub(1, Ordering::AcqRel);
+            }
+            actors.mail.lock().expect("mailbox lock").handled(id);
         }
     }
     if host.runners.fetch_sub(1, Ordering::AcqRel) == 1 {

@@ -1,10 +1,11 @@
 //! `MoveRecorder`: the moves of one merchant's disbursement actors,
-//! recorded together. An actor that asks while no message to the
-//! merchant's actor is in flight sends it, with every move asked for by
-//! then; those that ask meanwhile wait, and the sender sends their moves
-//! next. So under load a thousand hand-overs cost one message and one
-//! journal record, not a thousand, and a quiet merchant's single move goes
-//! at once, with no task in between.
+//! recorded together. An actor asks and waits; the merchant's runner
+//! (`host.rs`) sends every move asked for since its last message as one
+//! message to the merchant's actor, once it has polled every actor it had
+//! ready, and while one is in flight the next gathers. So under load a
+//! thousand hand-overs cost one message and one journal record, not a
+//! thousand, and a quiet merchant's single move goes at once, with no task
+//! in between.
 
 use crate::actors::merchant::DisbursementMove;
 use crate::actors::MerchantHandle;
@@ -18,30 +19,15 @@ use uuid::Uuid;
 /// none was recorded.
 pub type MovesResult = Result<Vec<Result<Arc<Disbursement>, EngineError>>, EngineError>;
 
-/// Moves asked for and not yet sent, and whether an asker is sending.
-#[derive(Default)]
-struct Pending {
-    asked: Vec<(Vec<DisbursementMove>, oneshot::Sender<MovesResult>)>,
-    sending: bool,
-}
+/// Moves asked for together, each asker's with where its answer goes.
+pub type Asked = Vec<(Vec<DisbursementMove>, oneshot::Sender<MovesResult>)>;
 
 /// One merchant's batching of disbursement moves.
 pub struct MoveRecorder {
     merchant_id: Uuid,
     merchants: MerchantHandle,
-    pending: Mutex<Pending>,
-}
-
-/// Ends a sender's turn even if its future is dropped mid-send: the moves
-/// still waiting are answered with `ShuttingDown` rather than never.
-struct SendingTurn<'a>(&'a MoveRecorder);
-
-impl Drop for SendingTurn<'_> {
-    fn drop(&mut self) {
-        let mut pending = self.0.pending.lock().expect("move recorder lock");
-        pending.sending = false;
-        pending.asked.clear();
-    }
+    /// Asked for and not yet sent.
+    asked: Mutex<Asked>,
 }
 
 impl MoveRecorder {
@@ -50,39 +36,31 @@ impl MoveRecorder {
         MoveRecorder {
             merchant_id,
             merchants,
-            pending: Mutex::new(Pending::default()),
+            asked: Mutex::new(Vec::new()),
         }
     }
 
     /// Records `moves` (in order, durable when it returns) with whatever
-    /// other moves are asked for meanwhile.
+    /// other moves are asked for before the runner sends them. An asker
+    /// whose runner is gone hears `ShuttingDown`.
     pub async fn record(&self, moves: Vec<DisbursementMove>) -> MovesResult {
         if moves.is_empty() {
             return Ok(Vec::new());
         }
         let (tell, told) = oneshot::channel();
-        let sends = {
-            let mut pending = self.pending.lock().expect("move recorder lock");
-            pending.asked.push((moves, tell));
-            !std::mem::replace(&mut pending.sending, true)
-        };
-        if sends {
-            let turn = SendingTurn(self);
-            loop {
-                let batch = std::mem::take(&mut self.pending.lock().expect("move recorder lock").asked);
-                if batch.is_empty() {
-                    break;
-                }
-                self.send(batch).await;
-            }
-            drop(turn);
-        }
+        self.asked.lock().expect("move recorder lock").push((moves, tell));
         told.await.unwrap_or(Err(EngineError::ShuttingDown))
+    }
+
+    /// Every move asked for since the last call, if any, to send as one.
+    pub fn take_asked(&self) -> Option<Asked> {
+        let mut asked = self.asked.lock().expect("move recorder lock");
+        (!asked.is_empty()).then(|| std::mem::take(&mut *asked))
     }
 
     /// Sends one batch to the merchant's actor as one message and answers
     /// each asker.
-    async fn send(&self, batch: Vec<(Vec<DisbursementMove>, oneshot::Sender<MovesResult>)>) {
+    pub async fn send(&self, batch: Asked) {
         let mut sizes = Vec::with_capacity(batch.len());
         let mut tellers = Vec::with_capacity(batch.len());
         let mut moves = Vec::new();
