@@ -34,6 +34,10 @@ use uuid::Uuid;
 // The allocator of the `paygate` binary, with its settings.
 #[path = "../src/allocator.rs"]
 mod allocator;
+// Its memory figures serve `paygate benchmark`, not this bench.
+#[allow(dead_code)]
+#[path = "../src/process_stats.rs"]
+mod process_stats;
 
 /// Disbursements per measured iteration.
 const DISBURSEMENTS: usize = 20_000;
@@ -180,19 +184,11 @@ async fn await_lives(engine: &Engine) {
     }
 }
 
-/// The process's CPU time so far (user and system, every thread), from
-/// `/proc/self/stat`: per disbursement, a figure that a machine shared with
-/// other work disturbs less than throughput.
+/// The process's CPU time so far (every thread): per disbursement, a
+/// figure that a machine shared with other work disturbs less than
+/// throughput.
 fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // After the command's closing parenthesis, the 12th and 13th fields
-    // are user and system time in clock ticks (100 a second on Linux).
-    let fields: Vec<u64> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().filter_map(|f| f.parse().ok()).collect())
-        .unwrap_or_default();
-    let ticks = fields.get(10).copied().unwrap_or(0) + fields.get(11).copied().unwrap_or(0);
-    Duration::from_millis(ticks * 10)
+    Duration::from_secs_f64(process_stats::cpu_seconds())
 }
 
 /// Journal records written so far, as `/metrics` counts them.

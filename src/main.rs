@@ -5,6 +5,7 @@
 mod allocator;
 mod benchmark;
 mod config;
+mod process_stats;
 mod repair;
 mod server;
 mod verify;

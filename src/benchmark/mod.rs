@@ -8,6 +8,7 @@ mod load;
 mod sink;
 
 use crate::config::{self, BenchmarkArgs, Settings};
+use crate::process_stats;
 use crate::server;
 use anyhow::Context;
 use checks::Verdict;
@@ -83,7 +84,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     );
 
     let bar = progress_bar(count as u64, "creating");
-    let cpu_before = cpu_seconds();
+    let cpu_before = process_stats::cpu_seconds();
     let load = load::create_disbursements(
         gateway.clone(),
         merchants.clone(),
@@ -94,8 +95,8 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     )
     .await;
     bar.finish_and_clear();
-    let cpu_per_second = (cpu_seconds() - cpu_before) / load.elapsed.as_secs_f64();
-    let memory_after_creation = memory_kib("VmRSS");
+    let cpu_per_second = (process_stats::cpu_seconds() - cpu_before) / load.elapsed.as_secs_f64();
+    let memory_after_creation = process_stats::memory_kib("VmRSS");
     let settled = await_finals(&sink, load.created.len() as u64, delay_ms).await;
     print_creation(&load, cpu_per_second, cores);
     print_lifecycle(&load, &sink, &settled, cores);
@@ -103,8 +104,8 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     println!(
         "  {} MiB after creation, {} MiB after the lifecycle, peak {} MiB",
         memory_after_creation / 1024,
-        memory_kib("VmRSS") / 1024,
-        memory_kib("VmHWM") / 1024
+        process_stats::memory_kib("VmRSS") / 1024,
+        process_stats::memory_kib("VmHWM") / 1024
     );
 
     println!("checks");
@@ -206,7 +207,7 @@ struct Settled {
 /// `STALL_LIMIT` beyond the vendor's delay.
 async fn await_finals(sink: &Sink, expected: u64, delay_ms: u64) -> Settled {
     let bar = progress_bar(expected, "settling");
-    let (started, cpu_before) = (Instant::now(), cpu_seconds());
+    let (started, cpu_before) = (Instant::now(), process_stats::cpu_seconds());
     let mut finals = sink.final_count();
     let mut last_progress = Instant::now();
     while finals < expected && last_progress.elapsed() < STALL_LIMIT + Duration::from_millis(delay_ms) {
@@ -222,7 +223,7 @@ async fn await_finals(sink: &Sink, expected: u64, delay_ms: u64) -> Settled {
         finals,
         complete: finals >= expected,
         quiet_for: last_progress.elapsed(),
-        cpu_per_second: (cpu_seconds() - cpu_before) / started.elapsed().as_secs_f64(),
+        cpu_per_second: (process_stats::cpu_seconds() - cpu_before) / started.elapsed().as_secs_f64(),
     }
 }
 
@@ -354,29 +355,6 @@ fn thousands(value: u64) -> String {
     out
 }
 
-/// A `/proc/self/status` figure in KiB (`VmRSS`, `VmHWM`); 0 if unreadable.
-fn memory_kib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// User and system CPU time this process has used, in seconds.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start at the
-    // state, field 3; utime and stime are fields 14 and 15, in USER_HZ,
-    // which Linux fixes at 100 for user space.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let ticks = |index: usize| fields.get(index).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
-    (ticks(11) + ticks(12)) as f64 / 100.0
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -391,13 +369,5 @@ mod tests {
     fn durations_switch_to_seconds_at_one() {
         assert_eq!(super::duration(1_500), "1.50 ms");
         assert_eq!(super::duration(1_230_000), "1.23 s");
-    }
-
-    #[test]
-    fn this_process_has_a_resident_size_and_cpu_time() {
-        assert!(super::memory_kib("VmRSS") > 0);
-        let spin = std::time::Instant::now();
-        while spin.elapsed() < std::time::Duration::from_millis(30) {}
-        assert!(super::cpu_seconds() > 0.0);
     }
 }

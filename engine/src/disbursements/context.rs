@@ -125,8 +125,7 @@ impl PayoutContext {
 }
 
 /// Calls the vendor, bounded by its timeout: a call that never completes
-/// is `unanswered`.
-/// An answer ready at once (the sandbox's) sets no timer.
+/// is `unanswered`. An answer ready at once (the sandbox's) sets no timer.
 pub async fn bounded<T>(
     vendor: &dyn PayoutVendor,
     call: impl std::future::Future<Output = T>,

@@ -100,12 +100,18 @@ impl OpenSet {
         if self.copy_due || written > self.ids.len().max(WHOLE_COPY_MIN) {
             self.copy_due = false;
             self.written_since_copy = 0;
-            return OpenSetWrite::Whole(encode_value(&self.ids()));
+            return OpenSetWrite::whole(&self.ids());
         }
         self.written_since_copy = written;
-        let (opened, closed): (Vec<_>, Vec<_>) = changes.into_iter().partition(|(_, opened)| *opened);
-        let ids = |side: Vec<(Uuid, bool)>| side.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
-        let value = encode_value(&(ids(opened), ids(closed)));
+        let (mut opened, mut closed) = (Vec::new(), Vec::new());
+        for (id, is_opened) in changes {
+            if is_opened {
+                opened.push(id)
+            } else {
+                closed.push(id)
+            }
+        }
+        let value = encode_value(&(opened, closed));
         let key = changes_key(self.next_number);
         self.next_number += 1;
         OpenSetWrite::Changes { key, value }
@@ -131,7 +137,8 @@ pub enum OpenSetWrite {
 impl OpenSetWrite {
     /// A whole copy of `ids`.
     pub fn whole(ids: &[Uuid]) -> OpenSetWrite {
-        OpenSetWrite::Whole(encode_value(&ids.to_vec()))
+        // A slice encodes as the `Vec<Uuid>` that `load` reads.
+        OpenSetWrite::Whole(encode_value(&ids))
     }
 
     /// Adds it to `marker`, a batch for `tree`; a whole copy removes the
@@ -153,7 +160,7 @@ impl OpenSetWrite {
 }
 
 /// The open set as the checkpoints wrote it.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default)]
 pub struct Loaded {
     /// The open ids.
     pub ids: Vec<Uuid>,

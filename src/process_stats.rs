@@ -1,0 +1,36 @@
+//! This process's CPU time and memory, read from `/proc/self` (Linux): for
+//! `paygate benchmark` and the engine benches, which include this file.
+
+/// A `/proc/self/status` figure in KiB (`VmRSS`, `VmHWM`); 0 if unreadable.
+pub fn memory_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// User and system CPU time this process has used, in seconds.
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at the
+    // state, field 3; utime and stime are fields 14 and 15, in USER_HZ,
+    // which Linux fixes at 100 for user space.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |index: usize| fields.get(index).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn this_process_has_a_resident_size_and_cpu_time() {
+        assert!(super::memory_kib("VmRSS") > 0);
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(30) {}
+        assert!(super::cpu_seconds() > 0.0);
+    }
+}
