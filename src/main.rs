@@ -56,22 +56,43 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
+    // Taken before anything starts: a SIGTERM that comes while the engine
+    // opens, or right after the address is printed, must stop the server
+    // gracefully once it is up. Caught only later, it would meet the
+    // inherited disposition instead: death without the final checkpoint by
+    // default, or, where the parent ignores SIGTERM, no effect at all.
+    let stop_requested = StopSignals::install()?;
     let server = server::start(&settings).await?;
     let address = server.address;
     // Tests and scripts read this line to learn the port chosen for :0.
     println!("paygate listening on http://{address}");
     std::io::stdout().flush()?;
     tracing::info!(%address, mode = ?settings.mode, data_dir = %settings.data_dir.display(), "serving");
-    shutdown_signal().await;
+    stop_requested.received().await;
     server.stop().await
 }
 
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = interrupt => {}
-        _ = terminate.recv() => {}
+/// SIGTERM and SIGINT, caught from the moment `install` returns; one
+/// received before `received` is awaited is kept, not lost.
+struct StopSignals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn install() -> anyhow::Result<StopSignals> {
+        use anyhow::Context;
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopSignals {
+            terminate: signal(SignalKind::terminate()).context("catching SIGTERM")?,
+            interrupt: signal(SignalKind::interrupt()).context("catching SIGINT")?,
+        })
+    }
+
+    async fn received(mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
     }
 }

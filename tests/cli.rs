@@ -1,7 +1,9 @@
 //! `paygate serve` refuses settings it cannot honour, at startup, with a
-//! message naming the flag, instead of starting and failing later.
+//! message naming the flag, instead of starting and failing later; and a
+//! SIGTERM however soon after start stops it cleanly.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -60,4 +62,64 @@ fn a_sandbox_delay_beyond_a_day_is_refused() {
     let (ok, stderr) = serve(&["--sandbox-disbursement-delay-ms", "18446744073709551615"]);
     assert!(!ok);
     assert!(stderr.contains("--sandbox-disbursement-delay-ms"), "{stderr}");
+}
+
+/// A SIGTERM sent the moment the address is printed stops the server
+/// through its graceful stop (exit 0, "stopped" logged), whether the
+/// parent left SIGTERM's default (death, without the final checkpoint) or
+/// ignores it (a disposition children inherit: the server would serve on).
+/// The signal is caught before the server starts, so it is never missed.
+#[test]
+fn a_sigterm_right_after_the_address_line_stops_the_server_gracefully() {
+    for round in 0..20 {
+        let parent_ignores_sigterm = round % 2 == 1;
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_paygate"));
+        command
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0", "--mode", "live", "--data-dir"])
+            .arg(dir.path())
+            .env("PAYGATE_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if parent_ignores_sigterm {
+            // SAFETY: between fork and exec only the async-signal-safe `signal` runs.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::signal(libc::SIGTERM, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command.spawn().expect("paygate runs");
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        for line in stdout.lines() {
+            if line.unwrap().starts_with("paygate listening on ") {
+                break;
+            }
+        }
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("round {round} (parent ignores SIGTERM: {parent_ignores_sigterm}): still serving 30 s after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut stderr = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        assert_eq!(status.signal(), None, "round {round}: killed by the signal: {stderr}");
+        assert!(status.success(), "round {round}: {status}: {stderr}");
+        assert!(
+            stderr.contains("stopped"),
+            "round {round}: no graceful stop logged: {stderr}"
+        );
+    }
 }

@@ -10,10 +10,14 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The admin token every test server is started with.
 pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+/// Longest a graceful stop may take in a test: the server's own bounds
+/// (requests in progress, disbursement messages, actors) add up to well under it.
+const STOP_WAIT: Duration = Duration::from_secs(90);
 
 /// A running server process.
 pub struct TestServer {
@@ -118,12 +122,21 @@ impl TestServer {
         let _ = self.child.wait();
     }
 
-    /// Stops the process with SIGTERM and waits for a clean exit.
+    /// Stops the process with SIGTERM and waits for it to exit; one still
+    /// running after `STOP_WAIT` is killed and fails the test, rather than
+    /// holding the whole run.
     pub fn stop(&mut self) {
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
         }
-        let _ = self.child.wait();
+        let deadline = Instant::now() + STOP_WAIT;
+        while self.child.try_wait().expect("child status").is_none() {
+            if Instant::now() > deadline {
+                self.kill();
+                panic!("the server was still running {STOP_WAIT:?} after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Starts the server again on the same data dir with other extra flags.
@@ -284,8 +297,8 @@ pub fn assert_v1_error(reply: &Reply, status: u16, code: &str) {
 
 /// Polls until `check` passes or `timeout` elapses.
 pub async fn eventually<F: Fn() -> bool>(timeout: Duration, check: F) -> bool {
-    let deadline = std::time::Instant::now() + timeout;
-    while std::time::Instant::now() < deadline {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
         if check() {
             return true;
         }
