@@ -9,8 +9,9 @@
 //! each other: a merchant whose vendor hangs holds up only its own
 //! hand-overs, for at most the vendor's timeout.
 
-use super::actor::{DisbursementActor, DisbursementMsg, Hosting};
+use super::actor::{DisbursementActor, DisbursementMsg};
 use super::context::PayoutContext;
+use super::hosting::Hosting;
 use crate::domain::Disbursement;
 use foldhash::{HashMap, HashMapExt};
 use futures_util::stream::{FuturesUnordered, StreamExt};

@@ -1,8 +1,9 @@
 //! Disbursements: the engine's operations (validation against the catalog
 //! and merchant settings, creation through the merchant actor, alone or in
 //! batches (`batch`), queries, payout routes) and the disbursement actors that own each one's life
-//! once it exists (`actor`), hosted per merchant (`host`), reaching the
-//! rest of the engine only through `context`.
+//! once it exists (`actor`), hosted per merchant (`host`, with what a
+//! merchant's actors share in `hosting`), reaching the rest of the engine
+//! only through `context`.
 
 use crate::actors::MerchantMsg;
 use crate::destinations::present;
@@ -28,6 +29,7 @@ pub(crate) mod actor;
 mod batch;
 pub(crate) mod context;
 pub(crate) mod host;
+mod hosting;
 mod recorder;
 
 /// DANA's smallest payout, V1 and Legacy: IDR 20,000.
