@@ -26,12 +26,14 @@ use std::time::Instant;
 use uuid::Uuid;
 
 mod batches;
+mod beneficiaries;
 mod disbursements;
 mod journaling;
 mod orders;
 mod settlements;
 
 pub use batches::{BatchDraft, BatchOutcome};
+pub use beneficiaries::BeneficiaryChange;
 pub use orders::{OrderCommand, OrderOutcome};
 pub use settlements::SettlementDraft;
 
@@ -115,17 +117,6 @@ pub enum MerchantMsg {
     },
     /// Stop if idle for long enough.
     IdleCheck,
-}
-
-/// A change of one of the merchant's beneficiaries.
-#[derive(Clone, Debug)]
-pub enum BeneficiaryChange {
-    /// A new one (a default one unsets the previous default).
-    Create(Box<Beneficiary>),
-    /// The vendor's account inquiry answered: the holder's name, or why not.
-    Verify { id: Uuid, result: Result<String, String> },
-    /// Soft delete.
-    Delete { id: Uuid },
 }
 
 /// An event of one disbursement, as asked of its merchant's actor (the
@@ -483,54 +474,6 @@ impl MerchantState {
             wallet_balance: self.book.balance(crate::ledger::Account::Wallet),
         };
         Ok((entry, receipt))
-    }
-
-    /// The records a beneficiary change writes, and the changed beneficiary.
-    fn change_beneficiary(&self, change: BeneficiaryChange) -> Result<(Beneficiary, Vec<Beneficiary>), EngineError> {
-        let now = self.args.clock.now().timestamp_millis();
-        let store = &self.args.store;
-        let mine = |id: &Uuid| -> Result<Beneficiary, EngineError> {
-            store
-                .beneficiary(id)?
-                .filter(|b| b.merchant_id == self.args.merchant_id && b.deleted_at_ms.is_none())
-                .ok_or(EngineError::BeneficiaryNotFound)
-        };
-        match change {
-            BeneficiaryChange::Create(new) => {
-                let new = *new;
-                let mut records = Vec::new();
-                if new.is_default {
-                    for mut old in store.merchant_beneficiaries(&self.args.merchant_id)? {
-                        if old.is_default {
-                            old.is_default = false;
-                            old.updated_at_ms = now;
-                            records.push(old);
-                        }
-                    }
-                }
-                records.push(new.clone());
-                Ok((new, records))
-            }
-            BeneficiaryChange::Verify { id, result } => {
-                let mut beneficiary = mine(&id)?;
-                match result {
-                    Ok(name) => {
-                        beneficiary.verification_status = crate::domain::VerificationStatus::Verified;
-                        beneficiary.verified_name = Some(name);
-                    }
-                    Err(_) => beneficiary.verification_status = crate::domain::VerificationStatus::Failed,
-                }
-                beneficiary.updated_at_ms = now;
-                Ok((beneficiary.clone(), vec![beneficiary]))
-            }
-            BeneficiaryChange::Delete { id } => {
-                let mut beneficiary = mine(&id)?;
-                beneficiary.deleted_at_ms = Some(now);
-                beneficiary.is_default = false;
-                beneficiary.updated_at_ms = now;
-                Ok((beneficiary.clone(), vec![beneficiary]))
-            }
-        }
     }
 
     /// The entry that used key `hash`, if any. A storage error is an error,
