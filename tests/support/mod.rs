@@ -19,6 +19,20 @@ pub const ADMIN_TOKEN: &str = "test-admin-token";
 /// (requests in progress, disbursement messages, actors) add up to well under it.
 const STOP_WAIT: Duration = Duration::from_secs(90);
 
+/// Longest a start may take in a test, journal replay included.
+const START_WAIT: Duration = Duration::from_secs(120);
+
+/// Longest a request may take in a test: far beyond any answer's, so only
+/// a hang reaches it, and then fails the test rather than the whole run.
+const REQUEST_WAIT: Duration = Duration::from_secs(120);
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(REQUEST_WAIT)
+        .build()
+        .expect("HTTP client")
+}
+
 /// A running server process.
 pub struct TestServer {
     /// `http://127.0.0.1:<port>`.
@@ -65,18 +79,29 @@ fn spawn(data_dir: &Path, extra_args: &[String]) -> (Child, String) {
         .spawn()
         .expect("paygate binary starts");
     let stdout = child.stdout.take().expect("stdout piped");
-    let mut lines = BufReader::new(stdout).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("server printed its address")
-            .expect("readable stdout");
-        if let Some(rest) = line.strip_prefix("paygate listening on ") {
-            break rest.trim().to_string();
+    // Read on a thread, so a server that never gets to its address line
+    // fails the test after `START_WAIT` instead of holding the whole run.
+    let (told, address) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        for line in lines.by_ref() {
+            let Ok(line) = line else { return };
+            if let Some(rest) = line.strip_prefix("paygate listening on ") {
+                let _ = told.send(rest.trim().to_string());
+                break;
+            }
+        }
+        // Keep draining stdout so the child never blocks on a full pipe.
+        for _ in lines {}
+    });
+    let base = match address.recv_timeout(START_WAIT) {
+        Ok(base) => base,
+        Err(error) => {
+            let _ = child.kill();
+            let status = child.wait();
+            panic!("the server printed no address within {START_WAIT:?} ({error}; {status:?})");
         }
     };
-    // Keep draining stdout so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
     (child, base)
 }
 
@@ -98,7 +123,7 @@ impl TestServer {
             _temp: Some(temp),
             child,
             extra_args,
-            client: reqwest::Client::new(),
+            client: client(),
         }
     }
 
@@ -112,7 +137,7 @@ impl TestServer {
             _temp: None,
             child,
             extra_args,
-            client: reqwest::Client::new(),
+            client: client(),
         }
     }
 
