@@ -177,7 +177,12 @@ async fn a_signed_in_user_sees_the_balance_the_api_shows_and_signs_out_for_good(
         policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"),
         "{policy}"
     );
+    // No script runs in a signed-in merchant's session.
+    assert!(!policy.contains("script-src"), "{policy}");
     assert_eq!(reply.headers["x-content-type-options"], "nosniff");
+    assert_eq!(reply.headers["x-frame-options"], "DENY");
+    assert_eq!(reply.headers["referrer-policy"], "no-referrer");
+    assert_eq!(reply.headers["cache-control"], "no-store");
     assert_eq!(server.balance(&merchant.api_key).await, 2_500_000);
     assert!(
         page.contains(r#"<p class="figure" id="balance">Rp 25.000</p>"#),

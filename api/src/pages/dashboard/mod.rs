@@ -80,19 +80,7 @@ pub async fn stylesheet() -> Response {
 /// Headers every dashboard page carries: nothing but this origin's
 /// stylesheet and images may load, no script runs, no frame holds it.
 fn page_response(status: StatusCode, markup: Markup) -> Response {
-    let mut response = (status, axum::response::Html(markup.into_string())).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; \
-             frame-ancestors 'none'; base-uri 'none'",
-        ),
-    );
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    crate::pages::html::page_under(crate::pages::html::DASHBOARD_CONTENT_SECURITY_POLICY, status, markup)
 }
 
 /// A page's frame: head, header with the navigation, main.
