@@ -181,8 +181,9 @@ fn security_schemes() -> Vec<(&'static str, SecurityScheme)> {
 
 /// The document and its page, made once.
 pub struct Served {
-    json: String,
-    html: String,
+    // Bytes, so each answer shares them instead of copying 100+ KB.
+    json: axum::body::Bytes,
+    html: axum::body::Bytes,
 }
 
 impl Served {
@@ -190,8 +191,8 @@ impl Served {
     pub fn new(document: &OpenApi) -> Served {
         let value = document_value(document);
         Served {
-            json: serde_json::to_string_pretty(&value).unwrap_or_default(),
-            html: docs_page::render(&value),
+            json: serde_json::to_string_pretty(&value).unwrap_or_default().into(),
+            html: docs_page::render(&value).into(),
         }
     }
 }
