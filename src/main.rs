@@ -61,7 +61,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     // gracefully once it is up. Caught only later, it would meet the
     // inherited disposition instead: death without the final checkpoint by
     // default, or, where the parent ignores SIGTERM, no effect at all.
-    let stop_requested = StopSignals::install()?;
+    let mut stop_requested = StopSignals::install()?;
     let server = server::start(&settings).await?;
     let address = server.address;
     // Tests and scripts read this line to learn the port chosen for :0.
@@ -69,11 +69,22 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     std::io::stdout().flush()?;
     tracing::info!(%address, mode = ?settings.mode, data_dir = %settings.data_dir.display(), "serving");
     stop_requested.received().await;
-    server.stop().await
+    tracing::info!("stopping; a second SIGTERM or SIGINT stops at once");
+    // A graceful stop waits for requests and disbursement messages in
+    // progress (up to about 40 s). Cutting it short is safe: every answered
+    // change is in the journal, which the next start replays, as after a crash.
+    tokio::select! {
+        stopped = server.stop() => stopped,
+        _ = stop_requested.received() => {
+            tracing::warn!("stopped at once on a second signal; the next start replays the journal");
+            std::process::exit(1);
+        }
+    }
 }
 
 /// SIGTERM and SIGINT, caught from the moment `install` returns; one
-/// received before `received` is awaited is kept, not lost.
+/// received before `received` is awaited is kept, not lost. The first
+/// asks for a graceful stop, a second for an immediate one.
 struct StopSignals {
     terminate: tokio::signal::unix::Signal,
     interrupt: tokio::signal::unix::Signal,
@@ -89,7 +100,7 @@ impl StopSignals {
         })
     }
 
-    async fn received(mut self) {
+    async fn received(&mut self) {
         tokio::select! {
             _ = self.terminate.recv() => {}
             _ = self.interrupt.recv() => {}

@@ -1,6 +1,7 @@
 //! `paygate serve` refuses settings it cannot honour, at startup, with a
-//! message naming the flag, instead of starting and failing later; and a
-//! SIGTERM however soon after start stops it cleanly.
+//! message naming the flag, instead of starting and failing later; a
+//! SIGTERM however soon after start stops it cleanly, and a second one
+//! stops it at once.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -122,4 +123,74 @@ fn a_sigterm_right_after_the_address_line_stops_the_server_gracefully() {
             "round {round}: no graceful stop logged: {stderr}"
         );
     }
+}
+
+/// A request in progress holds a graceful stop (up to its grace); a second
+/// SIGTERM then stops the server at once, with a non-zero status and the
+/// reason logged, rather than after the grace.
+#[test]
+fn a_second_sigterm_stops_the_server_at_once_while_a_request_holds_the_graceful_stop() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_paygate"))
+        .arg("serve")
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--mode",
+            "live",
+            "--admin-token",
+            "cli-admin",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("PAYGATE_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("paygate runs");
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut address = String::new();
+    for line in stdout.lines() {
+        if let Some(rest) = line.unwrap().strip_prefix("paygate listening on http://") {
+            address = rest.trim().to_string();
+            break;
+        }
+    }
+    // A request whose body never comes: its handler waits to read it.
+    let mut held = std::net::TcpStream::connect(&address).unwrap();
+    held.write_all(
+        b"POST /admin/v1/merchants HTTP/1.1\r\nHost: paygate\r\nAuthorization: Bearer cli-admin\r\n\
+          Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na",
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = child.id() as i32;
+    let signal = || unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    };
+    signal();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the held request no longer holds the graceful stop"
+    );
+    signal();
+    let second = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if second.elapsed() > Duration::from_secs(5) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("still running 5 s after the second SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stopped at once on a second signal"), "{stderr}");
+    drop(held);
 }
