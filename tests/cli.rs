@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs `paygate serve` with `args` on a fresh data dir; returns (exited
@@ -23,21 +23,42 @@ fn serve(args: &[&str]) -> (bool, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("paygate runs");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let refused = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break !status.success();
-        }
-        if Instant::now() > deadline {
+    let refused = match exit_within(&mut child, Duration::from_secs(10)) {
+        Some(status) => !status.success(),
+        None => {
             child.kill().unwrap();
             child.wait().unwrap();
-            break false;
+            false
         }
-        std::thread::sleep(Duration::from_millis(20));
     };
     let mut stderr = String::new();
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     (!refused, stderr)
+}
+
+/// Waits up to `limit` for `child` to exit; `None` if it still runs.
+fn exit_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads a started server's stdout up to its address line; the address.
+fn address_of(child: &mut Child) -> String {
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    for line in stdout.lines() {
+        if let Some(rest) = line.unwrap().strip_prefix("paygate listening on http://") {
+            return rest.trim().to_string();
+        }
+    }
+    panic!("the server printed no address");
 }
 
 #[test]
@@ -93,26 +114,16 @@ fn a_sigterm_right_after_the_address_line_stops_the_server_gracefully() {
             }
         }
         let mut child = command.spawn().expect("paygate runs");
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        for line in stdout.lines() {
-            if line.unwrap().starts_with("paygate listening on ") {
-                break;
-            }
-        }
+        address_of(&mut child);
         unsafe {
             libc::kill(child.id() as i32, libc::SIGTERM);
         }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                panic!("round {round} (parent ignores SIGTERM: {parent_ignores_sigterm}): still serving 30 s after SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let Some(status) = exit_within(&mut child, Duration::from_secs(30)) else {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "round {round} (parent ignores SIGTERM: {parent_ignores_sigterm}): still serving 30 s after SIGTERM"
+            );
         };
         let mut stderr = String::new();
         child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
@@ -149,14 +160,7 @@ fn a_second_sigterm_stops_the_server_at_once_while_a_request_holds_the_graceful_
         .stderr(Stdio::piped())
         .spawn()
         .expect("paygate runs");
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut address = String::new();
-    for line in stdout.lines() {
-        if let Some(rest) = line.unwrap().strip_prefix("paygate listening on http://") {
-            address = rest.trim().to_string();
-            break;
-        }
-    }
+    let address = address_of(&mut child);
     // A request whose body never comes: its handler waits to read it.
     let mut held = std::net::TcpStream::connect(&address).unwrap();
     held.write_all(
@@ -176,17 +180,10 @@ fn a_second_sigterm_stops_the_server_at_once_while_a_request_holds_the_graceful_
         "the held request no longer holds the graceful stop"
     );
     signal();
-    let second = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if second.elapsed() > Duration::from_secs(5) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("still running 5 s after the second SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let Some(status) = exit_within(&mut child, Duration::from_secs(5)) else {
+        child.kill().unwrap();
+        child.wait().unwrap();
+        panic!("still running 5 s after the second SIGTERM");
     };
     let mut stderr = String::new();
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
