@@ -111,6 +111,11 @@ impl<K: ShardKey + Hash + Eq, V> ShardedMap<K, V> {
     pub fn keys(&self) -> impl Iterator<Item = &K> {
         self.shards.iter().flat_map(|shard| shard.keys())
     }
+
+    /// Every key and its value, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.shards.iter().flat_map(|shard| shard.iter())
+    }
 }
 
 /// A hash set in `SHARDS` parts.

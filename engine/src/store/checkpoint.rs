@@ -25,6 +25,9 @@ impl Store {
             let mut overlay = self.overlay.lock().expect("overlay lock");
             assert!(overlay.flushing.is_none(), "one checkpoint at a time");
             let through_seq = overlay.active.through_seq;
+            // With the layer, under the overlay's lock as the applier indexes:
+            // the recent entries of exactly the versions this layer holds.
+            self.disbursements.write().expect("disbursement index lock").seal();
             let layer = Arc::new(std::mem::take(&mut overlay.active));
             overlay.active.through_seq = through_seq;
             overlay.flushing = Some(layer.clone());
@@ -37,16 +40,15 @@ impl Store {
         drop(layer);
         let result = result.map(|staged| {
             // Before the layer leaves the overlay, so no reader misses both:
-            // the runs first, then the recent entries they now hold go.
-            let covered = self.history.write().expect("history lock").add(staged);
-            for chunk in covered.chunks(1024) {
-                // In chunks, so the applier (which holds the overlay lock
-                // while it waits for this one) is never held up for long.
-                self.disbursements
-                    .write()
-                    .expect("disbursement index lock")
-                    .forget_recent(chunk);
-            }
+            // the runs first, then the recent entries they now hold go (freed
+            // outside the lock, which the applier waits on).
+            self.history.write().expect("history lock").add(staged);
+            let written = self
+                .disbursements
+                .write()
+                .expect("disbursement index lock")
+                .forget_sealed();
+            drop(written);
         });
         // Whatever happened, the layer stays readable until it is in sled:
         // on failure it goes back under the active one.
@@ -189,12 +191,12 @@ impl Store {
         let staged = {
             let history = self.history.read().expect("history lock");
             let mut runs = history.batch();
-            {
-                let index = self.disbursements.read().expect("disbursement index lock");
-                for (id, location) in &blocks.locations {
-                    runs.push(&index, *id, *location);
-                }
+            for (id, location) in &blocks.locations {
+                runs.push_location(*id, *location);
             }
+            let index = self.disbursements.read().expect("disbursement index lock");
+            runs.push_sealed(&index, |id| layer.disbursements.contains_key(id));
+            drop(index);
             let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
                 batch.insert(key, chunk);
                 pending += 1;

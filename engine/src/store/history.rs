@@ -79,12 +79,43 @@ struct RecentMerchant {
     created: BTreeSet<(i64, Uuid)>,
 }
 
-/// The in-memory part: recent disbursements and the open set.
+/// The disbursements first indexed while one overlay layer filled. The
+/// checkpoint that writes the layer writes their entries to the runs, then
+/// drops the generation whole: no entry is ever removed one by one.
 #[derive(Default)]
-pub struct DisbursementIndex {
-    recent: ShardedMap<Uuid, RecentEntry>,
+struct Generation {
+    entries: ShardedMap<Uuid, RecentEntry>,
     by_ref: ShardedMap<u128, Uuid>,
     merchants: HashMap<Uuid, RecentMerchant>,
+}
+
+impl Generation {
+    fn insert(&mut self, id: Uuid, entry: RecentEntry) {
+        self.by_ref.insert(entry.ref_hash, id);
+        let merchant = self.merchants.entry(entry.merchant_id).or_default();
+        merchant.by_key.insert(entry.key_hash, id);
+        merchant.created.insert((entry.created_ms, id));
+        self.entries.insert(id, entry);
+    }
+}
+
+/// Generations a checkpoint wrote, to drop outside the index's lock (freeing
+/// a second's entries takes a while, and the applier waits on that lock).
+/// Held only to be dropped: nothing reads it.
+pub struct WrittenGenerations(#[allow(dead_code)] Vec<Generation>);
+
+/// The in-memory part: recent disbursements and the open set.
+///
+/// Invariant: `filling` holds the recent disbursements whose versions went
+/// to the overlay's active layer, and `sealed` those of the layers taken by
+/// checkpoints not yet finished (or failed: a failed layer goes back into
+/// the active one, and its generation stays sealed until a checkpoint
+/// writes both). Both change under the overlay's lock, so every recent
+/// entry a checkpoint writes belongs to a version in the layers it writes.
+#[derive(Default)]
+pub struct DisbursementIndex {
+    filling: Generation,
+    sealed: Vec<Generation>,
     open: OpenSet,
 }
 
@@ -99,21 +130,15 @@ impl DisbursementIndex {
     pub fn index_version(&mut self, disbursement: &Disbursement, created: bool, hashes: impl FnOnce() -> (u128, u128)) {
         let id = disbursement.id;
         let new = created || disbursement.status == crate::domain::DisbursementStatus::Pending;
-        if new && !self.recent.contains_key(&id) {
+        if new && !self.is_recent(&id) {
             let (key_hash, ref_hash) = hashes();
-            self.by_ref.insert(ref_hash, id);
-            let merchant = self.merchants.entry(disbursement.merchant_id).or_default();
-            merchant.by_key.insert(key_hash, id);
-            merchant.created.insert((disbursement.created_at_ms, id));
-            self.recent.insert(
-                id,
-                RecentEntry {
-                    merchant_id: disbursement.merchant_id,
-                    ref_hash,
-                    key_hash,
-                    created_ms: disbursement.created_at_ms,
-                },
-            );
+            let entry = RecentEntry {
+                merchant_id: disbursement.merchant_id,
+                ref_hash,
+                key_hash,
+                created_ms: disbursement.created_at_ms,
+            };
+            self.filling.insert(id, entry);
         }
         if disbursement.status.is_terminal() {
             self.open.close(id);
@@ -122,62 +147,69 @@ impl DisbursementIndex {
         }
     }
 
-    /// Forgets the recent disbursements among `ids`: a checkpoint's runs
-    /// now hold them.
-    pub fn forget_recent(&mut self, ids: &[Uuid]) {
-        for id in ids {
-            let Some(entry) = self.recent.remove(id) else {
-                continue;
-            };
-            self.by_ref.remove(&entry.ref_hash);
-            if let Some(merchant) = self.merchants.get_mut(&entry.merchant_id) {
-                merchant.by_key.remove(&entry.key_hash);
-                merchant.created.remove(&(entry.created_ms, *id));
-                if merchant.created.is_empty() {
-                    self.merchants.remove(&entry.merchant_id);
-                }
-            }
+    /// A checkpoint took the overlay's active layer (call under the
+    /// overlay's lock): the recent disbursements indexed so far are the
+    /// ones it will write.
+    pub fn seal(&mut self) {
+        if !self.filling.entries.is_empty() {
+            self.sealed.push(std::mem::take(&mut self.filling));
         }
+    }
+
+    /// The checkpoint that wrote every sealed generation is in place: the
+    /// runs hold them now. Drop the result outside the lock.
+    pub fn forget_sealed(&mut self) -> WrittenGenerations {
+        WrittenGenerations(std::mem::take(&mut self.sealed))
+    }
+
+    fn generations(&self) -> impl Iterator<Item = &Generation> {
+        std::iter::once(&self.filling).chain(self.sealed.iter())
     }
 
     /// A recent disbursement with a ref code hash.
     pub fn id_by_ref(&self, ref_hash: u128) -> Option<Uuid> {
-        self.by_ref.get(&ref_hash).copied()
+        self.generations()
+            .find_map(|generation| generation.by_ref.get(&ref_hash).copied())
     }
 
     /// A recent disbursement a merchant created with an idempotency key hash.
     pub fn id_by_key(&self, merchant_id: &Uuid, key_hash: u128) -> Option<Uuid> {
-        self.merchants.get(merchant_id)?.by_key.get(&key_hash).copied()
+        self.generations()
+            .find_map(|generation| generation.merchants.get(merchant_id)?.by_key.get(&key_hash).copied())
     }
 
     /// A merchant's recent idempotency key hashes.
     pub fn key_hashes(&self, merchant_id: &Uuid) -> Vec<u128> {
-        self.merchants
-            .get(merchant_id)
-            .map(|merchant| merchant.by_key.keys().copied().collect())
-            .unwrap_or_default()
+        self.generations()
+            .filter_map(|generation| generation.merchants.get(merchant_id))
+            .flat_map(|merchant| merchant.by_key.keys().copied())
+            .collect()
     }
 
-    /// A merchant's recent disbursements created in `[from_ms, to_ms)`.
+    /// A merchant's recent disbursements created in `[from_ms, to_ms)`, in no order.
     pub fn created_between(&self, merchant_id: &Uuid, from_ms: i64, to_ms: i64) -> Vec<(i64, Uuid)> {
-        match self.merchants.get(merchant_id) {
-            Some(merchant) if from_ms < to_ms => merchant
-                .created
-                .range((from_ms, Uuid::nil())..(to_ms, Uuid::nil()))
-                .copied()
-                .collect(),
-            _ => Vec::new(),
+        if from_ms >= to_ms {
+            return Vec::new();
         }
+        self.generations()
+            .filter_map(|generation| generation.merchants.get(merchant_id))
+            .flat_map(|merchant| {
+                merchant
+                    .created
+                    .range((from_ms, Uuid::nil())..(to_ms, Uuid::nil()))
+                    .copied()
+            })
+            .collect()
     }
 
     /// Recent disbursements (created since the last checkpoint covering them).
     pub fn recent_count(&self) -> usize {
-        self.recent.len()
+        self.generations().map(|generation| generation.entries.len()).sum()
     }
 
     /// True for a disbursement created since the last checkpoint covering it.
     pub fn is_recent(&self, id: &Uuid) -> bool {
-        self.recent.contains_key(id)
+        self.generations().any(|generation| generation.entries.contains_key(id))
     }
 
     /// The open set as the checkpoints left it (replay then moves it on).
@@ -205,8 +237,9 @@ impl DisbursementIndex {
         self.open.len()
     }
 
-    fn recent_entry(&self, id: &Uuid) -> Option<RecentEntry> {
-        self.recent.get(id).copied()
+    /// The sealed generations' entries, for the checkpoint writing them.
+    fn sealed_entries(&self) -> impl Iterator<Item = (&Uuid, &RecentEntry)> {
+        self.sealed.iter().flat_map(|generation| generation.entries.iter())
     }
 }
 
@@ -225,24 +258,26 @@ pub struct HistoryBatch {
     refs: RunBuilder,
     keys: RunBuilder,
     created: RunBuilder,
-    /// The recent disbursements it covers, forgotten from memory once it is in place.
-    covered: Vec<Uuid>,
 }
 
 /// A checkpoint's runs, written, not yet visible.
 pub struct StagedHistory {
     runs: Vec<StagedRun>,
-    covered: Vec<Uuid>,
 }
 
 impl HistoryBatch {
-    /// Notes where a checkpoint put a version, and the write-once entries
-    /// of a disbursement the index still holds as recent.
-    pub fn push(&mut self, index: &DisbursementIndex, id: Uuid, location: Location) {
+    /// Notes where a checkpoint put a version.
+    pub fn push_location(&mut self, id: Uuid, location: Location) {
         self.locations.push(id.as_bytes(), &encode_location(location));
-        if let Some(entry) = index.recent_entry(&id) {
-            self.push_created(id, entry);
-            self.covered.push(id);
+    }
+
+    /// The write-once entries of the recent disbursements the index sealed
+    /// for this checkpoint: each one's version is in the layers it writes
+    /// (`in_layers`, checked in debug builds).
+    pub fn push_sealed(&mut self, index: &DisbursementIndex, in_layers: impl Fn(&Uuid) -> bool) {
+        for (id, entry) in index.sealed_entries() {
+            debug_assert!(in_layers(id), "sealed recent disbursement {id} is in no layer written");
+            self.push_created(*id, *entry);
         }
     }
 
@@ -281,7 +316,6 @@ impl HistoryRuns {
             refs: RunBuilder::new(REFS),
             keys: RunBuilder::new(KEYS),
             created: RunBuilder::new(CREATED),
-            covered: Vec::new(),
         }
     }
 
@@ -321,10 +355,7 @@ impl HistoryRuns {
                 runs.push(set.stage(records, sink)?);
             }
         }
-        Ok(StagedHistory {
-            runs,
-            covered: batch.covered,
-        })
+        Ok(StagedHistory { runs })
     }
 
     /// The entries to apply with the checkpoint's marker: the staged runs'
@@ -340,9 +371,8 @@ impl HistoryRuns {
         &self.tree
     }
 
-    /// Makes staged runs visible (their metadata is applied); returns the
-    /// recent disbursements they cover.
-    pub fn add(&mut self, staged: StagedHistory) -> Vec<Uuid> {
+    /// Makes staged runs visible (their metadata is applied).
+    pub fn add(&mut self, staged: StagedHistory) {
         for run in staged.runs {
             match run.tag() {
                 tag if tag == LOCATIONS.tag => self.locations.add(run),
@@ -351,7 +381,6 @@ impl HistoryRuns {
                 _ => self.created.add(run),
             }
         }
-        staged.covered
     }
 
     /// Where a disbursement's newest checkpointed version is.

@@ -206,7 +206,9 @@ impl<'a> RunWriter<'a> {
             return Ok(());
         }
         let key = chunk_key(self.spec.tag, self.id, self.meta.chunks).to_vec();
-        let chunk = std::mem::take(&mut self.chunk);
+        // The next chunk gets its whole size at once, not by doubling.
+        let capacity = self.spec.records_per_chunk() * self.spec.record_len();
+        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(capacity));
         self.meta.chunks += 1;
         (self.sink)(key, chunk)
     }
@@ -381,13 +383,26 @@ impl StagedRun {
 }
 
 /// The filter bits of `key`: double hashing on its random bytes at `at`.
+/// The filter bits of `key`: probe `i` is `(h1 + i * h2) % bits`, the
+/// layout every run on disk was written with. Computed by stepping, with
+/// two divisions instead of one per probe: `h1` and `h2` are below 2^32,
+/// so `h1 + i * h2` never wraps, and each step stays below `2 * bits`.
 fn bloom_bits(key: &[u8], at: usize, words: usize) -> impl Iterator<Item = usize> {
     let mut random = [0u8; 8];
     random.copy_from_slice(&key[at..at + 8]);
     let random = u64::from_le_bytes(random);
     let (h1, h2) = (random & 0xffff_ffff, (random >> 32) | 1);
     let bits = (words * 64) as u64;
-    (0..BLOOM_PROBES).map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) % bits) as usize)
+    let step = h2 % bits;
+    let mut bit = h1 % bits;
+    (0..BLOOM_PROBES).map(move |_| {
+        let probe = bit;
+        bit += step;
+        if bit >= bits {
+            bit -= bits;
+        }
+        probe as usize
+    })
 }
 
 fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 15] {

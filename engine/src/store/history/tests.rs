@@ -110,6 +110,63 @@ fn a_data_dir_from_before_the_runs_is_filled_from_its_blocks_once() {
     assert_disbursements_stored(&store, &disbursements);
 }
 
+/// A checkpoint that fails keeps the recent disbursements it was to write
+/// findable (their generation stays sealed), and the next one writes them
+/// with those created since: every one is then in the runs, found by id,
+/// ref code, key and listing, before and after reopening.
+#[test]
+fn a_failed_checkpoint_keeps_its_recent_disbursements_for_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let merchant = Uuid::new_v4();
+    let mut seq = 0;
+    let disbursements: Vec<Disbursement> = (0..3000).map(|n| test_disbursement(merchant, n)).collect();
+    let check = |store: &Store, count: usize| {
+        for disbursement in &disbursements[..count] {
+            let by_ref = store.disbursement_by_ref(&disbursement.ref_code).unwrap().unwrap();
+            assert_eq!(by_ref.id, disbursement.id);
+            let by_key = store
+                .disbursement_by_key(&merchant, &disbursement.idempotency_key)
+                .unwrap()
+                .unwrap();
+            assert_eq!(by_key.id, disbursement.id);
+        }
+        let (_, total) = store
+            .merchant_disbursements(&merchant, 0, i64::MAX, |_| true, 0, 10)
+            .unwrap();
+        assert_eq!(total, count);
+        assert_eq!(
+            store.disbursement_key_hashes(&merchant, usize::MAX).unwrap().len(),
+            count
+        );
+    };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        for disbursement in &disbursements[..1000] {
+            apply(&store, &mut seq, disbursement);
+        }
+        store.checkpoint().unwrap();
+        for disbursement in &disbursements[1000..2000] {
+            apply(&store, &mut seq, disbursement);
+        }
+        store.fail_checkpoints_after(1);
+        assert!(store.checkpoint().is_err());
+        assert!(store.checkpoint().is_err(), "a second failure seals nothing twice");
+        assert_eq!(store.disbursements.read().unwrap().recent_count(), 1000);
+        check(&store, 2000);
+        for disbursement in &disbursements[2000..] {
+            apply(&store, &mut seq, disbursement);
+        }
+        assert_eq!(store.disbursements.read().unwrap().recent_count(), 2000);
+        check(&store, 3000);
+        store.fail_checkpoints_after(usize::MAX);
+        store.checkpoint().unwrap();
+        assert_eq!(store.disbursements.read().unwrap().recent_count(), 0, "all in the runs");
+        check(&store, 3000);
+    }
+    let store = Store::open(dir.path()).unwrap();
+    check(&store, 3000);
+}
+
 /// The open set and the format marker are read back under the keys written
 /// before the prefixes were named.
 #[test]

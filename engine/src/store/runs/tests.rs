@@ -302,3 +302,27 @@ proptest! {
         assert_matches(&set, &tree, &model, 410);
     }
 }
+
+/// Runs on disk were written with probe `i` at `(h1 + i * h2) % bits`:
+/// the stepped computation must give exactly those bits, or a lookup
+/// would miss keys an older run holds.
+#[test]
+fn filter_bits_are_the_layout_runs_were_written_with() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for words in [1usize, 2, 3, 7, 64, 1000, 156_250, 1 << 20] {
+        for _ in 0..2000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let key = state.to_le_bytes();
+            let random = state;
+            let (h1, h2) = (random & 0xffff_ffff, (random >> 32) | 1);
+            let bits = (words * 64) as u64;
+            let written: Vec<usize> = (0..BLOOM_PROBES)
+                .map(|i| (h1.wrapping_add(i.wrapping_mul(h2)) % bits) as usize)
+                .collect();
+            let stepped: Vec<usize> = bloom_bits(&key, 0, words).collect();
+            assert_eq!(stepped, written, "words {words}, key {state:#x}");
+        }
+    }
+}
