@@ -276,9 +276,6 @@ impl DisbursementHost {
     }
 }
 
-/// A message handled: its actor, and whether it was a `Start`.
-type Handled = Pin<Box<dyn Future<Output = (Uuid, bool)> + Send>>;
-
 /// The one message of moves in flight to the merchant's actor.
 type Sending = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -297,7 +294,8 @@ enum Woken {
 /// once it has polled every actor in hand, all that they asked for goes as
 /// one message, and while it is in flight the next gathers.
 async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors>) {
-    let mut handling: FuturesUnordered<Handled> = FuturesUnordered::new();
+    // Of `handle`'s one future type, so no box per message.
+    let mut handling = FuturesUnordered::new();
     let mut sending: Option<Sending> = None;
     loop {
         let stopping = host.stopping.load(Ordering::Acquire);
@@ -307,7 +305,7 @@ async fn run(host: Arc<HostInner>, merchant_id: Uuid, actors: Arc<MerchantActors
             actors.mail.lock().expect("mailbox lock").take_ready()
         };
         for (id, message) in ready {
-            handling.push(Box::pin(handle(actors.hosting.clone(), merchant_id, id, message)));
+            handling.push(handle(actors.hosting.clone(), merchant_id, id, message));
         }
         // No actor in hand, so none waits for a move.
         if handling.is_empty() && sending.is_none() {
