@@ -99,11 +99,6 @@ impl Generation {
     }
 }
 
-/// Generations a checkpoint wrote, to drop outside the index's lock (freeing
-/// a second's entries takes a while, and the applier waits on that lock).
-/// Held only to be dropped: nothing reads it.
-pub struct WrittenGenerations(#[allow(dead_code)] Vec<Generation>);
-
 /// The in-memory part: recent disbursements and the open set.
 ///
 /// Invariant: `filling` holds the recent disbursements whose versions went
@@ -157,9 +152,11 @@ impl DisbursementIndex {
     }
 
     /// The checkpoint that wrote every sealed generation is in place: the
-    /// runs hold them now. Drop the result outside the lock.
-    pub fn forget_sealed(&mut self) -> WrittenGenerations {
-        WrittenGenerations(std::mem::take(&mut self.sealed))
+    /// runs hold them now. Returns them to be dropped outside the index's
+    /// lock: freeing a checkpoint's entries takes a while, and the applier
+    /// waits on that lock.
+    pub fn forget_sealed(&mut self) -> impl Sized {
+        std::mem::take(&mut self.sealed)
     }
 
     fn generations(&self) -> impl Iterator<Item = &Generation> {
