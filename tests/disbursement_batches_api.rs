@@ -219,7 +219,21 @@ async fn the_same_batch_key_replays_the_first_answer_even_after_a_crash() {
             got.iter().map(outcome).collect::<Vec<_>>(),
             want.iter().map(outcome).collect::<Vec<_>>()
         );
+        // A created item is the disbursement as first answered (PENDING, no
+        // vendor id), though it has been handed to the vendor since.
+        assert_eq!(got[0]["data"], want[0]["data"]);
     };
+    let created_id = first["items"][0]["data"]["id"].as_str().unwrap().to_string();
+    assert_eq!(first["items"][0]["data"]["status"], json!("PENDING"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut handed = false;
+    while !handed && Instant::now() < deadline {
+        let path = format!("/v1/disbursements/{created_id}");
+        let reply = server.call(Method::GET, &path, Some(&merchant.api_key), None).await;
+        handed = reply.body["data"]["status"] == json!("ON_PROCESS");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(handed, "the batch's disbursement was never handed to the vendor");
     // Other items under the same key change nothing: the first answer comes back.
     let again = batch_ok(
         &server,

@@ -64,12 +64,12 @@ fn at_most_max_items<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Optio
 }
 
 /// POST /v1/disbursements/batch: 201 with the batch's id and each item's
-/// outcome. The same batch key answers with the first answer's id and
-/// items, each disbursement in its current state.
+/// outcome. The same batch key answers with the first answer: its id and
+/// items, each created disbursement as it was created.
 #[utoipa::path(post, path = "/v1/disbursements/batch", tag = "Disbursement batches", operation_id = "create_disbursement_batch",
     summary = "Create up to 1,000 disbursements",
     description = "Each item is created or refused exactly as `POST /v1/disbursements` would; one refused item refuses \
-        only itself. The same batch key replays the first answer, each disbursement in its current state. \
+        only itself. The same batch key replays the first answer, each created disbursement as it was created. \
         Bodies up to 1 MiB.",
     security(("api_key" = []), ("api_key" = [], "v1_signature" = [])),
     request_body = CreateBatch,

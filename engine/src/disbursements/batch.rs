@@ -133,14 +133,15 @@ impl Engine {
         }
     }
 
-    /// The answer of a batch made before: its items as recorded, each
-    /// disbursement (created, or holding a reused key) as it is now.
+    /// The answer of a batch made before, as it was first given: each
+    /// created disbursement as its creation answered it; a refused item's
+    /// refusal, with the disbursement holding a reused key as it is now.
     fn replay(&self, batch: &DisbursementBatch) -> Result<BatchAnswer, EngineError> {
         let mut items = Vec::with_capacity(batch.items.len());
         for item in &batch.items {
             items.push(match item {
                 BatchItem::Created(id) => match self.store().disbursement(id)? {
-                    Some(disbursement) => Ok(Arc::new(disbursement)),
+                    Some(disbursement) => Ok(Arc::new(disbursement.as_created())),
                     None => Err(EngineError::Internal(format!(
                         "disbursement {id} of a batch is missing"
                     ))),
