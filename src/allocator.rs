@@ -7,6 +7,10 @@ use std::os::raw::c_long;
 
 // glibc malloc spent a third of the engine's CPU under load (many small
 // allocations freed on other threads); mimalloc is built for that pattern.
+// The `system-allocator` feature leaves the system's malloc in place, so
+// heap profilers that interpose malloc (heaptrack, valgrind) see every
+// allocation.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
