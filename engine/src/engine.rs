@@ -140,7 +140,7 @@ impl Engine {
         let state_dir = config.data_dir.join("state");
         let first_start = !state_dir.exists() && !journal_dir.exists();
         std::fs::create_dir_all(&config.data_dir).map_err(StoreError::from)?;
-        crate::store::check_data_format(&config.data_dir)?;
+        let format = crate::store::check_data_format(&config.data_dir)?;
         let store = Arc::new(Store::open(&state_dir)?);
         let from_seq = store.checkpoint_seq()?;
         let outcome = journal::replay(&journal_dir, from_seq, |seq, payload| {
@@ -164,6 +164,11 @@ impl Engine {
         let covered = store.checkpoint()?;
         journal.drop_segments_below(covered)?;
         store.allow_fresh_keys();
+        // Opening the store brought an older layout to this one, durably.
+        if format != crate::store::DATA_FORMAT {
+            crate::store::mark_data_format(&config.data_dir)?;
+            tracing::info!(from = format, to = crate::store::DATA_FORMAT, "data dir upgraded");
+        }
 
         let started_at = clock.now();
         let stopping = tokio::sync::watch::channel(false).0;

@@ -16,7 +16,7 @@ use crate::money::MinorUnits;
 use crate::refcode::RefCodes;
 use crate::store::journal::Journal;
 use crate::store::record::JournalRecord;
-use crate::store::{KeyPrefix, Store, StoreError};
+use crate::store::{OrderLookup, Store, StoreError};
 use foldhash::{HashMap, HashMapExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::collections::VecDeque;
@@ -216,8 +216,8 @@ pub struct MerchantState {
     /// Every disbursement idempotency key hash, while they fit: a key not
     /// in it is new without a storage read (which a checkpoint can stall).
     known_disbursement_keys: KnownKeys,
-    /// The same for order ids (`KeyPrefix::OrderByMerchantOrderId`) and
-    /// order `Idempotency-Key`s (`KeyPrefix::OrderByIdempotencyKey`).
+    /// The same for order ids (`Store::order_id_hash`) and order
+    /// `Idempotency-Key`s (`Store::key_hash`).
     known_order_ids: KnownKeys,
     known_order_keys: KnownKeys,
     /// Orders and refunds written recently, forgotten the same way.
@@ -249,18 +249,15 @@ impl Actor for MerchantActor {
         let keys_complete = known_keys.is_some();
         let known_keys = known_keys.unwrap_or_default();
         let cap = args.keys_in_memory / 2;
-        let load = |prefix: KeyPrefix| -> Result<KnownKeys, StoreError> {
+        let load = |lookup: OrderLookup| -> Result<KnownKeys, StoreError> {
             Ok(KnownKeys::loaded(
-                args.store.merchant_key_hashes(prefix, &args.merchant_id, cap)?,
+                args.store.merchant_order_hashes(lookup, &args.merchant_id, cap)?,
                 cap,
             ))
         };
         let known_disbursement_keys =
             KnownKeys::loaded(args.store.disbursement_key_hashes(&args.merchant_id, cap), cap);
-        let (known_order_ids, known_order_keys) = (
-            load(KeyPrefix::OrderByMerchantOrderId)?,
-            load(KeyPrefix::OrderByIdempotencyKey)?,
-        );
+        let (known_order_ids, known_order_keys) = (load(OrderLookup::OrderId)?, load(OrderLookup::IdempotencyKey)?);
         myself.send_interval(args.idle_timeout / 4, || MerchantMsg::IdleCheck);
         Ok(MerchantState {
             profile: (*profile).clone(),

@@ -3,8 +3,8 @@
 //! at once and the next checkpoint finds it.
 
 use super::catalog::catalog_key;
-use super::history::DisbursementIndex;
-use super::keys::{order_id_key, prefixed, KeyPrefix};
+use super::history::{Hashes, Indexed};
+use super::keys::{prefixed, KeyPrefix};
 use super::overlay::{MerchantLayer, Overlay};
 use super::record::{self, encode_value, JournalRecord};
 use super::{Store, StoreError};
@@ -225,7 +225,11 @@ impl Store {
     }
 
     /// A disbursement's newest version, indexed at once (readers find it
-    /// in the overlay until a checkpoint has written it to a block).
+    /// in the overlay until a checkpoint has written it to a block). A
+    /// PENDING version the index does not hold as recent is new to it as
+    /// far as it knows (a version written without its creation record, as
+    /// tests do): indexing one already in the history only writes the same
+    /// entries again, which merges fold into one.
     fn overlay_disbursement(
         &self,
         overlay: &mut Overlay,
@@ -234,49 +238,44 @@ impl Store {
         created: bool,
     ) {
         overlay.active.put_disbursement(disbursement, encoded);
-        let mut index = self.disbursements.write().expect("disbursement index lock");
-        self.index_disbursement(&mut index, disbursement, created);
+        let version = Indexed {
+            id: disbursement.id,
+            merchant_id: disbursement.merchant_id,
+            created_ms: disbursement.created_at_ms,
+            new: created || disbursement.status == crate::domain::DisbursementStatus::Pending,
+            terminal: disbursement.status.is_terminal(),
+        };
+        let mut index = self.disbursements.recent.write().expect("recent index lock");
+        index.index_version(version, true, || self.disbursement_hashes(disbursement));
     }
 
-    fn index_disbursement(&self, index: &mut DisbursementIndex, disbursement: &Disbursement, created: bool) {
-        index.index_version(disbursement, created, || {
-            (
-                self.key_hash(&disbursement.idempotency_key),
-                self.key_hash(&disbursement.ref_code),
-            )
-        });
+    /// What a disbursement is found by: its ref code, and its idempotency key.
+    pub(super) fn disbursement_hashes(&self, disbursement: &Disbursement) -> Hashes {
+        (
+            self.key_hash(&disbursement.ref_code),
+            [Some(self.key_hash(&disbursement.idempotency_key)), None],
+        )
     }
 
-    /// An order and its indexes; updates write only the record and the
-    /// indexes that follow its status (expiry, unsettled).
+    /// What an order is found by: its ref code, its `Idempotency-Key` if it
+    /// had one, and the merchant's own id for it in its API.
+    pub(super) fn order_hashes(&self, order: &Order) -> Hashes {
+        (
+            self.key_hash(&order.ref_code),
+            [
+                order.idempotency.as_ref().map(|(key, _)| self.key_hash(key)),
+                Some(self.order_id_hash(order.source, &order.merchant_order_id)),
+            ],
+        )
+    }
+
+    /// An order's newest version, indexed at once as a disbursement's is,
+    /// and the keys that follow its status (expiry while PENDING, unsettled
+    /// while paid and not taken by a settlement).
     fn overlay_order(&self, overlay: &mut Overlay, order: &Order, created: bool) {
         let id = order.id.as_bytes();
         let merchant = order.merchant_id.as_bytes();
-        let mut writes = vec![(prefixed(KeyPrefix::Order, &[id]), Some(encode_value(order)))];
-        if created {
-            let created_ms = (order.created_at_ms.max(0) as u64).to_be_bytes();
-            writes.extend([
-                (
-                    prefixed(KeyPrefix::OrderByRefCode, &[order.ref_code.as_bytes()]),
-                    Some(id.to_vec()),
-                ),
-                (
-                    prefixed(KeyPrefix::OrderByMerchant, &[merchant, &created_ms, id]),
-                    Some(Vec::new()),
-                ),
-                (
-                    order_id_key(&order.merchant_id, order.source, &order.merchant_order_id),
-                    Some(id.to_vec()),
-                ),
-            ]);
-            if let Some((key, _)) = &order.idempotency {
-                let key_hash = self.key_hash(key).to_be_bytes();
-                writes.push((
-                    prefixed(KeyPrefix::OrderByIdempotencyKey, &[merchant, &key_hash]),
-                    Some(id.to_vec()),
-                ));
-            }
-        }
+        let mut writes = Vec::new();
         if let Some(expires) = order.expires_at_ms {
             let expires = (expires.max(0) as u64).to_be_bytes();
             let pending = (order.status == OrderStatus::Pending).then(Vec::new);
@@ -291,6 +290,12 @@ impl Store {
             ));
         }
         overlay.active.put_resources(writes);
+        overlay
+            .active
+            .put_order(Arc::new(order.clone()), encode_value(order).into_boxed_slice());
+        let version = super::upgrade::order_indexed(order, created);
+        let mut index = self.orders.recent.write().expect("recent index lock");
+        index.index_version(version, false, || self.order_hashes(order));
     }
 
     /// A batch and its index by batch key; written once, never changed.

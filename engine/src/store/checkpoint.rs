@@ -2,13 +2,14 @@
 //! last, then flushed and fsynced; and the compactions that keep key runs
 //! and history runs few.
 
-use super::disbursement_log::{self, BlockWriter};
-use super::history::{HistoryRuns, OpenSetWrite, StagedHistory};
+use super::blocks::{self, BlockWriter};
+use super::history::{OpenSetWrite, StagedHistory};
 use super::keys::{merchant_key, merchant_seq_key, KeyPrefix, CHECKPOINT_SEQ_KEY};
-use super::overlay::{self, Layer};
+use super::overlay::{self, Layer, LayerVersion};
 use super::record::encode_value;
-use super::{Store, StoreError};
+use super::{KindIndexes, Store, StoreError};
 use crate::limits;
+use foldhash::HashMap;
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -27,7 +28,9 @@ impl Store {
             let through_seq = overlay.active.through_seq;
             // With the layer, under the overlay's lock as the applier indexes:
             // the recent entries of exactly the versions this layer holds.
-            self.disbursements.write().expect("disbursement index lock").seal();
+            for kind in self.kinds() {
+                kind.recent.write().expect("recent index lock").seal();
+            }
             let layer = Arc::new(std::mem::take(&mut overlay.active));
             overlay.active.through_seq = through_seq;
             overlay.flushing = Some(layer.clone());
@@ -42,13 +45,11 @@ impl Store {
             // Before the layer leaves the overlay, so no reader misses both:
             // the runs first, then the recent entries they now hold go (freed
             // outside the lock, which the applier waits on).
-            self.history.write().expect("history lock").add(staged);
-            let written = self
-                .disbursements
-                .write()
-                .expect("disbursement index lock")
-                .forget_sealed();
-            drop(written);
+            for (kind, staged) in self.kinds().into_iter().zip(staged) {
+                kind.runs.write().expect("history lock").add(staged);
+                let written = kind.recent.write().expect("recent index lock").forget_sealed();
+                drop(written);
+            }
         });
         // Whatever happened, the layer stays readable until it is in sled:
         // on failure it goes back under the active one.
@@ -65,9 +66,7 @@ impl Store {
                     // The failed checkpoint may have written some of the
                     // restored layer's keys: only the active layer's stay fresh.
                     restored.fresh = std::mem::take(&mut overlay.active.fresh);
-                    restored
-                        .disbursements
-                        .extend(std::mem::take(&mut overlay.active.disbursements));
+                    overlay.active.keep_newer_versions_over(&mut restored);
                     restored.through_seq = overlay.active.through_seq;
                     restored.entry_count += overlay.active.entry_count;
                     overlay.active = restored;
@@ -84,6 +83,11 @@ impl Store {
         Ok(covers_below)
     }
 
+    /// The versioned kinds, in the order a checkpoint writes them.
+    fn kinds(&self) -> [&KindIndexes; 2] {
+        [&self.disbursements, &self.orders]
+    }
+
     /// Entries applied into the overlay since the last checkpoint.
     pub fn pending_entries(&self) -> usize {
         self.overlay.lock().expect("overlay lock").active.entry_count
@@ -93,16 +97,18 @@ impl Store {
     /// merge is written; it is put in place under the lock. A merge that
     /// fails is left to its intent (finished or undone at the next open).
     fn compact_history(&self) {
-        loop {
-            let plan = self.history.write().expect("history lock").plan_merge();
-            let Some(plan) = plan else { return };
-            let merged = plan.write().and_then(|merged| {
-                let replaced = self.history.write().expect("history lock").install_merge(merged)?;
-                plan.finish(&replaced)
-            });
-            if let Err(error) = merged {
-                tracing::error!(%error, "merging disbursement history runs failed; retried at the next checkpoint");
-                return;
+        for kind in self.kinds() {
+            loop {
+                let plan = kind.runs.write().expect("history lock").plan_merge();
+                let Some(plan) = plan else { break };
+                let merged = plan.write().and_then(|merged| {
+                    let replaced = kind.runs.write().expect("history lock").install_merge(merged)?;
+                    plan.finish(&replaced)
+                });
+                if let Err(error) = merged {
+                    tracing::error!(%error, "merging history runs failed; retried at the next checkpoint");
+                    return;
+                }
             }
         }
     }
@@ -114,99 +120,53 @@ impl Store {
     /// entry blocks and key run always share one batch (so replay skips
     /// exactly the entries the stored book has), and resources are whole
     /// values that replay rewrites in order. Returns the history runs of
-    /// the layer's disbursements, written but not yet visible.
-    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<StagedHistory, StoreError> {
-        let mut batch = sled::Batch::default();
-        let mut pending = 0usize;
-        let batches_written = std::cell::Cell::new(0usize);
-        let flush = |batch: &mut sled::Batch, pending: &mut usize, force: bool| -> Result<(), StoreError> {
-            if *pending > 0 && (force || *pending >= limits::CHECKPOINT_BATCH_OPS) {
-                #[cfg(test)]
-                if batches_written.get() >= self.fail_after_batches.load(Ordering::Acquire) {
-                    return Err(StoreError::Io(io::Error::other("checkpoint interrupted (test)")));
-                }
-                self.ledger.apply_batch(std::mem::take(batch))?;
-                batches_written.set(batches_written.get() + 1);
-                *pending = 0;
-            }
-            Ok(())
+    /// the layer's versions, one per kind, written but not yet visible.
+    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<Vec<StagedHistory>, StoreError> {
+        let mut batch = CheckpointBatch {
+            store: self,
+            batch: sled::Batch::default(),
+            pending: 0,
+            batches_written: 0,
         };
         let mut compact = Vec::new();
         for (merchant_id, merchant) in &layer.merchants {
             batch.insert(
-                &merchant_key(KeyPrefix::Book, merchant_id)[..],
+                &merchant_key(KeyPrefix::Book, merchant_id),
                 encode_value(&merchant.book),
             );
-            pending += 1;
             for (first_seq, block) in &merchant.blocks {
                 batch.insert(
-                    &merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, *first_seq)[..],
+                    &merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, *first_seq),
                     block.as_slice(),
                 );
-                pending += 1;
             }
             if !merchant.keys.is_empty() {
                 let mut keys: Vec<(u128, u64)> = merchant.keys.iter().map(|(hash, seq)| (*hash, *seq)).collect();
                 keys.sort_unstable();
                 batch.insert(
-                    &merchant_seq_key(KeyPrefix::IdempotencyKeyRun, merchant_id, layer.through_seq)[..],
+                    &merchant_seq_key(KeyPrefix::IdempotencyKeyRun, merchant_id, layer.through_seq),
                     overlay::encode_run(&keys),
                 );
-                pending += 1;
                 compact.push(*merchant_id);
             }
-            flush(&mut batch, &mut pending, false)?;
+            // A merchant's book, entry blocks and key run share one batch.
+            batch.flush(false)?;
         }
         for (key, value) in &layer.resources {
             match value {
-                Some(value) => batch.insert(key.as_slice(), value.as_slice()),
-                None => batch.remove(key.as_slice()),
+                Some(value) => batch.batch.insert(key.as_slice(), value.as_slice()),
+                None => batch.batch.remove(key.as_slice()),
             }
-            pending += 1;
-            flush(&mut batch, &mut pending, false)?;
+            batch.pending += 1;
+            batch.flush(false)?;
         }
-        let mut blocks = BlockWriter::new(covers_below);
-        if !layer.disbursements.is_empty() {
-            // A layer that holds a record covers more of the journal than the
-            // last marker, so blocks under its number can only be an earlier
-            // failed attempt's, which would otherwise mix with this one's.
-            let own_blocks =
-                disbursement_log::block_key(covers_below, 0)..=disbursement_log::block_key(covers_below, u32::MAX);
-            for item in self.ledger.range(own_blocks) {
-                batch.remove(item?.0);
-                pending += 1;
-            }
-        }
-        for (id, disbursement) in &layer.disbursements {
-            match &disbursement.encoded {
-                Some(encoded) => blocks.push(*id, encoded),
-                None => blocks.push(*id, &encode_value(&disbursement.version)),
-            }
-        }
-        for (key, block) in blocks.blocks() {
-            batch.insert(&key[..], block);
-            pending += 1;
-            flush(&mut batch, &mut pending, false)?;
-        }
-        let staged = {
-            let history = self.history.read().expect("history lock");
-            let mut runs = history.batch();
-            for (id, location) in &blocks.locations {
-                runs.push_location(*id, *location);
-            }
-            let index = self.disbursements.read().expect("disbursement index lock");
-            runs.push_sealed(&index, |id| layer.disbursements.contains_key(id));
-            drop(index);
-            let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
-                batch.insert(key, chunk);
-                pending += 1;
-                flush(&mut batch, &mut pending, false)
-            };
-            history.stage(runs, &mut sink)?
-        };
-        flush(&mut batch, &mut pending, true)?;
+        let staged = vec![
+            self.write_versions(&self.disbursements, &layer.disbursements, covers_below, &mut batch)?,
+            self.write_versions(&self.orders, &layer.orders, covers_below, &mut batch)?,
+        ];
+        batch.flush(true)?;
         #[cfg(test)]
-        if batches_written.get() >= self.fail_after_batches.load(Ordering::Acquire) {
+        if batch.batches_written >= self.fail_after_batches.load(Ordering::Acquire) {
             return Err(StoreError::Io(io::Error::other(
                 "checkpoint interrupted before its marker (test)",
             )));
@@ -215,18 +175,69 @@ impl Store {
         // a checkpoint cut short leaves neither behind.
         let open = self
             .disbursements
+            .recent
             .write()
-            .expect("disbursement index lock")
+            .expect("recent index lock")
             .take_open_for_checkpoint();
         let finished = self.write_marker(covers_below, &staged, open, compact);
         if finished.is_err() {
             // What of the open set's changes reached sled is not known.
             self.disbursements
+                .recent
                 .write()
-                .expect("disbursement index lock")
+                .expect("recent index lock")
                 .open_checkpoint_failed();
         }
         finished.map(|()| staged)
+    }
+
+    /// Writes one kind's newest versions of a layer into its blocks, and
+    /// stages their index runs: where each went, and the write-once entries
+    /// of the recent ones.
+    fn write_versions<T: serde::Serialize>(
+        &self,
+        kind: &KindIndexes,
+        versions: &HashMap<Uuid, LayerVersion<T>>,
+        covers_below: u64,
+        batch: &mut CheckpointBatch<'_>,
+    ) -> Result<StagedHistory, StoreError> {
+        let prefix = kind.spec().blocks;
+        let mut blocks = BlockWriter::new(prefix, covers_below);
+        if !versions.is_empty() {
+            // A layer that holds a record covers more of the journal than the
+            // last marker, so blocks under its number can only be an earlier
+            // failed attempt's, which would otherwise mix with this one's.
+            let own_blocks =
+                blocks::block_key(prefix, covers_below, 0)..=blocks::block_key(prefix, covers_below, u32::MAX);
+            for item in self.ledger.range(own_blocks) {
+                batch.batch.remove(item?.0);
+                batch.pending += 1;
+            }
+        }
+        for (id, version) in versions {
+            match &version.encoded {
+                Some(encoded) => blocks.push(*id, encoded),
+                None => blocks.push(*id, &encode_value(&*version.version)),
+            }
+        }
+        for (key, block) in blocks.blocks() {
+            batch.insert(&key, block);
+            batch.flush(false)?;
+        }
+        let runs = kind.runs.read().expect("history lock");
+        let mut entries = runs.batch();
+        for (id, location) in &blocks.locations {
+            entries.push_location(*id, *location);
+        }
+        let index = kind.recent.read().expect("recent index lock");
+        entries.push_sealed(&index, |id| versions.contains_key(id));
+        drop(index);
+        let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+            batch.batch.insert(key, chunk);
+            batch.pending += 1;
+            batch.flush(false)
+        };
+        runs.stage(entries, &mut sink)
     }
 
     /// Applies a checkpoint's marker with what goes with it, compacts the
@@ -234,14 +245,16 @@ impl Store {
     fn write_marker(
         &self,
         covers_below: u64,
-        staged: &StagedHistory,
+        staged: &[StagedHistory],
         open: OpenSetWrite,
         compact: Vec<Uuid>,
     ) -> Result<(), StoreError> {
         let mut marker = sled::Batch::default();
         marker.insert(&CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
-        for (key, value) in HistoryRuns::marker_entries(staged) {
-            marker.insert(key, value);
+        for (kind, staged) in self.kinds().into_iter().zip(staged) {
+            for (key, value) in kind.runs.read().expect("history lock").marker_entries(staged) {
+                marker.insert(key, value);
+            }
         }
         open.add_to(&mut marker, &self.ledger)?;
         self.ledger.apply_batch(marker)?;
@@ -279,12 +292,42 @@ impl Store {
     }
 }
 
+/// A checkpoint's writes, applied to sled in batches of about
+/// `CHECKPOINT_BATCH_OPS` (see `Store::write_layer`).
+struct CheckpointBatch<'a> {
+    store: &'a Store,
+    batch: sled::Batch,
+    pending: usize,
+    batches_written: usize,
+}
+
+impl CheckpointBatch<'_> {
+    fn insert(&mut self, key: &[u8], value: impl Into<sled::IVec>) {
+        self.batch.insert(key, value);
+        self.pending += 1;
+    }
+
+    /// Applies the writes gathered once there are enough (or any, `force`).
+    fn flush(&mut self, force: bool) -> Result<(), StoreError> {
+        if self.pending > 0 && (force || self.pending >= limits::CHECKPOINT_BATCH_OPS) {
+            #[cfg(test)]
+            if self.batches_written >= self.store.fail_after_batches.load(Ordering::Acquire) {
+                return Err(StoreError::Io(io::Error::other("checkpoint interrupted (test)")));
+            }
+            self.store.ledger.apply_batch(std::mem::take(&mut self.batch))?;
+            self.batches_written += 1;
+            self.pending = 0;
+        }
+        Ok(())
+    }
+}
+
 /// fsyncs every file and directory under `path`: sled's flush uses
 /// `sync_file_range`, which does not make data or metadata durable.
 ///
 /// sled's own threads replace snapshot files while this runs, so a file
 /// listed and then gone is skipped: what sled deleted holds nothing it needs.
-fn fsync_tree(path: &Path) -> io::Result<()> {
+pub(super) fn fsync_tree(path: &Path) -> io::Result<()> {
     let skip_vanished = |result: io::Result<()>| match result {
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
         other => other,

@@ -1,25 +1,25 @@
-//! Where disbursements are found: the ones created since the last
-//! checkpoint that covered them, and the open ones (live work), in memory;
-//! all history in sorted runs on disk (`runs.rs`), read on demand. So
-//! memory follows live work, and opening the store reads the runs' fences
-//! and filters, never every block.
+//! Where versioned resources (disbursements, orders) are found: the ones
+//! created since the last checkpoint that covered them, and the open ones
+//! (live work), in memory; all history in sorted runs on disk (`runs.rs`),
+//! read on demand. So memory follows live work, and opening the store reads
+//! the runs' fences and filters, never every block.
 //!
-//! Four indexes, each a `RunSet` under `H` in sled's `ledger` tree:
-//! - `l`: id -> where its newest checkpointed version is (`Location`);
-//! - `r`: ref code hash -> id;
-//! - `k`: merchant + idempotency key hash -> id;
-//! - `c`: merchant + creation time + id, for listings.
+//! Each kind declares its indexes once (`KindSpec`), each a `RunSet` under
+//! `H` in sled's `ledger` tree:
+//! - locations: id -> where its newest checkpointed version is (`Location`);
+//! - refs: ref code hash -> id;
+//! - lookups: merchant + a hash -> id (an idempotency key; an order's own id);
+//! - created: merchant + creation time + id, for listings.
 //!
 //! A checkpoint adds one run to each, with how the open set changed
-//! (`open_set.rs`).
+//! (`open_set.rs`, for kinds that keep one).
 
 mod open_set;
 
-use super::disbursement_log::Location;
+use super::blocks::Location;
 use super::keys::{named_key, KeyPrefix};
 use super::runs::{MergedRun, RunBuilder, RunSet, RunSpec, StagedRun};
 use super::StoreError;
-use crate::domain::Disbursement;
 use crate::sharded::ShardedMap;
 use foldhash::HashMap;
 use open_set::OpenSet;
@@ -27,59 +27,116 @@ pub use open_set::{Loaded as LoadedOpenSet, OpenSetWrite};
 use std::collections::BTreeSet;
 use uuid::Uuid;
 
-const LOCATIONS: RunSpec = RunSpec {
-    tag: b'l',
-    key_len: 16,
-    value_len: 16,
-    // A v4 UUID's first bytes are random.
-    random_at: Some(0),
-};
-const REFS: RunSpec = RunSpec {
-    tag: b'r',
-    key_len: 16,
-    value_len: 16,
-    random_at: Some(0),
-};
-const KEYS: RunSpec = RunSpec {
-    tag: b'k',
-    key_len: 32,
-    value_len: 16,
-    random_at: Some(16),
-};
-const CREATED: RunSpec = RunSpec {
-    tag: b'c',
-    key_len: 40,
-    value_len: 0,
-    random_at: None,
+/// The most merchant lookups a kind has.
+pub const LOOKUPS_MAX: usize = 2;
+
+/// How one kind of versioned resource is kept at rest: the sled prefix of
+/// its version blocks (`blocks.rs`) and the runs of its indexes. Tags and
+/// keys are the data format: they never change.
+pub struct KindSpec {
+    /// The prefix of its version blocks.
+    pub blocks: KeyPrefix,
+    /// id -> `Location`.
+    pub locations: RunSpec,
+    /// ref code hash -> id.
+    pub refs: RunSpec,
+    /// merchant + a hash -> id, one per lookup (at most `LOOKUPS_MAX`).
+    pub lookups: &'static [RunSpec],
+    /// merchant + creation time + id.
+    pub created: RunSpec,
+    /// The sled key saying the runs hold every checkpointed version.
+    pub format_key: &'static [u8],
+    /// What `format_key` holds as written now.
+    pub format: &'static [u8],
+    /// Older values of `format_key` read as complete too.
+    pub formats_read: &'static [&'static [u8]],
+    /// Whether its open set (versions not final, resumed after a restart)
+    /// is kept here.
+    pub keeps_open_set: bool,
+}
+
+const fn run(tag: u8, key_len: usize, value_len: usize, random_at: Option<usize>) -> RunSpec {
+    RunSpec {
+        tag,
+        key_len,
+        value_len,
+        random_at,
+    }
+}
+
+/// Disbursements: lookup 0 is the idempotency key. Their blocks, runs and
+/// open set predate the other kinds, under the first names.
+pub static DISBURSEMENTS: KindSpec = KindSpec {
+    blocks: KeyPrefix::DisbursementBlock,
+    // A v4 UUID's and a hash's first bytes are random.
+    locations: run(b'l', 16, 16, Some(0)),
+    refs: run(b'r', 16, 16, Some(0)),
+    lookups: &[run(b'k', 32, 16, Some(16))],
+    created: run(b'c', 40, 0, None),
+    format_key: &FORMAT_KEY,
+    format: b"runs-2",
+    // runs-1: the open set kept only whole (which `open_set::load` reads).
+    formats_read: &[b"runs-1"],
+    keeps_open_set: true,
 };
 
-/// The sled key saying the runs hold every checkpointed disbursement
-/// (absent in a data dir written before the runs existed).
+/// Orders: lookup 0 is the `Idempotency-Key`, lookup 1 the merchant's own
+/// order id in one API (`Store::order_id_hash`). Whether one is open
+/// (PENDING, or paid and not yet settled) is kept in resource keys.
+pub static ORDERS: KindSpec = KindSpec {
+    blocks: KeyPrefix::OrderBlock,
+    locations: run(b'a', 16, 16, Some(0)),
+    refs: run(b'b', 16, 16, Some(0)),
+    lookups: &[run(b'i', 32, 16, Some(16)), run(b'm', 32, 16, Some(16))],
+    created: run(b'e', 40, 0, None),
+    format_key: &ORDERS_FORMAT_KEY,
+    format: b"orders-1",
+    formats_read: &[],
+    keeps_open_set: false,
+};
+
+/// The sled key saying the disbursement runs hold every checkpointed
+/// disbursement (absent in a data dir written before the runs existed).
 const FORMAT_KEY: [u8; 7] = named_key(KeyPrefix::IndexRun, b"format");
-/// Written now: the open set kept as changes. An older build reads a data
-/// dir of this format as one from before the runs, and rebuilds them.
-const FORMAT: &[u8] = b"runs-2";
-/// Also read: the open set kept only whole (which `open_set::load` reads).
-const FORMAT_WHOLE_OPEN_SET: &[u8] = b"runs-1";
+/// The same for orders (absent in a data dir that kept orders as keys).
+const ORDERS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-orders");
 
-/// What the index keeps of a disbursement created since the last
-/// checkpoint that covered it.
+/// A durable version as the recent index takes it.
+pub struct Indexed {
+    /// Its id.
+    pub id: Uuid,
+    /// Its merchant.
+    pub merchant_id: Uuid,
+    /// Creation, Unix ms.
+    pub created_ms: i64,
+    /// New to every index (its creation record, or as far as is known).
+    pub new: bool,
+    /// Final: it leaves the open set (kinds that keep one).
+    pub terminal: bool,
+}
+
+/// The hashes a new version is indexed under: its ref code's, and one per
+/// lookup of its kind (`None` where it has no such key).
+pub type Hashes = (u128, [Option<u128>; LOOKUPS_MAX]);
+
+/// What the index keeps of a version created since the last checkpoint
+/// that covered it.
 #[derive(Clone, Copy)]
 struct RecentEntry {
     merchant_id: Uuid,
     ref_hash: u128,
-    key_hash: u128,
+    lookups: [Option<u128>; LOOKUPS_MAX],
     created_ms: i64,
 }
 
-/// One merchant's recent disbursements.
+/// One merchant's recent versions.
 #[derive(Default)]
 struct RecentMerchant {
-    by_key: HashMap<u128, Uuid>,
+    by_lookup: [HashMap<u128, Uuid>; LOOKUPS_MAX],
     created: BTreeSet<(i64, Uuid)>,
 }
 
-/// The disbursements first indexed while one overlay layer filled. The
+/// The versions first indexed while one overlay layer filled. The
 /// checkpoint that writes the layer writes their entries to the runs, then
 /// drops the generation whole: no entry is ever removed one by one.
 #[derive(Default)]
@@ -93,49 +150,53 @@ impl Generation {
     fn insert(&mut self, id: Uuid, entry: RecentEntry) {
         self.by_ref.insert(entry.ref_hash, id);
         let merchant = self.merchants.entry(entry.merchant_id).or_default();
-        merchant.by_key.insert(entry.key_hash, id);
+        for (lookup, hash) in merchant.by_lookup.iter_mut().zip(entry.lookups) {
+            if let Some(hash) = hash {
+                lookup.insert(hash, id);
+            }
+        }
         merchant.created.insert((entry.created_ms, id));
         self.entries.insert(id, entry);
     }
 }
 
-/// The in-memory part: recent disbursements and the open set.
+/// The in-memory part of one kind: recent versions and the open set.
 ///
-/// Invariant: `filling` holds the recent disbursements whose versions went
-/// to the overlay's active layer, and `sealed` those of the layers taken by
+/// Invariant: `filling` holds the recent versions that went to the
+/// overlay's active layer, and `sealed` those of the layers taken by
 /// checkpoints not yet finished (or failed: a failed layer goes back into
 /// the active one, and its generation stays sealed until a checkpoint
 /// writes both). Both change under the overlay's lock, so every recent
 /// entry a checkpoint writes belongs to a version in the layers it writes.
 #[derive(Default)]
-pub struct DisbursementIndex {
+pub struct RecentIndex {
     filling: Generation,
     sealed: Vec<Generation>,
     open: OpenSet,
 }
 
-impl DisbursementIndex {
-    /// Indexes a durable version (idempotent). `created` when its record
-    /// created it: then it is new to every index. So is a PENDING version
-    /// the index does not hold as recent, as far as it knows (a version
-    /// written without its creation record, as tests do): indexing one
-    /// already in the history again only writes the same entries twice,
-    /// which merges fold into one. `hashes` gives the store's hashes of
-    /// its idempotency key and ref code.
-    pub fn index_version(&mut self, disbursement: &Disbursement, created: bool, hashes: impl FnOnce() -> (u128, u128)) {
-        let id = disbursement.id;
-        let new = created || disbursement.status == crate::domain::DisbursementStatus::Pending;
-        if new && !self.is_recent(&id) {
-            let (key_hash, ref_hash) = hashes();
+impl RecentIndex {
+    /// Indexes a durable version (idempotent). A version `new` that the
+    /// index already holds as recent is not indexed twice; one new to the
+    /// index but already in the history only writes the same entries
+    /// again, which merges fold into one. `hashes` gives the store's hashes
+    /// of its ref code and lookups; `open_set` says whether the kind keeps one.
+    pub fn index_version(&mut self, version: Indexed, open_set: bool, hashes: impl FnOnce() -> Hashes) {
+        let id = version.id;
+        if version.new && !self.is_recent(&id) {
+            let (ref_hash, lookups) = hashes();
             let entry = RecentEntry {
-                merchant_id: disbursement.merchant_id,
+                merchant_id: version.merchant_id,
                 ref_hash,
-                key_hash,
-                created_ms: disbursement.created_at_ms,
+                lookups,
+                created_ms: version.created_ms,
             };
             self.filling.insert(id, entry);
         }
-        if disbursement.status.is_terminal() {
+        if !open_set {
+            return;
+        }
+        if version.terminal {
             self.open.close(id);
         } else {
             self.open.open(id);
@@ -143,8 +204,8 @@ impl DisbursementIndex {
     }
 
     /// A checkpoint took the overlay's active layer (call under the
-    /// overlay's lock): the recent disbursements indexed so far are the
-    /// ones it will write.
+    /// overlay's lock): the recent versions indexed so far are the ones it
+    /// will write.
     pub fn seal(&mut self) {
         if !self.filling.entries.is_empty() {
             self.sealed.push(std::mem::take(&mut self.filling));
@@ -163,27 +224,30 @@ impl DisbursementIndex {
         std::iter::once(&self.filling).chain(self.sealed.iter())
     }
 
-    /// A recent disbursement with a ref code hash.
+    /// A recent version with a ref code hash.
     pub fn id_by_ref(&self, ref_hash: u128) -> Option<Uuid> {
         self.generations()
             .find_map(|generation| generation.by_ref.get(&ref_hash).copied())
     }
 
-    /// A recent disbursement a merchant created with an idempotency key hash.
-    pub fn id_by_key(&self, merchant_id: &Uuid, key_hash: u128) -> Option<Uuid> {
-        self.generations()
-            .find_map(|generation| generation.merchants.get(merchant_id)?.by_key.get(&key_hash).copied())
+    /// A recent version a merchant made with a hash of lookup `lookup`.
+    pub fn id_by_lookup(&self, lookup: usize, merchant_id: &Uuid, hash: u128) -> Option<Uuid> {
+        self.generations().find_map(|generation| {
+            generation.merchants.get(merchant_id)?.by_lookup[lookup]
+                .get(&hash)
+                .copied()
+        })
     }
 
-    /// A merchant's recent idempotency key hashes.
-    pub fn key_hashes(&self, merchant_id: &Uuid) -> Vec<u128> {
+    /// A merchant's recent hashes of lookup `lookup`.
+    pub fn lookup_hashes(&self, lookup: usize, merchant_id: &Uuid) -> Vec<u128> {
         self.generations()
             .filter_map(|generation| generation.merchants.get(merchant_id))
-            .flat_map(|merchant| merchant.by_key.keys().copied())
+            .flat_map(|merchant| merchant.by_lookup[lookup].keys().copied())
             .collect()
     }
 
-    /// A merchant's recent disbursements created in `[from_ms, to_ms)`, in no order.
+    /// A merchant's recent versions created in `[from_ms, to_ms)`, in no order.
     pub fn created_between(&self, merchant_id: &Uuid, from_ms: i64, to_ms: i64) -> Vec<(i64, Uuid)> {
         if from_ms >= to_ms {
             return Vec::new();
@@ -199,12 +263,12 @@ impl DisbursementIndex {
             .collect()
     }
 
-    /// Recent disbursements (created since the last checkpoint covering them).
+    /// Versions created since the last checkpoint covering them.
     pub fn recent_count(&self) -> usize {
         self.generations().map(|generation| generation.entries.len()).sum()
     }
 
-    /// True for a disbursement created since the last checkpoint covering it.
+    /// True for a version created since the last checkpoint covering it.
     pub fn is_recent(&self, id: &Uuid) -> bool {
         self.generations().any(|generation| generation.entries.contains_key(id))
     }
@@ -214,7 +278,7 @@ impl DisbursementIndex {
         self.open = OpenSet::loaded(loaded);
     }
 
-    /// Disbursements not yet in a final status.
+    /// Ids not yet in a final status.
     pub fn open(&self) -> Vec<Uuid> {
         self.open.ids()
     }
@@ -229,7 +293,7 @@ impl DisbursementIndex {
         self.open.checkpoint_failed();
     }
 
-    /// How many disbursements are not yet in a final status.
+    /// How many are not yet in a final status.
     pub fn open_count(&self) -> usize {
         self.open.len()
     }
@@ -240,12 +304,13 @@ impl DisbursementIndex {
     }
 }
 
-/// The on-disk part: every checkpointed disbursement's index entries.
+/// The on-disk part of one kind: every checkpointed version's index entries.
 pub struct HistoryRuns {
+    spec: &'static KindSpec,
     tree: sled::Tree,
     locations: RunSet,
     refs: RunSet,
-    keys: RunSet,
+    lookups: Vec<RunSet>,
     created: RunSet,
 }
 
@@ -253,7 +318,7 @@ pub struct HistoryRuns {
 pub struct HistoryBatch {
     locations: RunBuilder,
     refs: RunBuilder,
-    keys: RunBuilder,
+    lookups: Vec<RunBuilder>,
     created: RunBuilder,
 }
 
@@ -268,71 +333,109 @@ impl HistoryBatch {
         self.locations.push(id.as_bytes(), &encode_location(location));
     }
 
-    /// The write-once entries of the recent disbursements the index sealed
-    /// for this checkpoint: each one's version is in the layers it writes
+    /// The write-once entries of the recent versions the index sealed for
+    /// this checkpoint: each one's version is in the layers it writes
     /// (`in_layers`, checked in debug builds).
-    pub fn push_sealed(&mut self, index: &DisbursementIndex, in_layers: impl Fn(&Uuid) -> bool) {
+    pub fn push_sealed(&mut self, index: &RecentIndex, in_layers: impl Fn(&Uuid) -> bool) {
         for (id, entry) in index.sealed_entries() {
-            debug_assert!(in_layers(id), "sealed recent disbursement {id} is in no layer written");
+            debug_assert!(in_layers(id), "sealed recent version {id} is in no layer written");
             self.push_created(*id, *entry);
         }
     }
 
+    /// The write-once entries of a version written before the runs held its
+    /// kind (a data dir being brought to this format).
+    pub fn push_new(&mut self, version: &Indexed, (ref_hash, lookups): Hashes, location: Location) {
+        self.push_location(version.id, location);
+        let entry = RecentEntry {
+            merchant_id: version.merchant_id,
+            ref_hash,
+            lookups,
+            created_ms: version.created_ms,
+        };
+        self.push_created(version.id, entry);
+    }
+
     fn push_created(&mut self, id: Uuid, entry: RecentEntry) {
         self.refs.push(&entry.ref_hash.to_be_bytes(), id.as_bytes());
-        self.keys
-            .push(&merchant_hash_key(&entry.merchant_id, entry.key_hash), id.as_bytes());
+        for (run, hash) in self.lookups.iter_mut().zip(entry.lookups) {
+            if let Some(hash) = hash {
+                run.push(&merchant_hash_key(&entry.merchant_id, hash), id.as_bytes());
+            }
+        }
         self.created
             .push(&created_key(&entry.merchant_id, entry.created_ms, &id), &[]);
     }
 }
 
 impl HistoryRuns {
-    /// The runs in `tree`; `None` when the tree was never filled (a data
-    /// dir from before the runs, whose blocks must be read once).
-    /// With it, the open set (see `set_open`).
-    pub fn load(tree: sled::Tree) -> Result<(HistoryRuns, Option<LoadedOpenSet>), StoreError> {
+    /// The runs of `spec`'s kind in `tree`; `None` when the tree was never
+    /// filled (a data dir from before the runs held the kind, whose versions
+    /// must be read once). With it, the open set (see `set_open`), empty
+    /// for a kind that keeps none.
+    pub fn load(tree: sled::Tree, spec: &'static KindSpec) -> Result<(HistoryRuns, Option<LoadedOpenSet>), StoreError> {
         let filled = tree
-            .get(FORMAT_KEY)?
-            .is_some_and(|format| format == FORMAT || format == FORMAT_WHOLE_OPEN_SET);
-        let open = if filled { Some(open_set::load(&tree)?) } else { None };
+            .get(spec.format_key)?
+            .is_some_and(|format| format == spec.format || spec.formats_read.iter().any(|read| format == *read));
+        let open = match (filled, spec.keeps_open_set) {
+            (false, _) => None,
+            (true, true) => Some(open_set::load(&tree)?),
+            (true, false) => Some(LoadedOpenSet::default()),
+        };
         let runs = HistoryRuns {
-            locations: RunSet::load(&tree, LOCATIONS)?,
-            refs: RunSet::load(&tree, REFS)?,
-            keys: RunSet::load(&tree, KEYS)?,
-            created: RunSet::load(&tree, CREATED)?,
+            spec,
+            locations: RunSet::load(&tree, spec.locations)?,
+            refs: RunSet::load(&tree, spec.refs)?,
+            lookups: spec
+                .lookups
+                .iter()
+                .map(|lookup| RunSet::load(&tree, *lookup))
+                .collect::<Result<_, _>>()?,
+            created: RunSet::load(&tree, spec.created)?,
             tree,
         };
         Ok((runs, open))
     }
 
+    /// Its kind.
+    pub fn spec(&self) -> &'static KindSpec {
+        self.spec
+    }
+
     /// An empty batch for the next checkpoint.
     pub fn batch(&self) -> HistoryBatch {
         HistoryBatch {
-            locations: RunBuilder::new(LOCATIONS),
-            refs: RunBuilder::new(REFS),
-            keys: RunBuilder::new(KEYS),
-            created: RunBuilder::new(CREATED),
+            locations: RunBuilder::new(self.spec.locations),
+            refs: RunBuilder::new(self.spec.refs),
+            lookups: self
+                .spec
+                .lookups
+                .iter()
+                .map(|lookup| RunBuilder::new(*lookup))
+                .collect(),
+            created: RunBuilder::new(self.spec.created),
         }
     }
 
-    /// A batch of every disbursement of a data dir written before the runs:
-    /// each as new, where the blocks put it.
-    pub fn batch_of_all(&self, all: impl Iterator<Item = (Disbursement, u128, u128, Location)>) -> HistoryBatch {
-        let mut batch = self.batch();
-        for (disbursement, key_hash, ref_hash, location) in all {
-            batch
-                .locations
-                .push(disbursement.id.as_bytes(), &encode_location(location));
-            let entry = RecentEntry {
-                merchant_id: disbursement.merchant_id,
-                ref_hash,
-                key_hash,
-                created_ms: disbursement.created_at_ms,
-            };
-            batch.push_created(disbursement.id, entry);
-        }
-        batch
+    fn sets(&self) -> impl Iterator<Item = &RunSet> {
+        [&self.locations, &self.refs, &self.created]
+            .into_iter()
+            .chain(self.lookups.iter())
+    }
+
+    fn set_tagged(&mut self, tag: u8) -> &mut RunSet {
+        let Self {
+            locations,
+            refs,
+            lookups,
+            created,
+            ..
+        } = self;
+        [locations, refs, created]
+            .into_iter()
+            .chain(lookups.iter_mut())
+            .find(|set| set.spec().tag == tag)
+            .expect("a run of one of this kind's indexes")
     }
 
     /// Writes a batch's runs' chunks through `sink`.
@@ -342,14 +445,19 @@ impl HistoryRuns {
         sink: &mut dyn FnMut(Vec<u8>, Vec<u8>) -> Result<(), StoreError>,
     ) -> Result<StagedHistory, StoreError> {
         let mut runs = Vec::new();
-        for (set, records) in [
-            (&self.locations, &batch.locations),
-            (&self.refs, &batch.refs),
-            (&self.keys, &batch.keys),
-            (&self.created, &batch.created),
-        ] {
+        let HistoryBatch {
+            locations,
+            refs,
+            lookups,
+            created,
+        } = batch;
+        for records in [locations, refs, created].into_iter().chain(lookups) {
             if !records.is_empty() {
-                runs.push(set.stage(records, sink)?);
+                let set = self
+                    .sets()
+                    .find(|set| set.spec().tag == records.spec().tag)
+                    .expect("a batch of this kind's indexes");
+                runs.push(set.stage(&records, sink)?);
             }
         }
         Ok(StagedHistory { runs })
@@ -357,9 +465,9 @@ impl HistoryRuns {
 
     /// The entries to apply with the checkpoint's marker: the staged runs'
     /// metadata and the format (the open set's part is `OpenSetWrite`).
-    pub fn marker_entries(staged: &StagedHistory) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub fn marker_entries(&self, staged: &StagedHistory) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut entries: Vec<(Vec<u8>, Vec<u8>)> = staged.runs.iter().map(StagedRun::meta_entry).collect();
-        entries.push((FORMAT_KEY.to_vec(), FORMAT.to_vec()));
+        entries.push((self.spec.format_key.to_vec(), self.spec.format.to_vec()));
         entries
     }
 
@@ -371,45 +479,46 @@ impl HistoryRuns {
     /// Makes staged runs visible (their metadata is applied).
     pub fn add(&mut self, staged: StagedHistory) {
         for run in staged.runs {
-            match run.tag() {
-                tag if tag == LOCATIONS.tag => self.locations.add(run),
-                tag if tag == REFS.tag => self.refs.add(run),
-                tag if tag == KEYS.tag => self.keys.add(run),
-                _ => self.created.add(run),
-            }
+            self.set_tagged(run.tag()).add(run);
         }
     }
 
-    /// Where a disbursement's newest checkpointed version is.
+    /// Where a version's newest checkpointed copy is.
     pub fn location(&self, id: &Uuid) -> Result<Option<Location>, StoreError> {
         Ok(self
             .locations
             .get(&self.tree, id.as_bytes())?
-            .map(|v| decode_location(&v)))
+            .map(|v| decode_location(self.spec.blocks, &v)))
     }
 
-    /// The checkpointed disbursement with a ref code hash.
+    /// The checkpointed version with a ref code hash.
     pub fn id_by_ref(&self, ref_hash: u128) -> Result<Option<Uuid>, StoreError> {
         Ok(self.refs.get(&self.tree, &ref_hash.to_be_bytes())?.map(|v| uuid_of(&v)))
     }
 
-    /// The checkpointed disbursement a merchant created with a key hash.
-    pub fn id_by_key(&self, merchant_id: &Uuid, key_hash: u128) -> Result<Option<Uuid>, StoreError> {
-        let key = merchant_hash_key(merchant_id, key_hash);
-        Ok(self.keys.get(&self.tree, &key)?.map(|v| uuid_of(&v)))
+    /// The checkpointed version a merchant made with a hash of lookup `lookup`.
+    pub fn id_by_lookup(&self, lookup: usize, merchant_id: &Uuid, hash: u128) -> Result<Option<Uuid>, StoreError> {
+        let key = merchant_hash_key(merchant_id, hash);
+        Ok(self.lookups[lookup].get(&self.tree, &key)?.map(|v| uuid_of(&v)))
     }
 
-    /// A merchant's checkpointed key hashes, or `None` past `limit`.
-    pub fn key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Result<Option<Vec<u128>>, StoreError> {
+    /// A merchant's checkpointed hashes of lookup `lookup`, or `None` past `limit`.
+    pub fn lookup_hashes(
+        &self,
+        lookup: usize,
+        merchant_id: &Uuid,
+        limit: usize,
+    ) -> Result<Option<Vec<u128>>, StoreError> {
+        let set = &self.lookups[lookup];
         let (from, to) = (
             merchant_hash_key(merchant_id, 0),
             merchant_hash_key(merchant_id, u128::MAX),
         );
-        let Some(found) = self.keys.range_within(&self.tree, &from, &to, limit)? else {
+        let Some(found) = set.range_within(&self.tree, &from, &to, limit)? else {
             return Ok(None);
         };
         // `to` itself is a key that could exist.
-        let last = self.keys.get(&self.tree, &to)?.map(|_| u128::MAX);
+        let last = set.get(&self.tree, &to)?.map(|_| u128::MAX);
         let mut hashes: Vec<u128> = found
             .iter()
             .map(|(key, _)| u128::from_be_bytes(key[16..32].try_into().expect("32-byte key")))
@@ -418,7 +527,7 @@ impl HistoryRuns {
         Ok((hashes.len() <= limit).then_some(hashes))
     }
 
-    /// A merchant's checkpointed disbursements created in `[from_ms, to_ms)`.
+    /// A merchant's checkpointed versions created in `[from_ms, to_ms)`.
     pub fn created_between(
         &self,
         merchant_id: &Uuid,
@@ -447,7 +556,14 @@ impl HistoryRuns {
     /// lock (briefly), written with no lock, installed under it again.
     pub fn plan_merge(&mut self) -> Option<PlannedMerge> {
         let tree = self.tree.clone();
-        for set in [&mut self.locations, &mut self.refs, &mut self.keys, &mut self.created] {
+        let Self {
+            locations,
+            refs,
+            lookups,
+            created,
+            ..
+        } = self;
+        for set in [locations, refs, created].into_iter().chain(lookups.iter_mut()) {
             if let Some(runs) = set.plan_merge() {
                 let id = set.reserve_id();
                 return Some(PlannedMerge {
@@ -465,29 +581,17 @@ impl HistoryRuns {
     /// `PlannedMerge::finish` may then delete.
     pub fn install_merge(&mut self, merged: MergedRun) -> Result<Vec<u64>, StoreError> {
         let tree = self.tree.clone();
-        let set = match merged.tag() {
-            tag if tag == LOCATIONS.tag => &mut self.locations,
-            tag if tag == REFS.tag => &mut self.refs,
-            tag if tag == KEYS.tag => &mut self.keys,
-            _ => &mut self.created,
-        };
-        set.install_merge(&tree, merged)
+        self.set_tagged(merged.tag()).install_merge(&tree, merged)
     }
 
     /// Memory held for the runs (fences and filters).
     pub fn memory_bytes(&self) -> usize {
-        [&self.locations, &self.refs, &self.keys, &self.created]
-            .iter()
-            .map(|set| set.memory_bytes())
-            .sum()
+        self.sets().map(RunSet::memory_bytes).sum()
     }
 
-    /// Runs across the four indexes.
+    /// Runs across the kind's indexes.
     pub fn run_count(&self) -> usize {
-        [&self.locations, &self.refs, &self.keys, &self.created]
-            .iter()
-            .map(|set| set.run_count())
-            .sum()
+        self.sets().map(RunSet::run_count).sum()
     }
 }
 
@@ -511,6 +615,7 @@ impl PlannedMerge {
     }
 }
 
+/// A location without its block prefix, which the kind gives.
 fn encode_location(location: Location) -> [u8; 16] {
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&location.checkpoint.to_be_bytes());
@@ -519,8 +624,9 @@ fn encode_location(location: Location) -> [u8; 16] {
     bytes
 }
 
-fn decode_location(bytes: &[u8]) -> Location {
+fn decode_location(blocks: KeyPrefix, bytes: &[u8]) -> Location {
     Location {
+        blocks,
         checkpoint: u64::from_be_bytes(bytes[..8].try_into().expect("16-byte location")),
         part: u32::from_be_bytes(bytes[8..12].try_into().expect("16-byte location")),
         offset: u32::from_be_bytes(bytes[12..16].try_into().expect("16-byte location")),

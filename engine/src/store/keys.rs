@@ -26,24 +26,24 @@ pub enum KeyPrefix {
     /// `M`+name -> the store's own settings (the checkpoint marker, the
     /// key hash seed).
     Meta = b'M',
-    /// `D`+checkpoint+part -> a block of disbursement versions
-    /// (`disbursement_log.rs`).
+    /// `D`+checkpoint+part -> a block of disbursement versions (`blocks.rs`).
     DisbursementBlock = b'D',
-    /// `H`+... -> the disbursement history's sorted index runs
-    /// (`runs.rs`: chunks, run metadata, merge intents) and the open set
-    /// and format beside them (`history.rs`).
+    /// `O`+checkpoint+part -> a block of order versions (`blocks.rs`).
+    OrderBlock = b'O',
+    /// `H`+... -> the versioned kinds' sorted index runs (`runs.rs`:
+    /// chunks, run metadata, merge intents) and the open set and formats
+    /// beside them (`history.rs`).
     IndexRun = b'H',
-    /// `a`+id -> order.
+    /// `a`+id -> order, in a data dir that kept orders as keys; brought
+    /// into order blocks when opened (`Store::open`), as are the four below.
     Order = b'a',
-    /// `c`+ref code -> order id.
+    /// `c`+ref code -> order id (orders kept as keys).
     OrderByRefCode = b'c',
-    /// `e`+merchant+created ms+id -> (): a merchant's orders, for listings.
+    /// `e`+merchant+created ms+id -> () (orders kept as keys).
     OrderByMerchant = b'e',
-    /// `f`+merchant+source+merchant order id -> order id (`order_id_suffix`):
-    /// a Legacy `orderId` and a V1 `merchant_order_id` with the same text
-    /// are different orders.
+    /// `f`+merchant+source+merchant order id -> order id (orders kept as keys).
     OrderByMerchantOrderId = b'f',
-    /// `h`+merchant+`Idempotency-Key` hash -> order id.
+    /// `h`+merchant+`Idempotency-Key` hash -> order id (orders kept as keys).
     OrderByIdempotencyKey = b'h',
     /// `j`+expires ms+id -> () while the order is PENDING (the expiry sweep).
     PendingOrderByExpiry = b'j',
@@ -143,28 +143,9 @@ pub(super) fn prefix_range(prefix: KeyPrefix) -> ([u8; 1], [u8; 1]) {
     ([prefix.byte()], [prefix.byte() + 1])
 }
 
-/// The `OrderByMerchantOrderId` key of a merchant's order id in one API.
-pub(super) fn order_id_key(merchant_id: &Uuid, source: Source, merchant_order_id: &str) -> Vec<u8> {
-    prefixed(
-        KeyPrefix::OrderByMerchantOrderId,
-        &[merchant_id.as_bytes(), &order_id_suffix(source, merchant_order_id)],
-    )
-}
-
-/// The in-memory hash of an index key's suffix (the key after its prefix
-/// and merchant): hash-keyed indexes (`OrderByIdempotencyKey`) already
-/// hold one; text-keyed ones (`OrderByMerchantOrderId`) are hashed.
-pub fn index_suffix_hash(prefix: KeyPrefix, suffix: &[u8]) -> u128 {
-    match prefix {
-        KeyPrefix::OrderByIdempotencyKey => {
-            u128::from_be_bytes(suffix.get(..16).and_then(|s| s.try_into().ok()).unwrap_or([0; 16]))
-        }
-        _ => xxhash_rust::xxh3::xxh3_128(suffix),
-    }
-}
-
-/// The suffix of an `OrderByMerchantOrderId` key: source byte + merchant
-/// order id.
+/// A merchant's order id in one API as one text: source byte + merchant
+/// order id (a Legacy `orderId` and a V1 `merchant_order_id` with the same
+/// text are different orders); `Store::order_id_hash` hashes it.
 pub fn order_id_suffix(source: Source, merchant_order_id: &str) -> Vec<u8> {
     let mut suffix = vec![match source {
         Source::Api => b'A',
@@ -202,6 +183,7 @@ mod tests {
             (IdempotencyKeyRun, b'K'),
             (Meta, b'M'),
             (DisbursementBlock, b'D'),
+            (OrderBlock, b'O'),
             (IndexRun, b'H'),
             (Order, b'a'),
             (OrderByRefCode, b'c'),

@@ -13,25 +13,26 @@
 //! Every key of the `ledger` tree starts with a `KeyPrefix` (`keys.rs`),
 //! whose variants are the map of what is on disk, each with its key layout.
 //! A checkpoint writes each merchant's book, entry blocks and idempotency
-//! key run; the newest version of each disbursement into blocks, indexed in
-//! memory for recent and open disbursements and in sorted runs on disk for
-//! all history (`history.rs`); and orders, refunds, beneficiaries,
-//! settlements and webhooks as resources: a record under its id, with
+//! key run; the newest version of each versioned resource (disbursements,
+//! orders) into its kind's blocks, indexed in memory for recent (and open)
+//! ones and in sorted runs on disk for all history (`history.rs`, each
+//! kind declared once by a `KindSpec`); and refunds, beneficiaries,
+//! settlements and webhooks as keyed resources: a record under its id, with
 //! index keys beside it.
 //!
 //! Files: `keys.rs` (key prefixes and key building), `directory.rs` and
 //! `catalog.rs` (kept in memory), `apply.rs` (records to trees and the
 //! overlay), `books.rs` (ledger reads), `checkpoint.rs`, `queries/`
-//! (disbursement and resource reads); beneath them `journal.rs`,
-//! `record.rs`, `overlay.rs`, `disbursement_log.rs`, `history.rs` and
-//! `runs.rs`.
+//! (disbursement, order and resource reads), `upgrade.rs` (older data
+//! dirs brought to this layout); beneath them `journal.rs`, `record.rs`,
+//! `overlay.rs`, `blocks.rs`, `history.rs` and `runs.rs`.
 
 mod apply;
+pub mod blocks;
 mod books;
 mod catalog;
 mod checkpoint;
 mod directory;
-pub mod disbursement_log;
 pub mod history;
 pub mod journal;
 mod keys;
@@ -39,20 +40,19 @@ pub mod overlay;
 mod queries;
 pub mod record;
 pub mod runs;
+mod upgrade;
 
 pub use books::EntriesNewestFirst;
 pub use directory::Directory;
-pub use keys::{index_suffix_hash, order_id_suffix, KeyPrefix};
+pub use keys::{order_id_suffix, KeyPrefix};
+pub use queries::OrderLookup;
 
-use crate::domain::Catalog;
-use crate::domain::Disbursement;
+use crate::domain::{Catalog, Source};
 use crate::limits;
-use disbursement_log::Location;
-use history::{DisbursementIndex, HistoryRuns, LoadedOpenSet, OpenSetWrite};
+use history::{HistoryRuns, KindSpec, LoadedOpenSet, RecentIndex};
 use keys::{read_u64, CHECKPOINT_SEQ_KEY, HASH_SEED_KEY};
 use overlay::Overlay;
 use record::decode_value;
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -91,38 +91,76 @@ pub enum StoreError {
 /// The format of the records and state this build writes. Format 2
 /// disbursements carry their payout vendor and ON_PROCESS time; format 3
 /// ledger entries carry their resource and the wallet's balance after them,
-/// and each journal frame the first sequence number of its write.
-pub const DATA_FORMAT: u32 = 3;
+/// and each journal frame the first sequence number of its write; format 4
+/// keeps orders in order blocks and runs instead of keys.
+pub const DATA_FORMAT: u32 = 4;
 
-/// Checks that `data_dir` holds data of `DATA_FORMAT` (a directory with a
-/// journal or state but no `format` file is format 1), and marks a new one.
-pub fn check_data_format(data_dir: &Path) -> Result<(), StoreError> {
+/// Formats this build opens and brings to `DATA_FORMAT` (`upgrade.rs`).
+const UPGRADED_FORMATS: [u32; 1] = [3];
+
+/// Checks that `data_dir` holds data this build reads (a directory with a
+/// journal or state but no `format` file is format 1), marks a new one, and
+/// returns the format found. One of `UPGRADED_FORMATS` is upgraded when the
+/// store opens; `mark_data_format` records that once done.
+pub fn check_data_format(data_dir: &Path) -> Result<u32, StoreError> {
     let marker = data_dir.join("format");
     let has_data = data_dir.join("journal").exists() || data_dir.join("state").exists();
     let found = match fs::read_to_string(&marker) {
         Ok(text) => text.trim().parse::<u32>().ok(),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             if !has_data {
-                // Whole or not at all: a marker cut short by a full disk
-                // would make this directory unreadable ("format unknown").
-                let temporary = data_dir.join("format.tmp");
-                fs::write(&temporary, format!("{DATA_FORMAT}\n"))?;
-                fs::File::open(&temporary)?.sync_all()?;
-                fs::rename(&temporary, &marker)?;
-                fs::File::open(data_dir)?.sync_all()?;
-                return Ok(());
+                mark_data_format(data_dir)?;
+                return Ok(DATA_FORMAT);
             }
             Some(1)
         }
         Err(error) => return Err(error.into()),
     };
     match found {
-        Some(DATA_FORMAT) => Ok(()),
+        Some(format) if format == DATA_FORMAT || UPGRADED_FORMATS.contains(&format) => Ok(format),
         other => Err(StoreError::Format(format!(
-            "{} holds paygate data format {}; this build reads format {DATA_FORMAT} only. Start it on a new --data-dir (the old one is left untouched)",
+            "{} holds paygate data format {}; this build reads formats {} and {DATA_FORMAT} only. Start it on a new --data-dir (the old one is left untouched)",
             data_dir.display(),
             other.map_or_else(|| "unknown".to_string(), |f| f.to_string()),
+            UPGRADED_FORMATS.map(|f| f.to_string()).join(", "),
         ))),
+    }
+}
+
+/// Marks `data_dir` as holding `DATA_FORMAT`: whole or not at all, since a
+/// marker cut short by a full disk would make it unreadable ("format unknown").
+pub fn mark_data_format(data_dir: &Path) -> Result<(), StoreError> {
+    let marker = data_dir.join("format");
+    let temporary = data_dir.join("format.tmp");
+    fs::write(&temporary, format!("{DATA_FORMAT}\n"))?;
+    fs::File::open(&temporary)?.sync_all()?;
+    fs::rename(&temporary, &marker)?;
+    fs::File::open(data_dir)?.sync_all()?;
+    Ok(())
+}
+
+/// One versioned kind's indexes: its recent (and open) versions in memory,
+/// all its checkpointed history in runs on disk. Lock order: the overlay,
+/// then `recent`; `runs` is never taken while holding the overlay.
+struct KindIndexes {
+    recent: RwLock<RecentIndex>,
+    runs: RwLock<HistoryRuns>,
+}
+
+impl KindIndexes {
+    /// The kind's runs in `tree`, with the open set (`None`: the runs were
+    /// never filled, see `HistoryRuns::load`).
+    fn load(tree: &sled::Tree, spec: &'static KindSpec) -> Result<(KindIndexes, Option<LoadedOpenSet>), StoreError> {
+        let (runs, open) = HistoryRuns::load(tree.clone(), spec)?;
+        let indexes = KindIndexes {
+            recent: RwLock::new(RecentIndex::default()),
+            runs: RwLock::new(runs),
+        };
+        Ok((indexes, open))
+    }
+
+    fn spec(&self) -> &'static KindSpec {
+        self.runs.read().expect("history lock").spec()
     }
 }
 
@@ -139,11 +177,10 @@ pub struct Store {
     overlay: Mutex<Overlay>,
     hash_seed: u64,
     key_runs_generation: AtomicU64,
-    /// Recent and open disbursements' indexes. Lock order: the overlay, then this.
-    disbursements: RwLock<DisbursementIndex>,
-    /// Every checkpointed disbursement's indexes, on disk. Never held with
-    /// the overlay or `disbursements`.
-    history: RwLock<HistoryRuns>,
+    /// Disbursements' indexes.
+    disbursements: KindIndexes,
+    /// Orders' indexes.
+    orders: KindIndexes,
     /// Whether new webhook due keys may be marked fresh (`Layer::fresh`):
     /// only once recovery's replay is checkpointed, since a checkpoint cut
     /// short may have left a replayed record's keys in sled already.
@@ -167,7 +204,8 @@ impl Store {
                 seed
             }
         };
-        let (history, open) = HistoryRuns::load(ledger.clone())?;
+        let (disbursements, open) = KindIndexes::load(&ledger, &history::DISBURSEMENTS)?;
+        let (orders, orders_filled) = KindIndexes::load(&ledger, &history::ORDERS)?;
         let store = Store {
             path: path.to_path_buf(),
             merchants: db.open_tree("merchants")?,
@@ -180,8 +218,8 @@ impl Store {
             overlay: Mutex::new(Overlay::default()),
             hash_seed,
             key_runs_generation: AtomicU64::new(0),
-            disbursements: RwLock::new(DisbursementIndex::default()),
-            history: RwLock::new(history),
+            disbursements,
+            orders,
             fresh_keys: AtomicBool::new(false),
             #[cfg(test)]
             fail_after_batches: std::sync::atomic::AtomicUsize::new(usize::MAX),
@@ -198,91 +236,35 @@ impl Store {
             store.apply_to_catalog(decode_value(&value)?);
         }
         let checkpoint = store.checkpoint_seq()?;
-        store.load_history(checkpoint, open)?;
+        store.drop_cut_short_blocks(checkpoint)?;
+        match open {
+            Some(open) => store
+                .disbursements
+                .recent
+                .write()
+                .expect("disbursement index lock")
+                .set_open(open),
+            None => store.fill_disbursement_history(checkpoint)?,
+        }
+        if orders_filled.is_none() {
+            store.move_keyed_orders_to_blocks(checkpoint)?;
+        }
         store.overlay.lock().expect("overlay lock").active.through_seq = checkpoint.saturating_sub(1);
         Ok(store)
     }
 
-    /// Takes the open set the last checkpoint wrote, and drops blocks of a
-    /// checkpoint cut short (the journal after the marker still holds what
-    /// they held). A data dir written before the history runs (`open` is
-    /// `None`) has its blocks read once, oldest first, into them.
-    fn load_history(&self, checkpoint: u64, open: Option<LoadedOpenSet>) -> Result<(), StoreError> {
-        let cut_short = disbursement_log::block_key(checkpoint.saturating_add(1), 0)
-            ..=disbursement_log::block_key(u64::MAX, u32::MAX);
+    /// Drops blocks of a checkpoint cut short: the journal after the marker
+    /// still holds what they held.
+    fn drop_cut_short_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
-        for item in self.ledger.range(cut_short) {
-            batch.remove(item?.0);
+        for spec in [&history::DISBURSEMENTS, &history::ORDERS] {
+            let cut_short = blocks::block_key(spec.blocks, checkpoint.saturating_add(1), 0)
+                ..=blocks::block_key(spec.blocks, u64::MAX, u32::MAX);
+            for item in self.ledger.range(cut_short) {
+                batch.remove(item?.0);
+            }
         }
         self.ledger.apply_batch(batch)?;
-        match open {
-            Some(open) => self
-                .disbursements
-                .write()
-                .expect("disbursement index lock")
-                .set_open(open),
-            None => self.fill_history(checkpoint)?,
-        }
-        Ok(())
-    }
-
-    /// Writes every checkpointed disbursement's index entries as the
-    /// history's first runs, with the open set: the one time every block
-    /// is read.
-    fn fill_history(&self, checkpoint: u64) -> Result<(), StoreError> {
-        let mut newest: HashMap<Uuid, (Disbursement, Location)> = HashMap::default();
-        for item in self.ledger.scan_prefix([KeyPrefix::DisbursementBlock.byte()]) {
-            let (key, block) = item?;
-            let Some((written_by, part)) = disbursement_log::parse_block_key(&key) else {
-                continue;
-            };
-            if written_by > checkpoint {
-                continue;
-            }
-            let versions = disbursement_log::block_versions(&block).ok_or_else(|| corrupt_block(&key))?;
-            for (offset, encoded) in versions {
-                let disbursement: Disbursement = decode_value(encoded)?;
-                let location = Location {
-                    checkpoint: written_by,
-                    part,
-                    offset,
-                };
-                newest.insert(disbursement.id, (disbursement, location));
-            }
-        }
-        let open: Vec<Uuid> = newest
-            .values()
-            .filter(|(disbursement, _)| !disbursement.status.is_terminal())
-            .map(|(disbursement, _)| disbursement.id)
-            .collect();
-        let mut history = self.history.write().expect("history lock");
-        let all = newest.into_values().map(|(disbursement, location)| {
-            let key_hash = self.key_hash(&disbursement.idempotency_key);
-            let ref_hash = self.key_hash(&disbursement.ref_code);
-            (disbursement, key_hash, ref_hash, location)
-        });
-        let batch = history.batch_of_all(all);
-        let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
-            self.ledger.insert(key, chunk)?;
-            Ok(())
-        };
-        let staged = history.stage(batch, &mut sink)?;
-        let mut marker = sled::Batch::default();
-        for (key, value) in HistoryRuns::marker_entries(&staged) {
-            marker.insert(key, value);
-        }
-        OpenSetWrite::whole(&open).add_to(&mut marker, &self.ledger)?;
-        self.ledger.apply_batch(marker)?;
-        self.db.flush()?;
-        history.add(staged);
-        drop(history);
-        self.disbursements
-            .write()
-            .expect("disbursement index lock")
-            .set_open(LoadedOpenSet {
-                ids: open,
-                ..Default::default()
-            });
         Ok(())
     }
 
@@ -301,6 +283,11 @@ impl Store {
     /// per installation, so collisions are out of practical reach).
     pub fn key_hash(&self, key: &str) -> u128 {
         xxhash_rust::xxh3::xxh3_128_with_seed(key.as_bytes(), self.hash_seed)
+    }
+
+    /// The hash under which a merchant's own order id in one API is indexed.
+    pub fn order_id_hash(&self, source: Source, merchant_order_id: &str) -> u128 {
+        xxhash_rust::xxh3::xxh3_128_with_seed(&order_id_suffix(source, merchant_order_id), self.hash_seed)
     }
 
     /// Tests: every checkpoint from now on fails after `batches` sled batches.
@@ -339,29 +326,34 @@ fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
     }
 }
 
-/// A disbursement block that is missing or does not parse.
+/// A version block that is missing or does not parse.
 fn corrupt_block(key: &[u8]) -> StoreError {
     StoreError::Io(io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("disbursement block {key:?} is missing or cut short"),
+        format!("version block {key:?} is missing or cut short"),
     ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Source;
+    use crate::domain::Disbursement;
     use crate::money::MinorUnits;
 
     #[test]
     fn a_new_data_dir_is_marked_and_one_of_another_format_is_refused_untouched() {
         let new = tempfile::tempdir().unwrap();
-        check_data_format(new.path()).unwrap();
+        assert_eq!(check_data_format(new.path()).unwrap(), DATA_FORMAT);
         assert_eq!(
             fs::read_to_string(new.path().join("format")).unwrap(),
             format!("{DATA_FORMAT}\n")
         );
-        check_data_format(new.path()).expect("its own format opens again");
+        assert_eq!(
+            check_data_format(new.path()).expect("its own format opens again"),
+            DATA_FORMAT
+        );
+        fs::write(new.path().join("format"), "3\n").unwrap();
+        assert_eq!(check_data_format(new.path()).expect("format 3 is upgraded"), 3);
 
         let old = tempfile::tempdir().unwrap();
         fs::create_dir(old.path().join("journal")).unwrap();
@@ -369,7 +361,7 @@ mod tests {
         assert!(refused.contains("data format 1"), "{refused}");
         assert!(!old.path().join("format").exists(), "left untouched");
 
-        for other in [DATA_FORMAT - 1, DATA_FORMAT + 1] {
+        for other in [2, DATA_FORMAT + 1] {
             fs::write(new.path().join("format"), format!("{other}\n")).unwrap();
             let refused = check_data_format(new.path()).unwrap_err().to_string();
             assert!(refused.contains(&format!("data format {other}")), "{refused}");

@@ -4,7 +4,7 @@
 //! once; a checkpoint writes them to sled (in small batches, its marker
 //! last), so the hot path never pays a sled insert.
 
-use crate::domain::Disbursement;
+use crate::domain::{Disbursement, Order};
 use crate::ledger::{Entry, MerchantBook};
 use foldhash::{HashMap, HashMapExt, HashSet};
 use std::collections::BTreeMap;
@@ -44,8 +44,11 @@ pub struct Layer {
     /// carried to the checkpoint or walked over by readers of the range.
     pub fresh: HashSet<Vec<u8>>,
     /// The newest version of each disbursement changed in this layer
-    /// (written to disbursement blocks, `disbursement_log.rs`).
-    pub disbursements: HashMap<Uuid, LayerDisbursement>,
+    /// (written to disbursement blocks, `blocks.rs`).
+    pub disbursements: HashMap<Uuid, LayerVersion<Disbursement>>,
+    /// The newest version of each order changed in this layer (written to
+    /// order blocks).
+    pub orders: HashMap<Uuid, LayerVersion<Order>>,
 }
 
 impl Layer {
@@ -58,6 +61,7 @@ impl Layer {
             resources: layer.resources.clone(),
             fresh: layer.fresh.clone(),
             disbursements: layer.disbursements.clone(),
+            orders: layer.orders.clone(),
         }
     }
 
@@ -83,12 +87,28 @@ impl Layer {
 
     /// Sets the newest version of a disbursement.
     pub fn put_disbursement(&mut self, disbursement: &Arc<Disbursement>, encoded: Option<&[u8]>) {
-        let version = LayerDisbursement {
+        let version = LayerVersion {
             version: disbursement.clone(),
             encoded: encoded.map(Box::from),
         };
         self.disbursements.insert(disbursement.id, version);
         self.entry_count += 1;
+    }
+
+    /// Sets the newest version of an order, with its encoding.
+    pub fn put_order(&mut self, order: Arc<Order>, encoded: Box<[u8]>) {
+        let version = LayerVersion {
+            version: order,
+            encoded: Some(encoded),
+        };
+        self.orders.insert(version.version.id, version);
+        self.entry_count += 1;
+    }
+
+    /// Puts a failed checkpoint's versions under this (newer) layer's.
+    pub fn keep_newer_versions_over(&mut self, older: &mut Layer) {
+        older.disbursements.extend(std::mem::take(&mut self.disbursements));
+        older.orders.extend(std::mem::take(&mut self.orders));
     }
 
     /// Puts a newer layer of one merchant on top of this one.
@@ -106,12 +126,12 @@ impl Layer {
     }
 }
 
-/// A disbursement's newest version in a layer, with its encoding when the
+/// A resource's newest version in a layer, with its encoding when the
 /// record that carried it gave one (else the checkpoint encodes it).
 #[derive(Clone, Debug)]
-pub struct LayerDisbursement {
+pub struct LayerVersion<T> {
     /// The version.
-    pub version: Arc<Disbursement>,
+    pub version: Arc<T>,
     /// Its bytes as `encode_value` writes them.
     pub encoded: Option<Box<[u8]>>,
 }
@@ -175,7 +195,7 @@ impl MerchantLayer {
 /// Where an entry block is cut: small enough to copy and write cheaply, and
 /// for a full sled leaf (16 values) to stay under sled's blob threshold (a
 /// quarter of its 512 KiB segment; bigger nodes become separate blob files,
-/// see `disbursement_log::BLOCK_BYTES`); large enough that a merchant's
+/// see `blocks::BLOCK_BYTES`); large enough that a merchant's
 /// history is a few sled values per hundred entries.
 pub const ENTRY_BLOCK_BYTES_MAX: usize = 4 * 1024;
 

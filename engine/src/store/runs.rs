@@ -127,6 +127,11 @@ impl RunBuilder {
         self.records.extend_from_slice(value);
     }
 
+    /// The index it is for.
+    pub fn spec(&self) -> RunSpec {
+        self.spec
+    }
+
     /// True when nothing was pushed.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()

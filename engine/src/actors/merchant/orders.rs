@@ -12,7 +12,6 @@ use crate::ledger::{
 };
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
-use crate::store::{index_suffix_hash, order_id_suffix, KeyPrefix};
 use foldhash::HashMap;
 use uuid::Uuid;
 
@@ -509,10 +508,9 @@ impl MerchantState {
         {
             return Ok(Some(order.clone()));
         }
-        let suffix = order_id_suffix(source, merchant_order_id);
         if !self
             .known_order_ids
-            .may_contain(index_suffix_hash(KeyPrefix::OrderByMerchantOrderId, &suffix))
+            .may_contain(self.args.store.order_id_hash(source, merchant_order_id))
         {
             return Ok(None);
         }
@@ -538,9 +536,8 @@ impl MerchantState {
     }
 
     pub(super) fn remember_order(&mut self, order: Order) {
-        let suffix = order_id_suffix(order.source, &order.merchant_order_id);
         self.known_order_ids
-            .insert(index_suffix_hash(KeyPrefix::OrderByMerchantOrderId, &suffix));
+            .insert(self.args.store.order_id_hash(order.source, &order.merchant_order_id));
         let recent = &mut self.orders;
         recent
             .by_merchant_order_id

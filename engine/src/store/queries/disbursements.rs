@@ -2,9 +2,11 @@
 //! to, by ref code and idempotency key, listings and the open set.
 
 use crate::domain::Disbursement;
-use crate::store::record::decode_value;
-use crate::store::{corrupt_block, disbursement_log, Store, StoreError};
+use crate::store::{Store, StoreError};
 use uuid::Uuid;
+
+/// The disbursements' one lookup, as `history::DISBURSEMENTS` declares it.
+const KEY_LOOKUP: usize = 0;
 
 impl Store {
     /// A disbursement by id: the overlay's newest version, else the block
@@ -17,19 +19,12 @@ impl Store {
                 return Ok(Some(Disbursement::clone(&found.version)));
             }
         }
-        let location = self.history.read().expect("history lock").location(id)?;
-        let Some(location) = location else {
-            return Ok(None);
-        };
-        let key = location.block_key();
-        let block = self.ledger.get(key)?.ok_or_else(|| corrupt_block(&key))?;
-        let encoded = disbursement_log::version_at(&block, location.offset).ok_or_else(|| corrupt_block(&key))?;
-        Ok(Some(decode_value(encoded)?))
+        self.checkpointed_version(&self.disbursements, id)
     }
 
     /// A disbursement by ref code.
     pub fn disbursement_by_ref(&self, ref_code: &str) -> Result<Option<Disbursement>, StoreError> {
-        match self.disbursement_id_by_ref(ref_code)? {
+        match self.id_by_ref(&self.disbursements, ref_code)? {
             Some(id) => Ok(self.disbursement(&id)?.filter(|d| d.ref_code == ref_code)),
             None => Ok(None),
         }
@@ -37,39 +32,13 @@ impl Store {
 
     /// True when a ref code is taken (or shares its 128-bit hash with one that is).
     pub fn disbursement_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
-        Ok(self.disbursement_id_by_ref(ref_code)?.is_some())
-    }
-
-    fn disbursement_id_by_ref(&self, ref_code: &str) -> Result<Option<Uuid>, StoreError> {
-        let hash = self.key_hash(ref_code);
-        let recent = self
-            .disbursements
-            .read()
-            .expect("disbursement index lock")
-            .id_by_ref(hash);
-        match recent {
-            Some(id) => Ok(Some(id)),
-            None => self.history.read().expect("history lock").id_by_ref(hash),
-        }
+        Ok(self.id_by_ref(&self.disbursements, ref_code)?.is_some())
     }
 
     /// The disbursement a merchant created with an idempotency key.
     pub fn disbursement_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Disbursement>, StoreError> {
         let hash = self.key_hash(key);
-        let recent = self
-            .disbursements
-            .read()
-            .expect("disbursement index lock")
-            .id_by_key(merchant_id, hash);
-        let id = match recent {
-            Some(id) => Some(id),
-            None => self
-                .history
-                .read()
-                .expect("history lock")
-                .id_by_key(merchant_id, hash)?,
-        };
-        match id {
+        match self.id_by_lookup(&self.disbursements, KEY_LOOKUP, merchant_id, hash)? {
             Some(id) => Ok(self.disbursement(&id)?.filter(|d| d.idempotency_key == key)),
             None => Ok(None),
         }
@@ -82,27 +51,15 @@ impl Store {
         merchant_id: &Uuid,
         limit: usize,
     ) -> Option<crate::sharded::ShardedSet<u128>> {
-        let recent = self
-            .disbursements
-            .read()
-            .expect("disbursement index lock")
-            .key_hashes(merchant_id);
         // An unreadable history only means "not all known": keys are then
         // looked up one by one.
-        let stored = match self
-            .history
-            .read()
-            .expect("history lock")
-            .key_hashes(merchant_id, limit)
-        {
-            Ok(stored) => stored?,
+        match self.lookup_hashes(&self.disbursements, KEY_LOOKUP, merchant_id, limit) {
+            Ok(hashes) => hashes,
             Err(error) => {
                 tracing::error!(%error, "disbursement key history unreadable");
-                return None;
+                None
             }
-        };
-        let all: crate::sharded::ShardedSet<u128> = recent.into_iter().chain(stored).collect();
-        (all.len() <= limit).then_some(all)
+        }
     }
 
     /// A merchant's disbursements created in `[from_ms, to_ms)`, newest first,
@@ -116,20 +73,7 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Disbursement>, usize), StoreError> {
-        let mut created = self
-            .disbursements
-            .read()
-            .expect("disbursement index lock")
-            .created_between(merchant_id, from_ms, to_ms);
-        created.extend(
-            self.history
-                .read()
-                .expect("history lock")
-                .created_between(merchant_id, from_ms, to_ms)?,
-        );
-        created.sort_unstable();
-        created.dedup();
-        let ids = created.into_iter().map(|(_, id)| id);
+        let ids = self.created_between(&self.disbursements, merchant_id, from_ms, to_ms)?;
         let mut page = Vec::new();
         let mut total = 0;
         for id in ids.into_iter().rev() {
@@ -146,12 +90,16 @@ impl Store {
 
     /// How many durable disbursements are not yet final.
     pub fn open_disbursement_count(&self) -> usize {
-        self.disbursements.read().expect("disbursement index lock").open_count()
+        self.disbursements
+            .recent
+            .read()
+            .expect("recent index lock")
+            .open_count()
     }
 
     /// Disbursements not yet in a final status, to resume after a restart.
     pub fn open_disbursements(&self) -> Result<Vec<Disbursement>, StoreError> {
-        let ids = self.disbursements.read().expect("disbursement index lock").open();
+        let ids = self.disbursements.recent.read().expect("recent index lock").open();
         let mut open = Vec::with_capacity(ids.len());
         for id in ids {
             open.extend(self.disbursement(&id)?.filter(|d| !d.status.is_terminal()));

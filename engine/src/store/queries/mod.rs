@@ -8,7 +8,10 @@ mod beneficiaries;
 mod disbursements;
 mod orders;
 mod settlements;
+mod versions;
 mod webhooks;
+
+pub use orders::OrderLookup;
 
 use super::keys::{prefixed, KeyPrefix, KeyValue};
 use super::record::decode_value;

@@ -48,7 +48,11 @@ impl Store {
     /// A merchant's paid orders no settlement has taken, paid before `before_ms`.
     pub fn unsettled_orders(&self, merchant_id: &Uuid, before_ms: i64) -> Result<Vec<Order>, StoreError> {
         let ids = self.ids_in_time_range(KeyPrefix::UnsettledOrder, merchant_id, 0, before_ms)?;
-        self.load_all(KeyPrefix::Order, ids)
+        let mut orders = Vec::with_capacity(ids.len());
+        for id in ids {
+            orders.extend(self.order(&id)?);
+        }
+        Ok(orders)
     }
 
     /// A MANUAL merchant's refunds no settlement has deducted, created before `before_ms`.

@@ -1,16 +1,15 @@
-//! Disbursements at rest: an append-only log of versions in sled blocks,
-//! found through the indexes of `history.rs`.
+//! Versioned resources at rest (disbursements, orders): an append-only log
+//! of versions in sled blocks, found through the indexes of `history.rs`.
 //!
-//! One sled key per index per disbursement made sled's inserts at
-//! checkpoints half of all CPU under load, and sled's page cache grew by
-//! kilobytes per key. So a checkpoint writes the newest version of each
-//! disbursement it covers into blocks of about `BLOCK_BYTES` under
-//! `D`+checkpoint+part (one sled value per eight or so disbursements
-//! instead of five keys per disbursement), and where each went into the
-//! history's sorted runs.
+//! sled's memory grows with the number of keys it is given, whatever its
+//! cache setting, and its inserts cost per key: so a checkpoint writes the
+//! newest version of each resource it covers into blocks of about
+//! `BLOCK_BYTES` under the kind's prefix + checkpoint + part (one sled
+//! value per few versions instead of several keys per resource), and where
+//! each went into the history's sorted runs.
 //!
 //! A version is never rewritten in place; older versions stay in earlier
-//! blocks (at most one per status change) and are skipped by the index.
+//! blocks (at most one per change a checkpoint saw) and the index skips them.
 
 use super::keys::KeyPrefix;
 use uuid::Uuid;
@@ -22,10 +21,12 @@ use uuid::Uuid;
 /// eight versions) a full leaf stays well under that threshold.
 pub const BLOCK_BYTES: usize = 4 * 1024;
 
-/// Where a checkpointed version is: the block (checkpoint and part) and the
-/// byte offset of its length prefix in the block.
+/// Where a checkpointed version is: the block (its kind's prefix,
+/// checkpoint and part) and the byte offset of its length prefix in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location {
+    /// The kind's block prefix.
+    pub blocks: KeyPrefix,
     /// The first journal sequence the writing checkpoint did not cover.
     pub checkpoint: u64,
     /// The block's number within that checkpoint.
@@ -37,22 +38,22 @@ pub struct Location {
 impl Location {
     /// The sled key of this location's block.
     pub fn block_key(&self) -> [u8; 13] {
-        block_key(self.checkpoint, self.part)
+        block_key(self.blocks, self.checkpoint, self.part)
     }
 }
 
-/// `D`+checkpoint+part.
-pub fn block_key(checkpoint: u64, part: u32) -> [u8; 13] {
+/// `blocks`+checkpoint+part.
+pub fn block_key(blocks: KeyPrefix, checkpoint: u64, part: u32) -> [u8; 13] {
     let mut key = [0u8; 13];
-    key[0] = KeyPrefix::DisbursementBlock.byte();
+    key[0] = blocks.byte();
     key[1..9].copy_from_slice(&checkpoint.to_be_bytes());
     key[9..].copy_from_slice(&part.to_be_bytes());
     key
 }
 
-/// The checkpoint and part of a block key, if it is one.
-pub fn parse_block_key(key: &[u8]) -> Option<(u64, u32)> {
-    if key.len() != 13 || key[0] != KeyPrefix::DisbursementBlock.byte() {
+/// The checkpoint and part of a block key of `blocks`, if it is one.
+pub fn parse_block_key(blocks: KeyPrefix, key: &[u8]) -> Option<(u64, u32)> {
+    if key.len() != 13 || key[0] != blocks.byte() {
         return None;
     }
     let checkpoint = u64::from_be_bytes(key[1..9].try_into().ok()?);
@@ -82,6 +83,7 @@ pub fn version_at(block: &[u8], offset: u32) -> Option<&[u8]> {
 
 /// Packs encoded versions into blocks, recording where each went.
 pub struct BlockWriter {
+    prefix: KeyPrefix,
     checkpoint: u64,
     blocks: Vec<Vec<u8>>,
     /// Where each version was put.
@@ -89,16 +91,18 @@ pub struct BlockWriter {
 }
 
 impl BlockWriter {
-    /// Blocks of the checkpoint that covers the journal below `checkpoint`.
-    pub fn new(checkpoint: u64) -> BlockWriter {
+    /// Blocks under `prefix` of the checkpoint that covers the journal
+    /// below `checkpoint`.
+    pub fn new(prefix: KeyPrefix, checkpoint: u64) -> BlockWriter {
         BlockWriter {
+            prefix,
             checkpoint,
             blocks: Vec::new(),
             locations: Vec::new(),
         }
     }
 
-    /// Adds the encoded newest version of disbursement `id`.
+    /// Adds the encoded newest version of resource `id`.
     pub fn push(&mut self, id: Uuid, encoded: &[u8]) {
         if self.blocks.last().is_none_or(|block| block.len() >= BLOCK_BYTES) {
             self.blocks.push(Vec::with_capacity(BLOCK_BYTES + encoded.len() + 4));
@@ -110,6 +114,7 @@ impl BlockWriter {
         self.locations.push((
             id,
             Location {
+                blocks: self.prefix,
                 checkpoint: self.checkpoint,
                 part,
                 offset,
@@ -122,7 +127,7 @@ impl BlockWriter {
         self.blocks
             .iter()
             .enumerate()
-            .map(|(part, block)| (block_key(self.checkpoint, part as u32), block.as_slice()))
+            .map(|(part, block)| (block_key(self.prefix, self.checkpoint, part as u32), block.as_slice()))
     }
 }
 
@@ -133,7 +138,7 @@ mod tests {
 
     #[test]
     fn versions_are_found_where_the_writer_put_them() {
-        let mut writer = BlockWriter::new(42);
+        let mut writer = BlockWriter::new(KeyPrefix::OrderBlock, 42);
         let ids: Vec<Uuid> = (0..500).map(|_| Uuid::new_v4()).collect();
         for (n, id) in ids.iter().enumerate() {
             writer.push(*id, &vec![n as u8; 300 + n]);
@@ -144,7 +149,9 @@ mod tests {
             assert_eq!(*id, ids[n]);
             let block = &blocks[&location.block_key()];
             assert_eq!(version_at(block, location.offset).unwrap(), &vec![n as u8; 300 + n][..]);
-            assert_eq!(parse_block_key(&location.block_key()), Some((42, location.part)));
+            let key = location.block_key();
+            assert_eq!(parse_block_key(KeyPrefix::OrderBlock, &key), Some((42, location.part)));
+            assert_eq!(parse_block_key(KeyPrefix::DisbursementBlock, &key), None);
         }
         let all: usize = blocks.values().map(|b| block_versions(b).unwrap().len()).sum();
         assert_eq!(all, 500);

@@ -1,0 +1,110 @@
+//! Reads every versioned kind (disbursements, orders) shares: a
+//! checkpointed version from the block its location names, and ids through
+//! the recent index first, then the runs.
+
+use crate::sharded::ShardedSet;
+use crate::store::record::decode_value;
+use crate::store::{blocks, corrupt_block, KindIndexes, Store, StoreError};
+use uuid::Uuid;
+
+impl Store {
+    /// A version a checkpoint wrote: from the block its location names.
+    pub(super) fn checkpointed_version<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &KindIndexes,
+        id: &Uuid,
+    ) -> Result<Option<T>, StoreError> {
+        let location = kind.runs.read().expect("history lock").location(id)?;
+        let Some(location) = location else {
+            return Ok(None);
+        };
+        let key = location.block_key();
+        let block = self.ledger.get(key)?.ok_or_else(|| corrupt_block(&key))?;
+        let encoded = blocks::version_at(&block, location.offset).ok_or_else(|| corrupt_block(&key))?;
+        Ok(Some(decode_value(encoded)?))
+    }
+
+    /// The id of the version with a ref code (or one sharing its 128-bit hash).
+    pub(super) fn id_by_ref(&self, kind: &KindIndexes, ref_code: &str) -> Result<Option<Uuid>, StoreError> {
+        let hash = self.key_hash(ref_code);
+        let recent = kind.recent.read().expect("recent index lock").id_by_ref(hash);
+        match recent {
+            Some(id) => Ok(Some(id)),
+            None => kind.runs.read().expect("history lock").id_by_ref(hash),
+        }
+    }
+
+    /// The id of the version a merchant made with a hash of lookup `lookup`.
+    pub(super) fn id_by_lookup(
+        &self,
+        kind: &KindIndexes,
+        lookup: usize,
+        merchant_id: &Uuid,
+        hash: u128,
+    ) -> Result<Option<Uuid>, StoreError> {
+        let recent = kind
+            .recent
+            .read()
+            .expect("recent index lock")
+            .id_by_lookup(lookup, merchant_id, hash);
+        match recent {
+            Some(id) => Ok(Some(id)),
+            None => kind
+                .runs
+                .read()
+                .expect("history lock")
+                .id_by_lookup(lookup, merchant_id, hash),
+        }
+    }
+
+    /// Every hash of lookup `lookup` a merchant used, or `None` when there
+    /// are more than `limit`.
+    pub(super) fn lookup_hashes(
+        &self,
+        kind: &KindIndexes,
+        lookup: usize,
+        merchant_id: &Uuid,
+        limit: usize,
+    ) -> Result<Option<ShardedSet<u128>>, StoreError> {
+        let recent = kind
+            .recent
+            .read()
+            .expect("recent index lock")
+            .lookup_hashes(lookup, merchant_id);
+        let stored = kind
+            .runs
+            .read()
+            .expect("history lock")
+            .lookup_hashes(lookup, merchant_id, limit)?;
+        let Some(stored) = stored else {
+            return Ok(None);
+        };
+        let all: ShardedSet<u128> = recent.into_iter().chain(stored).collect();
+        Ok((all.len() <= limit).then_some(all))
+    }
+
+    /// The ids of a merchant's versions created in `[from_ms, to_ms)`,
+    /// oldest first.
+    pub(super) fn created_between(
+        &self,
+        kind: &KindIndexes,
+        merchant_id: &Uuid,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        let mut created = kind
+            .recent
+            .read()
+            .expect("recent index lock")
+            .created_between(merchant_id, from_ms, to_ms);
+        created.extend(
+            kind.runs
+                .read()
+                .expect("history lock")
+                .created_between(merchant_id, from_ms, to_ms)?,
+        );
+        created.sort_unstable();
+        created.dedup();
+        Ok(created.into_iter().map(|(_, id)| id).collect())
+    }
+}

@@ -1,0 +1,193 @@
+//! Older data dirs brought to this layout when the store opens: the
+//! disbursement runs filled from a dir that kept only blocks, and orders
+//! moved from one sled key per order and index (data format 3) into order
+//! blocks and runs. Each step is whole or not at all: its runs' metadata
+//! and format key go in one sled batch, flushed and fsynced, and a step cut
+//! short is done again from the start at the next open.
+
+use super::blocks::{self, BlockWriter, Location};
+use super::checkpoint::fsync_tree;
+use super::history::{self, HistoryRuns, Indexed, LoadedOpenSet, OpenSetWrite};
+use super::keys::KeyPrefix;
+use super::record::decode_value;
+use super::{corrupt_block, Store, StoreError};
+use crate::domain::{Disbursement, Order};
+use foldhash::HashMap;
+use uuid::Uuid;
+
+/// The prefixes under which data format 3 kept orders and their indexes.
+const KEYED_ORDER_PREFIXES: [KeyPrefix; 5] = [
+    KeyPrefix::Order,
+    KeyPrefix::OrderByRefCode,
+    KeyPrefix::OrderByMerchant,
+    KeyPrefix::OrderByMerchantOrderId,
+    KeyPrefix::OrderByIdempotencyKey,
+];
+
+/// Writes per sled batch while moving orders: sled stalls readers for a batch.
+const WRITES_PER_BATCH: usize = 4096;
+
+impl Store {
+    /// Writes every checkpointed disbursement's index entries as the
+    /// history's first runs, with the open set: the one time every block
+    /// is read.
+    pub(super) fn fill_disbursement_history(&self, checkpoint: u64) -> Result<(), StoreError> {
+        let prefix = history::DISBURSEMENTS.blocks;
+        let mut newest: HashMap<Uuid, (Disbursement, Location)> = HashMap::default();
+        for item in self.ledger.scan_prefix([prefix.byte()]) {
+            let (key, block) = item?;
+            let Some((written_by, part)) = blocks::parse_block_key(prefix, &key) else {
+                continue;
+            };
+            if written_by > checkpoint {
+                continue;
+            }
+            let versions = blocks::block_versions(&block).ok_or_else(|| corrupt_block(&key))?;
+            for (offset, encoded) in versions {
+                let disbursement: Disbursement = decode_value(encoded)?;
+                let location = Location {
+                    blocks: prefix,
+                    checkpoint: written_by,
+                    part,
+                    offset,
+                };
+                newest.insert(disbursement.id, (disbursement, location));
+            }
+        }
+        let open: Vec<Uuid> = newest
+            .values()
+            .filter(|(disbursement, _)| !disbursement.status.is_terminal())
+            .map(|(disbursement, _)| disbursement.id)
+            .collect();
+        let mut runs = self.disbursements.runs.write().expect("history lock");
+        let mut batch = runs.batch();
+        for (disbursement, location) in newest.values() {
+            let version = Indexed {
+                id: disbursement.id,
+                merchant_id: disbursement.merchant_id,
+                created_ms: disbursement.created_at_ms,
+                new: true,
+                terminal: disbursement.status.is_terminal(),
+            };
+            batch.push_new(&version, self.disbursement_hashes(disbursement), *location);
+        }
+        let whole_open = OpenSetWrite::whole(&open);
+        self.write_first_runs(&mut runs, batch, whole_open)?;
+        drop(runs);
+        self.disbursements
+            .recent
+            .write()
+            .expect("disbursement index lock")
+            .set_open(LoadedOpenSet {
+                ids: open,
+                ..Default::default()
+            });
+        Ok(())
+    }
+
+    /// Moves the orders of a data dir that kept them as keys (format 3)
+    /// into order blocks under the last checkpoint's number, indexes them
+    /// in the order runs, then removes the old keys. Replay after the
+    /// marker lays newer versions over them as usual.
+    pub(super) fn move_keyed_orders_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
+        let prefix = history::ORDERS.blocks;
+        // Only a move cut short can have left order blocks behind.
+        let mut stale = sled::Batch::default();
+        for item in self.ledger.scan_prefix([prefix.byte()]).keys() {
+            stale.remove(item?);
+        }
+        self.ledger.apply_batch(stale)?;
+        let mut writer = BlockWriter::new(prefix, checkpoint);
+        let mut versions = Vec::new();
+        for item in self.ledger.scan_prefix([KeyPrefix::Order.byte()]) {
+            let (key, value) = item?;
+            let order: Order = decode_value(&value)?;
+            if key.len() != 17 || key[1..] != *order.id.as_bytes() {
+                return Err(corrupt_block(&key));
+            }
+            writer.push(order.id, &value);
+            versions.push((order_indexed(&order, true), self.order_hashes(&order)));
+        }
+        let mut sink = sled::Batch::default();
+        let mut pending = 0;
+        for (key, block) in writer.blocks() {
+            sink.insert(&key[..], block);
+            pending += 1;
+            if pending == WRITES_PER_BATCH {
+                self.ledger.apply_batch(std::mem::take(&mut sink))?;
+                pending = 0;
+            }
+        }
+        self.ledger.apply_batch(sink)?;
+        let mut runs = self.orders.runs.write().expect("history lock");
+        let mut batch = runs.batch();
+        for ((version, hashes), (id, location)) in versions.iter().zip(&writer.locations) {
+            debug_assert_eq!(version.id, *id);
+            batch.push_new(version, *hashes, *location);
+        }
+        let moved = versions.len();
+        self.write_first_runs(&mut runs, batch, OpenSetWrite::Nothing)?;
+        drop(runs);
+        self.remove_keyed_orders()?;
+        if moved > 0 {
+            tracing::info!(orders = moved, "orders kept as keys moved into order blocks");
+        }
+        Ok(())
+    }
+
+    /// Removes what data format 3 kept of orders, once order blocks and
+    /// runs hold them.
+    fn remove_keyed_orders(&self) -> Result<(), StoreError> {
+        for prefix in KEYED_ORDER_PREFIXES {
+            let mut batch = sled::Batch::default();
+            let mut pending = 0;
+            for key in self.ledger.scan_prefix([prefix.byte()]).keys() {
+                batch.remove(key?);
+                pending += 1;
+                if pending == WRITES_PER_BATCH {
+                    self.ledger.apply_batch(std::mem::take(&mut batch))?;
+                    pending = 0;
+                }
+            }
+            self.ledger.apply_batch(batch)?;
+        }
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Writes a kind's first runs: chunks, then their metadata, format key
+    /// and open set in one batch, flushed and fsynced; then makes them visible.
+    fn write_first_runs(
+        &self,
+        runs: &mut HistoryRuns,
+        batch: history::HistoryBatch,
+        open: OpenSetWrite,
+    ) -> Result<(), StoreError> {
+        let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+            self.ledger.insert(key, chunk)?;
+            Ok(())
+        };
+        let staged = runs.stage(batch, &mut sink)?;
+        let mut marker = sled::Batch::default();
+        for (key, value) in runs.marker_entries(&staged) {
+            marker.insert(key, value);
+        }
+        open.add_to(&mut marker, &self.ledger)?;
+        self.ledger.apply_batch(marker)?;
+        self.db.flush()?;
+        fsync_tree(&self.path)?;
+        runs.add(staged);
+        Ok(())
+    }
+}
+
+/// An order as the recent index and the runs take it.
+pub(super) fn order_indexed(order: &Order, new: bool) -> Indexed {
+    Indexed {
+        id: order.id,
+        merchant_id: order.merchant_id,
+        created_ms: order.created_at_ms,
+        new,
+        terminal: false,
+    }
+}

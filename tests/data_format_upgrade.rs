@@ -1,0 +1,182 @@
+//! A data dir of format 3, made by the binary before orders moved into
+//! blocks (`tests/fixtures/make-data-format-3.sh`: orders PENDING, PAID,
+//! partly refunded and EXPIRED, a MANUAL merchant's unsettled order, a
+//! disbursement; a checkpoint, then a journal tail cut by SIGKILL), opens
+//! with this binary over HTTP: every order is found by id, ref code,
+//! listing, `Idempotency-Key` and merchant order id, keeps working, and the
+//! `format` file says 4 once it is upgraded, across restarts.
+
+mod support;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::path::Path;
+use support::*;
+
+/// Unpacks the fixture into `into` (it holds `data/` and `expected.json`).
+fn unpack_fixture(into: &Path) -> Value {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/data-format-3.tar.gz");
+    let status = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(&fixture)
+        .arg("-C")
+        .arg(into)
+        .status()
+        .expect("tar runs");
+    assert!(status.success(), "tar xzf {}", fixture.display());
+    let expected = std::fs::read_to_string(into.join("expected.json")).expect("expected.json");
+    serde_json::from_str(&expected).expect("expected.json parses")
+}
+
+/// POSTs `body` byte for byte, with an `Idempotency-Key`.
+async fn post_order(server: &TestServer, api_key: &str, key: &str, body: &str) -> Reply {
+    let response = server
+        .client
+        .post(format!("{}/v1/orders", server.base))
+        .header("X-API-Key", api_key)
+        .header("Content-Type", "application/json")
+        .header("Idempotency-Key", key)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("request sent");
+    reply_to(Some(&Method::POST), response).await
+}
+
+/// `GET /v1/orders/{ref_code}`.
+async fn get_order(server: &TestServer, api_key: &str, ref_code: &str) -> Value {
+    let reply = server
+        .call(Method::GET, &format!("/v1/orders/{ref_code}"), Some(api_key), None)
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["data"].clone()
+}
+
+/// Every order of the fixture in the state its history left it.
+async fn assert_orders_as_left(server: &TestServer, demo_key: &str, manual_key: &str, orders: &Value) {
+    for (name, status, refunded) in [
+        ("pending", "PENDING", 0),
+        ("paid", "PAID", 0),
+        ("refunded", "PARTIALLY_REFUNDED", 1_000_000),
+        ("expired", "EXPIRED", 0),
+        ("tail", "PAID", 0),
+        ("manual", "PAID", 0),
+    ] {
+        let first = &orders[name];
+        let key = if name == "manual" { manual_key } else { demo_key };
+        let order = get_order(server, key, first["ref_code"].as_str().unwrap()).await;
+        assert_eq!(order["id"], first["id"], "{name}");
+        assert_eq!(order["status"], json!(status), "{name}: {order}");
+        assert_eq!(order["ref_code"], first["ref_code"], "{name}");
+        assert_eq!(order["merchant_order_id"], first["merchant_order_id"], "{name}");
+        assert_eq!(order["amount_minor"], first["amount_minor"], "{name}");
+        assert_eq!(order["refunded_amount_minor"], json!(refunded), "{name}");
+        assert_eq!(
+            order["is_settled"],
+            json!(name != "manual" && status == "PAID" || refunded > 0),
+            "{name}"
+        );
+        // Without a key too: the checkout page's status route finds it.
+        let page = server
+            .call(
+                Method::GET,
+                &format!("/checkout/{}/status", first["id"].as_str().unwrap()),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(page.status, StatusCode::OK, "{name}: {}", page.body);
+    }
+    let listed = server
+        .call(Method::GET, "/v1/orders?limit=100", Some(demo_key), None)
+        .await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.body);
+    assert_eq!(listed.body["meta"]["total"], json!(5), "{}", listed.body);
+    let newest_first: Vec<&Value> = listed.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|order| &order["merchant_order_id"])
+        .collect();
+    assert_eq!(newest_first[0], &json!("INV-TAIL"), "newest first: {newest_first:?}");
+    let pending = server
+        .call(Method::GET, "/v1/orders?status=PENDING", Some(demo_key), None)
+        .await;
+    assert_eq!(pending.body["meta"]["total"], json!(1), "{}", pending.body);
+}
+
+#[tokio::test]
+async fn a_format_3_data_dir_opens_upgraded_with_every_order_found() {
+    let temp = tempfile::tempdir().unwrap();
+    let expected = unpack_fixture(temp.path());
+    let data_dir = temp.path().join("data");
+    assert_eq!(std::fs::read_to_string(data_dir.join("format")).unwrap().trim(), "3");
+    let credentials: Value =
+        serde_json::from_str(&std::fs::read_to_string(data_dir.join("demo-credentials.json")).unwrap()).unwrap();
+    let demo_key = credentials["api_key"].as_str().unwrap().to_string();
+    let manual_key = expected["manual_api_key"].as_str().unwrap().to_string();
+    let orders = &expected["orders"];
+
+    let mut server = TestServer::start_in(&data_dir, &[]);
+    assert_eq!(
+        std::fs::read_to_string(data_dir.join("format")).unwrap().trim(),
+        "4",
+        "upgraded once open"
+    );
+    assert_orders_as_left(&server, &demo_key, &manual_key, orders).await;
+    assert_eq!(server.verify().await["balanced"], json!(true));
+
+    // Keys and ids made before the upgrade still hold: the same key and
+    // body replay the first answer, the same order id is a duplicate.
+    let body =
+        r#"{"merchant_order_id":"INV-PENDING","amount_minor":2500000,"payment_method":"QRIS","expire_minutes":1440}"#;
+    let replay = post_order(&server, &demo_key, "key-pending", body).await;
+    assert_eq!(replay.status, StatusCode::CREATED, "{}", replay.body);
+    assert_eq!(replay.body["data"]["id"], orders["pending"]["id"]);
+    assert_eq!(replay.body["data"]["status"], json!("PENDING"));
+    let reused = post_order(&server, &demo_key, "key-other", body).await;
+    assert_v1_error(&reused, 409, "DUPLICATE_ORDER");
+    assert_eq!(reused.body["data"]["id"], orders["pending"]["id"]);
+
+    // The orders go on: the pending one is paid, the refunded one refunded again.
+    let ref_code = orders["pending"]["ref_code"].as_str().unwrap();
+    let paid = server
+        .call(
+            Method::POST,
+            &format!("/v1/sandbox/orders/{ref_code}/pay"),
+            Some(&demo_key),
+            None,
+        )
+        .await;
+    assert_eq!(paid.status, StatusCode::OK, "{}", paid.body);
+    assert_eq!(paid.body["data"]["status"], json!("PAID"));
+    let refunded_ref = orders["refunded"]["ref_code"].as_str().unwrap();
+    let refund = server
+        .call(
+            Method::POST,
+            &format!("/v1/orders/{refunded_ref}/refund"),
+            Some(&demo_key),
+            Some(json!({"amount_minor": 500_000, "idempotency_key": "refund-after-upgrade"})),
+        )
+        .await;
+    assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
+    // A MANUAL merchant's order paid before the upgrade is still unsettled.
+    let manual_ref = orders["manual"]["ref_code"].as_str().unwrap();
+    assert_eq!(
+        get_order(&server, &manual_key, manual_ref).await["is_settled"],
+        json!(false)
+    );
+
+    server.kill();
+    server.restart();
+    assert_eq!(std::fs::read_to_string(data_dir.join("format")).unwrap().trim(), "4");
+    let order = get_order(&server, &demo_key, ref_code).await;
+    assert_eq!(order["status"], json!("PAID"));
+    let order = get_order(&server, &demo_key, refunded_ref).await;
+    assert_eq!(order["refunded_amount_minor"], json!(1_500_000));
+    let listed = server
+        .call(Method::GET, "/v1/orders?limit=1", Some(&demo_key), None)
+        .await;
+    assert_eq!(listed.body["meta"]["total"], json!(5));
+    assert_eq!(server.verify().await["balanced"], json!(true));
+}
