@@ -1,10 +1,12 @@
 //! Order actors are bounded (README "Limits and protections"): past the most
 //! that may be live, work that needs a new one is `Busy` (503 with
 //! `Retry-After` over HTTP) and changes nothing; once some stop, it goes on.
+//! An order's actor lives only while it has work: a payment's stops once
+//! paid, a refund's while the vendor has not answered.
 
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::{OrderStatus, SettlementType};
-use paygate_engine::orders::NewOrder;
+use paygate_engine::orders::{NewOrder, NewRefund};
 use paygate_engine::{Engine, EngineConfig, EngineError, NewMerchant};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,8 +24,8 @@ fn order(n: u32) -> NewOrder {
 async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(dir.path());
-    config.sandbox_refund_delay = Some(Duration::from_secs(3600));
-    config.actor_idle_timeout = Duration::from_millis(300);
+    // The sandbox answers refunds after this long: their actors wait so long.
+    config.sandbox_refund_delay = Some(Duration::from_secs(3));
     config.order_actors_live_max = 2;
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let (merchant, _) = engine
@@ -38,9 +40,30 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
     for n in 0..3 {
         orders.push(engine.create_order(merchant.id, order(n)).await.unwrap().0);
     }
-    // Paying an order takes its actor, which lives on until idle.
+    // Paying an order takes its actor for the payment only.
     for paid in &orders[..2] {
         assert_eq!(engine.pay_order(paid, None).await.unwrap().status, OrderStatus::Paid);
+    }
+    let mut live = String::new();
+    for _ in 0..100 {
+        live = engine.metrics_text();
+        if live.contains("paygate_order_actors_live 0") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        live.contains("paygate_order_actors_live 0"),
+        "paid orders keep no actor"
+    );
+    // A refund the vendor has not answered holds its order's actor.
+    for (n, paid) in orders[..2].iter().enumerate() {
+        let refund = NewRefund {
+            amount_minor: Some(100_000),
+            idempotency_key: Some(format!("bounded-refund-{n}")),
+            ..Default::default()
+        };
+        engine.create_refund(merchant.id, &paid.ref_code, refund).await.unwrap();
     }
     assert!(engine.metrics_text().contains("paygate_order_actors_live 2"));
     let refused = engine.pay_order(&orders[2], None).await;
@@ -49,9 +72,9 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
     assert_eq!(unchanged.status, OrderStatus::Pending, "nothing changed");
     let balance = engine.wallet_balance(merchant.id).await.unwrap();
 
-    // Once idle actors stop there is room again.
+    // Once the vendor answers the refunds, their actors stop: room again.
     let mut paid = None;
-    for _ in 0..100 {
+    for _ in 0..200 {
         match engine.pay_order(&orders[2], None).await {
             Ok(order) => {
                 paid = Some(order);
@@ -63,5 +86,71 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
     }
     assert_eq!(paid.expect("room once actors stopped").status, OrderStatus::Paid);
     assert!(engine.wallet_balance(merchant.id).await.unwrap().get() > balance.get());
+    engine.shutdown().await;
+}
+
+/// Actors stop as soon as their work is done: 200 orders paid and refunded
+/// at once, each payment's actor gone before its refund comes and a new one
+/// taking the refund and waiting for the vendor's answer. Every refund
+/// settles, and no actor is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refunds_right_after_payment_all_settle_and_no_actor_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.sandbox_refund_delay = Some(Duration::from_millis(20));
+    let engine = Arc::new(Engine::open(config, Arc::new(SystemClock)).await.unwrap());
+    let (merchant, _) = engine
+        .create_merchant(NewMerchant {
+            name: "busy refunds".into(),
+            settlement_type: Some(SettlementType::Wallet),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut orders = Vec::new();
+    for n in 0..200 {
+        orders.push(engine.create_order(merchant.id, order(n)).await.unwrap().0);
+    }
+    let refunds = futures::future::join_all(orders.iter().enumerate().map(|(n, order)| {
+        let engine = engine.clone();
+        async move {
+            engine.pay_order(order, None).await.unwrap();
+            let refund = NewRefund {
+                amount_minor: Some(1_000),
+                idempotency_key: Some(format!("right-after-{n}")),
+                ..Default::default()
+            };
+            engine
+                .create_refund(merchant.id, &order.ref_code, refund)
+                .await
+                .unwrap()
+        }
+    }))
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    for refund in &refunds {
+        loop {
+            let now = engine.refund_for(merchant.id, refund.id).unwrap();
+            if now.status == paygate_engine::domain::RefundStatus::Success {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "refund {} still {:?}",
+                refund.id,
+                now.status
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let mut live = String::new();
+    for _ in 0..200 {
+        live = engine.metrics_text();
+        if live.contains("paygate_order_actors_live 0") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(live.contains("paygate_order_actors_live 0"), "an order actor stayed");
     engine.shutdown().await;
 }

@@ -93,7 +93,6 @@ struct EngineInner {
     // aborting them could strand a blocking sled write that still holds the store.
     stopping: tokio::sync::watch::Sender<bool>,
     first_start: bool,
-    actor_idle_timeout: Duration,
     ref_codes: Arc<crate::refcode::RefCodes>,
     orders: Arc<crate::orders::context::OrderContext>,
     allow_private_notify_urls: bool,
@@ -106,8 +105,6 @@ struct EngineInner {
     order_creations: crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)>,
     // Disbursements not yet final at most (`EngineConfig`).
     disbursements_open_max: usize,
-    // Order actors live at most (`EngineConfig`).
-    order_actors_live_max: usize,
     // Holds `journal/` and `state/`; its filesystem's free space gates checkpoints.
     data_dir: PathBuf,
     storage: StorageHealth,
@@ -217,6 +214,7 @@ impl Engine {
             actors: ActorRegistry::default(),
             sandbox_refund_delay: config.sandbox_refund_delay,
             http_client,
+            live_max: config.order_actors_live_max,
         });
         let engine = Engine {
             inner: Arc::new(EngineInner {
@@ -230,7 +228,6 @@ impl Engine {
                 background: Mutex::new(Vec::new()),
                 stopping,
                 first_start,
-                actor_idle_timeout: config.actor_idle_timeout,
                 ref_codes,
                 orders,
                 allow_private_notify_urls: config.allow_private_notify_urls,
@@ -238,7 +235,6 @@ impl Engine {
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
                 disbursements_open_max: config.disbursements_open_max,
-                order_actors_live_max: config.order_actors_live_max,
                 data_dir: config.data_dir.clone(),
                 storage: StorageHealth::default(),
             }),
@@ -280,11 +276,6 @@ impl Engine {
     /// Disbursements not yet final at most (`EngineConfig`).
     pub(crate) fn disbursements_open_max(&self) -> usize {
         self.inner.disbursements_open_max
-    }
-
-    /// Order actors live at most (`EngineConfig`).
-    pub(crate) fn order_actors_live_max(&self) -> usize {
-        self.inner.order_actors_live_max
     }
 
     /// The engine's clock.
@@ -514,10 +505,5 @@ impl Engine {
     /// Sandbox mode's refund delay; `None` in live mode.
     pub fn sandbox_refund_delay(&self) -> Option<Duration> {
         self.inner.orders.sandbox_refund_delay
-    }
-
-    /// How long actors stay without messages.
-    pub(crate) fn actor_idle_timeout(&self) -> Duration {
-        self.inner.actor_idle_timeout
     }
 }

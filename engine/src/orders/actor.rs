@@ -1,15 +1,22 @@
-//! `OrderActor`: one per live order (virtual: spawned on first use, stopped
-//! when the order expires or fails, or when idle with nothing to wait for). It takes an order's events one at a
+//! `OrderActor`: one per order with work in hand (virtual: spawned by a
+//! message for the order, stopped as soon as it has handled what it holds
+//! and waits for no refund retry). It takes an order's events one at a
 //! time: expiry, payment confirmation, failure, and its refunds' trips to
 //! the vendor. The merchant actor records each change, so money and status
 //! stay with the merchant's single writer.
+//!
+//! An actor stops by draining: it leaves the registry, then handles every
+//! message already admitted and refuses the rest, which its sender hands to
+//! the order's next actor (`OrderContext::tell`, the registry's `call`).
+//! Timers go through the context, not the actor, so one set by an actor
+//! that has stopped since reaches the next.
 
 use super::context::OrderContext;
 use crate::actors::{OrderCommand, OrderOutcome};
 use crate::domain::{Order, Refund, RefundStatus};
 use crate::error::EngineError;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use uuid::Uuid;
 
 /// What an order actor is told.
@@ -52,8 +59,6 @@ pub enum OrderMsg {
         /// The refund after.
         reply: Option<RpcReplyPort<Result<Refund, EngineError>>>,
     },
-    /// Stop when idle with no timer armed.
-    IdleCheck,
 }
 
 /// The actor behaviour.
@@ -67,15 +72,14 @@ pub struct OrderArgs {
     pub merchant_id: Uuid,
     /// What it may reach.
     pub ctx: std::sync::Arc<OrderContext>,
-    /// Stop after this long without a message and no timer armed.
-    pub idle_timeout: Duration,
 }
 
 /// Its state.
 pub struct OrderState {
     args: OrderArgs,
+    /// Refund timers set by this actor and not yet come back: it stays
+    /// while there are any, so its retry counts hold.
     timers_armed: usize,
-    last_activity: Instant,
     /// Failed submissions so far of each refund being retried.
     refund_attempts: std::collections::HashMap<Uuid, u32>,
 }
@@ -94,12 +98,10 @@ impl Actor for OrderActor {
     type State = OrderState;
     type Arguments = OrderArgs;
 
-    async fn pre_start(&self, myself: ActorRef<OrderMsg>, args: OrderArgs) -> Result<OrderState, ActorProcessingErr> {
-        myself.send_interval(args.idle_timeout / 2, || OrderMsg::IdleCheck);
+    async fn pre_start(&self, _myself: ActorRef<OrderMsg>, args: OrderArgs) -> Result<OrderState, ActorProcessingErr> {
         Ok(OrderState {
             args,
             timers_armed: 0,
-            last_activity: Instant::now(),
             refund_attempts: Default::default(),
         })
     }
@@ -110,20 +112,11 @@ impl Actor for OrderActor {
         message: OrderMsg,
         state: &mut OrderState,
     ) -> Result<(), ActorProcessingErr> {
-        if !matches!(message, OrderMsg::IdleCheck) {
-            state.last_activity = Instant::now();
-        }
         let id = state.args.id;
         match message {
             OrderMsg::Expire { force, reply } => {
                 let result = state.order_change(OrderCommand::Expire { id, force }).await;
-                let ended = result.is_ok();
                 answer(reply, result);
-                // Nothing more can happen to an expired order: no reason to linger.
-                if ended && state.timers_armed == 0 {
-                    state.args.ctx.forget_order_actor(id, &myself);
-                    myself.stop(Some("expired".into()));
-                }
             }
             OrderMsg::Pay { vendor_rrn, reply } => {
                 let result = state.order_change(OrderCommand::Pay { id, vendor_rrn }).await;
@@ -131,17 +124,12 @@ impl Actor for OrderActor {
             }
             OrderMsg::Fail { reason, reply } => {
                 let result = state.order_change(OrderCommand::Fail { id, reason }).await;
-                let ended = result.is_ok();
                 answer(reply, result);
-                if ended && state.timers_armed == 0 {
-                    state.args.ctx.forget_order_actor(id, &myself);
-                    myself.stop(Some("failed".into()));
-                }
             }
-            OrderMsg::SubmitRefund(refund_id) => state.submit_refund(&myself, refund_id).await?,
+            OrderMsg::SubmitRefund(refund_id) => state.submit_refund(refund_id).await?,
             OrderMsg::RetryRefund(refund_id) => {
                 state.timers_armed = state.timers_armed.saturating_sub(1);
-                state.submit_refund(&myself, refund_id).await?
+                state.submit_refund(refund_id).await?
             }
             OrderMsg::SettleRefund {
                 refund_id,
@@ -167,12 +155,11 @@ impl Actor for OrderActor {
                     None => log_unexpected(result),
                 }
             }
-            OrderMsg::IdleCheck => {
-                if state.timers_armed == 0 && state.last_activity.elapsed() >= state.args.idle_timeout {
-                    state.args.ctx.forget_order_actor(id, &myself);
-                    myself.stop(Some("idle".into()));
-                }
-            }
+        }
+        if state.timers_armed == 0 {
+            state.args.ctx.forget_order_actor(id, &myself);
+            // Err only when it is stopping already.
+            let _ = myself.drain();
         }
         Ok(())
     }
@@ -205,7 +192,7 @@ impl OrderState {
 
     /// Sends a PENDING refund to the vendor that took the order. A vendor
     /// that cannot be reached fails the refund, which gives the money back.
-    async fn submit_refund(&mut self, myself: &ActorRef<OrderMsg>, refund_id: Uuid) -> Result<(), ActorProcessingErr> {
+    async fn submit_refund(&mut self, refund_id: Uuid) -> Result<(), ActorProcessingErr> {
         let ctx = &self.args.ctx;
         let Some(refund) = ctx.store.refund(&refund_id)? else {
             return Ok(());
@@ -219,6 +206,7 @@ impl OrderState {
         let Some(order) = ctx.store.order(&refund.order_id)? else {
             return Ok(());
         };
+        let (order_id, merchant_id) = (self.args.id, self.args.merchant_id);
         let settle = move |outcome, vendor_refund_id, reason| OrderMsg::SettleRefund {
             refund_id,
             outcome,
@@ -235,8 +223,8 @@ impl OrderState {
             Ok(acceptance) => match (acceptance.status, acceptance.settles_after) {
                 (RefundStatus::Pending, Some((delay, outcome))) => {
                     self.timers_armed += 1;
-                    let reference = acceptance.reference;
-                    myself.send_after(delay, move || settle(outcome, Some(reference), None));
+                    let message = settle(outcome, Some(acceptance.reference), None);
+                    ctx.tell_after(order_id, merchant_id, delay, message);
                 }
                 // Waits for the vendor's callback, its reference kept first.
                 (RefundStatus::Pending, None) => {
@@ -254,7 +242,8 @@ impl OrderState {
                 }
                 (outcome, _) => {
                     self.timers_armed += 1;
-                    let _ = myself.cast(settle(outcome, Some(acceptance.reference), None));
+                    let message = settle(outcome, Some(acceptance.reference), None);
+                    ctx.tell_after(order_id, merchant_id, Duration::ZERO, message);
                 }
             },
             Err(error) => {
@@ -268,12 +257,13 @@ impl OrderState {
                     // The vendor may have it, or never saw it: the same refund id again.
                     Some(delay) => {
                         tracing::warn!(%refund_id, %error, ?delay, "refund vendor failed; asking again");
-                        myself.send_after(*delay, move || OrderMsg::RetryRefund(refund_id));
+                        ctx.tell_after(order_id, merchant_id, *delay, OrderMsg::RetryRefund(refund_id));
                     }
                     None => {
                         tracing::warn!(%refund_id, %error, "refund vendor failed; the refund fails");
                         self.refund_attempts.remove(&refund_id);
-                        let _ = myself.cast(settle(RefundStatus::Failed, None, Some(error.message)));
+                        let message = settle(RefundStatus::Failed, None, Some(error.message));
+                        ctx.tell_after(order_id, merchant_id, Duration::ZERO, message);
                     }
                 }
             }

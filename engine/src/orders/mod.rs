@@ -9,7 +9,7 @@ use crate::domain::disbursement::normalize_phone;
 use crate::domain::{Order, OrderStatus, PaymentMethod, Refund, RefundStatus, Source};
 use crate::engine::Engine;
 use crate::validation::{validate_idempotency_key, validate_url};
-use actor::{OrderActor, OrderArgs, OrderMsg};
+use actor::OrderMsg;
 
 mod actor;
 pub(crate) mod context;
@@ -19,7 +19,7 @@ use crate::limits;
 use crate::money::MinorUnits;
 use crate::qris;
 use crate::vendor::payment::PaymentRequest;
-use ractor::{Actor, ActorRef};
+
 use uuid::Uuid;
 
 /// The largest order: the QRIS amount field holds 13 characters
@@ -526,31 +526,6 @@ impl Engine {
         Ok(open.len())
     }
 
-    async fn order_actor(&self, order: &Order) -> Result<ActorRef<OrderMsg>, EngineError> {
-        let ctx = self.order_context().clone();
-        let (id, merchant_id) = (order.id, order.merchant_id);
-        let idle_timeout = self.actor_idle_timeout();
-        let actors = &self.order_context().actors;
-        if actors.get(&id).is_none() && actors.len() >= self.order_actors_live_max() {
-            return Err(EngineError::Busy);
-        }
-        actors
-            .get_or_spawn(id, || async move {
-                let args = OrderArgs {
-                    id,
-                    merchant_id,
-                    ctx,
-                    idle_timeout,
-                };
-                let (actor, _) = Actor::spawn(None, OrderActor, args).await.map_err(|error| {
-                    tracing::error!(%error, %id, "order actor failed to start");
-                    EngineError::ShuttingDown
-                })?;
-                Ok(actor)
-            })
-            .await
-    }
-
     /// Asks an order's actor and waits, retrying when it stopped (idle)
     /// between lookup and send: such a message was never processed.
     async fn call_order<T: Send + 'static>(
@@ -558,20 +533,13 @@ impl Engine {
         order: &Order,
         build: impl Fn(ractor::RpcReplyPort<Result<T, EngineError>>) -> OrderMsg,
     ) -> Result<T, EngineError> {
-        self.order_context()
-            .actors
-            .call(order.id, || self.order_actor(order), build)
+        let ctx = self.order_context();
+        ctx.actors
+            .call(order.id, || ctx.actor(order.id, order.merchant_id), build)
             .await?
     }
 
     async fn tell_order(&self, order: &Order, message: OrderMsg) {
-        match self.order_actor(order).await {
-            Ok(actor) => {
-                if actor.cast(message).is_err() {
-                    tracing::warn!(order = %order.id, "order actor stopped before a message; it is resumed at the next start");
-                }
-            }
-            Err(error) => tracing::error!(%error, order = %order.id, "order actor unavailable"),
-        }
+        self.order_context().tell(order.id, order.merchant_id, message).await;
     }
 }
