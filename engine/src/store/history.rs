@@ -423,7 +423,7 @@ impl HistoryRuns {
             .chain(self.lookups.iter())
     }
 
-    fn set_tagged(&mut self, tag: u8) -> &mut RunSet {
+    fn sets_mut(&mut self) -> impl Iterator<Item = &mut RunSet> {
         let Self {
             locations,
             refs,
@@ -431,9 +431,11 @@ impl HistoryRuns {
             created,
             ..
         } = self;
-        [locations, refs, created]
-            .into_iter()
-            .chain(lookups.iter_mut())
+        [locations, refs, created].into_iter().chain(lookups.iter_mut())
+    }
+
+    fn set_tagged(&mut self, tag: u8) -> &mut RunSet {
+        self.sets_mut()
             .find(|set| set.spec().tag == tag)
             .expect("a run of one of this kind's indexes")
     }
@@ -556,14 +558,7 @@ impl HistoryRuns {
     /// lock (briefly), written with no lock, installed under it again.
     pub fn plan_merge(&mut self) -> Option<PlannedMerge> {
         let tree = self.tree.clone();
-        let Self {
-            locations,
-            refs,
-            lookups,
-            created,
-            ..
-        } = self;
-        for set in [locations, refs, created].into_iter().chain(lookups.iter_mut()) {
+        for set in self.sets_mut() {
             if let Some(runs) = set.plan_merge() {
                 let id = set.reserve_id();
                 return Some(PlannedMerge {

@@ -74,18 +74,7 @@ impl Store {
         limit: usize,
     ) -> Result<(Vec<Disbursement>, usize), StoreError> {
         let ids = self.created_between(&self.disbursements, merchant_id, from_ms, to_ms)?;
-        let mut page = Vec::new();
-        let mut total = 0;
-        for id in ids.into_iter().rev() {
-            let Some(disbursement) = self.disbursement(&id)?.filter(&keep) else {
-                continue;
-            };
-            if total >= offset && page.len() < limit {
-                page.push(disbursement);
-            }
-            total += 1;
-        }
-        Ok((page, total))
+        super::versions::newest_page(ids, |id| self.disbursement(id), keep, offset, limit)
     }
 
     /// How many durable disbursements are not yet final.

@@ -86,18 +86,7 @@ impl Store {
         limit: usize,
     ) -> Result<(Vec<Order>, usize), StoreError> {
         let ids = self.created_between(&self.orders, merchant_id, from_ms, to_ms)?;
-        let mut page = Vec::new();
-        let mut total = 0;
-        for id in ids.into_iter().rev() {
-            let Some(order) = self.order(&id)?.filter(&keep) else {
-                continue;
-            };
-            if total >= offset && page.len() < limit {
-                page.push(order);
-            }
-            total += 1;
-        }
-        Ok((page, total))
+        super::versions::newest_page(ids, |id| self.order(id), keep, offset, limit)
     }
 
     /// PENDING orders whose expiry is at or before `now_ms`, oldest first, at most `limit`.

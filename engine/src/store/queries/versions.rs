@@ -108,3 +108,26 @@ impl Store {
         Ok(created.into_iter().map(|(_, id)| id).collect())
     }
 }
+
+/// Of the versions of `ids_oldest_first` (read by `load`) that pass
+/// `keep`, newest first: the `offset`..`offset + limit` slice and how many passed.
+pub(super) fn newest_page<T>(
+    ids_oldest_first: Vec<Uuid>,
+    load: impl Fn(&Uuid) -> Result<Option<T>, StoreError>,
+    keep: impl Fn(&T) -> bool,
+    offset: usize,
+    limit: usize,
+) -> Result<(Vec<T>, usize), StoreError> {
+    let mut page = Vec::new();
+    let mut total = 0;
+    for id in ids_oldest_first.into_iter().rev() {
+        let Some(version) = load(&id)?.filter(&keep) else {
+            continue;
+        };
+        if total >= offset && page.len() < limit {
+            page.push(version);
+        }
+        total += 1;
+    }
+    Ok((page, total))
+}
