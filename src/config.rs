@@ -25,7 +25,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the HTTP service.
     Serve(ServeArgs),
-    /// Measure disbursements end to end against an in-process sandbox server.
+    /// Measure disbursements or orders end to end against an in-process
+    /// sandbox server, next to a bare axum baseline in the same process.
     Benchmark(BenchmarkArgs),
     /// Check a data dir offline (a backup, or one a crash left): replay its
     /// journal over its checkpoint and check every ledger invariant.
@@ -107,10 +108,20 @@ pub struct ServeArgs {
 /// Flags of `paygate benchmark`.
 #[derive(Args, Debug)]
 pub struct BenchmarkArgs {
-    /// Disbursements to create.
-    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    pub disbursements: u64,
-    /// WALLET merchants the disbursements are spread over.
+    /// What each item of the load is.
+    #[arg(long, value_enum, default_value_t = Workload::Disbursements)]
+    pub workload: Workload,
+    /// Items to run through the workload, over all phases (`--disbursements`
+    /// still works: it named them when disbursements were the only workload).
+    #[arg(long, alias = "disbursements", default_value_t = 50_000,
+          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub items: u64,
+    /// Phases of equal size the items run in, each followed by the webhook
+    /// drain and an idle wait, with the idle resident memory after each: a
+    /// server whose memory is bounded stops growing from one to the next.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000))]
+    pub phases: u64,
+    /// WALLET merchants the items are spread over.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub merchants: u64,
     /// Concurrent HTTP connections of the load generator.
@@ -123,11 +134,24 @@ pub struct BenchmarkArgs {
     #[arg(long, alias = "sandbox-delay-ms", default_value_t = 500,
           value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub sandbox_disbursement_delay_ms: u64,
-    /// Disbursements created per second, paced; 0: as fast as the
-    /// connections are answered. A paced run counts each latency from the
-    /// disbursement's scheduled time, so a server that falls behind shows it.
+    /// Items started per second, paced; 0: as fast as the connections are
+    /// answered. A paced run counts each item's first latency from its
+    /// scheduled time, so a server that falls behind shows it.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub rate: u64,
+}
+
+/// The items of a `paygate benchmark` load.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// `POST /v1/disbursements`, each settled by the sandbox vendor: two webhooks.
+    Disbursements,
+    /// `POST /v1/orders` (QRIS), left PENDING: no webhook.
+    Orders,
+    /// Each order created, then paid through the sandbox: one `order.paid` webhook.
+    OrdersPaid,
+    /// Disbursements and paid orders, alternating.
+    Mixed,
 }
 
 #[derive(Deserialize, Default)]

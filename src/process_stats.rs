@@ -1,5 +1,6 @@
-//! This process's CPU time and memory, read from `/proc/self` (Linux): for
-//! `paygate benchmark` and the engine benches, which include this file.
+//! This process's CPU time (whole, or of some named threads) and memory,
+//! read from `/proc/self` (Linux): for `paygate benchmark` and the engine
+//! benches, which include this file.
 
 /// A `/proc/self/status` figure in KiB (`VmRSS`, `VmHWM`); 0 if unreadable.
 pub fn memory_kib(field: &str) -> u64 {
@@ -13,7 +14,27 @@ pub fn memory_kib(field: &str) -> u64 {
 
 /// User and system CPU time this process has used, in seconds.
 pub fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat_cpu_seconds(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default())
+}
+
+/// User and system CPU time used by this process's live threads whose name
+/// starts with `name_prefix`, in seconds. Threads that ended are not
+/// counted: name only threads that outlive the measurement.
+pub fn threads_cpu_seconds(name_prefix: &str) -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|name| name.starts_with(name_prefix))
+        })
+        .map(|task| stat_cpu_seconds(&std::fs::read_to_string(task.path().join("stat")).unwrap_or_default()))
+        .sum()
+}
+
+/// utime + stime of a `/proc/.../stat` line, in seconds.
+fn stat_cpu_seconds(stat: &str) -> f64 {
     // Fields after the command name (which may hold spaces) start at the
     // state, field 3; utime and stime are fields 14 and 15, in USER_HZ,
     // which Linux fixes at 100 for user space.
@@ -32,5 +53,19 @@ mod tests {
         let spin = std::time::Instant::now();
         while spin.elapsed() < std::time::Duration::from_millis(30) {}
         assert!(super::cpu_seconds() > 0.0);
+    }
+
+    #[test]
+    fn a_named_thread_has_its_own_cpu_time_and_an_unknown_name_none() {
+        let spinner = std::thread::Builder::new()
+            .name("stats-spinner".into())
+            .spawn(|| {
+                let spin = std::time::Instant::now();
+                while spin.elapsed() < std::time::Duration::from_millis(50) {}
+                super::threads_cpu_seconds("stats-spinner")
+            })
+            .unwrap();
+        assert!(spinner.join().unwrap() > 0.0);
+        assert_eq!(super::threads_cpu_seconds("no-such-thread"), 0.0);
     }
 }

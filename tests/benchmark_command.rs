@@ -1,6 +1,7 @@
-//! `paygate benchmark` runs a small load through whole disbursement
-//! lifecycles against its in-process server, prints the figures and passes
-//! its own checks, with the real binary the other tests start.
+//! `paygate benchmark` runs a small load through whole disbursement or
+//! order lifecycles against its in-process server, prints the figures (with
+//! its baseline and phases) and passes its own checks, with the real binary
+//! the other tests start.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -127,4 +128,48 @@ fn a_paced_benchmark_keeps_a_data_dir_it_was_given() {
         .unwrap_or_else(|| panic!("no creation time in\n{stdout}"));
     assert!(seconds >= 0.18, "20 created in {seconds} s at 100/s");
     assert!(data_dir.join("journal").is_dir(), "the data dir holds the journal");
+}
+
+#[test]
+fn an_orders_paid_benchmark_in_two_phases_prints_its_baseline_and_each_phase() {
+    let (success, stdout, stderr) = benchmark(&[
+        "--workload",
+        "orders-paid",
+        "--items",
+        "200",
+        "--merchants",
+        "2",
+        "--phases",
+        "2",
+        "--connections",
+        "4",
+    ]);
+    assert!(success, "benchmark failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    for figure in [
+        "200 paid orders (POST /v1/orders, then POST /v1/sandbox/orders/{ref_code}/pay) over 2 merchants, 2 phases,",
+        "baseline (bare axum handlers in this process",
+        "  requests      200 in ",
+        "phase 1 of 2: 100 paid orders",
+        "phase 2 of 2: 100 paid orders",
+        " since before the load, ",
+        " since phase 1, ",
+        "created       200 in ",
+        "webhooks      200 events (0 repeated; 200 expected: 1 a paid order)",
+        "  paygate       server ",
+        "  baseline      server ",
+        "  ratio         ",
+        " MiB after the last drain and 3 s idle: ",
+    ] {
+        assert!(stdout.contains(figure), "no {figure:?} in\n{stdout}");
+    }
+    for check in [
+        "ok    every item answered 201, and 200 to its payment: 200 of 200",
+        "ok    every order found by GET with its status (PAID once paid, else PENDING): 200 of 200 sampled of 200",
+        "ok    each balance = funding - final amounts paid + orders paid in: 2 of 2 merchants",
+        "ok    order.paid webhook received for every paid order, signature checked: 200 of 200",
+        "ok    every order found by GET again with its status (PAID once paid, else PENDING): 200 of 200",
+    ] {
+        assert!(stdout.contains(check), "no {check:?} in\n{stdout}");
+    }
+    assert!(stdout.contains("all 8 checks passed"), "{stdout}");
 }

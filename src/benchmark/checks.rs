@@ -1,9 +1,10 @@
 //! The closing checks: every disbursement answered 201 is found again and
-//! final, each wallet holds its funding minus what was paid out, the ledger
-//! verifies, and every final webhook arrived.
+//! final, a sample of the orders found with the status the run left them
+//! in, each wallet holds its funding minus what was paid out plus what
+//! orders paid in, the ledger verifies, and every final webhook arrived.
 
-use super::client::{in_parallel, BenchMerchant, Gateway};
-use super::load::Created;
+use super::client::{in_parallel, BenchMerchant, Gateway, ORDER_NET_MINOR};
+use super::load::{Created, CreatedOrder};
 use super::sink::Sink;
 use super::thousands;
 use std::collections::HashMap;
@@ -25,6 +26,9 @@ impl Verdict {
 
 /// Examples of a failure shown in its line.
 const EXAMPLES_SHOWN: usize = 3;
+/// Orders looked up after the run: an even sample, enough to catch a lost
+/// or stale order without a GET per order of a long run.
+const ORDER_SAMPLE_MAX: usize = 1_000;
 
 /// Disbursement statuses as `GET /v1/disbursements/{id}` answers them, in
 /// the order of the created list (`None`: not found).
@@ -156,12 +160,13 @@ pub fn all_succeeded(created: &[Created], lookups: &Lookups) -> Verdict {
 
 /// Each merchant's `GET /v1/balance` equals its funding minus the final
 /// amounts of its disbursements not given back (FAILED or REJECTED ones
-/// are credited back whole).
+/// are credited back whole), plus the net of each order it was paid.
 pub async fn balances_match(
     gateway: &Arc<Gateway>,
     merchants: &Arc<Vec<BenchMerchant>>,
     created: &[Created],
     lookups: &Lookups,
+    orders: &[CreatedOrder],
     connections: usize,
 ) -> Verdict {
     let mut expected: Vec<i64> = merchants.iter().map(|m| m.funding_minor).collect();
@@ -170,6 +175,9 @@ pub async fn balances_match(
         if !given_back {
             expected[wanted.merchant] -= wanted.final_amount_minor;
         }
+    }
+    for order in orders.iter().filter(|order| order.paid) {
+        expected[order.merchant] += ORDER_NET_MINOR;
     }
     let (gateway, list) = (gateway.clone(), merchants.clone());
     let balances = in_parallel(merchants.len(), connections, move |index| {
@@ -188,8 +196,13 @@ pub async fn balances_match(
             Err(error) => wrong.push(format!("{error:#}")),
         }
     }
+    let paid_in = if orders.iter().any(|order| order.paid) {
+        " + orders paid in"
+    } else {
+        ""
+    };
     let mut line = format!(
-        "each balance = funding - final amounts paid: {} of {} merchants",
+        "each balance = funding - final amounts paid{paid_in}: {} of {} merchants",
         thousands((merchants.len() - wrong.len()) as u64),
         thousands(merchants.len() as u64)
     );
@@ -293,4 +306,148 @@ pub fn unchanged_after_restart(created: &[Created], before: &Lookups, after: &Lo
         line += &format!("; {} lookups failed, first: {error}", after.errors.len());
     }
     Verdict::new(changed.is_empty() && after.errors.is_empty(), line)
+}
+
+/// The statuses `GET /v1/orders/{ref_code}` answers for a sample of the
+/// orders, in the sample's order (`None`: not found).
+pub struct OrderLookups {
+    /// Indexes into the run's order list.
+    sample: Vec<usize>,
+    statuses: Vec<Option<String>>,
+    /// Requests that failed outright.
+    errors: Vec<String>,
+}
+
+/// Up to `ORDER_SAMPLE_MAX` of `count` orders, evenly spread, first and last included.
+fn order_sample(count: usize) -> Vec<usize> {
+    if count <= ORDER_SAMPLE_MAX {
+        return (0..count).collect();
+    }
+    (0..ORDER_SAMPLE_MAX)
+        .map(|i| i * (count - 1) / (ORDER_SAMPLE_MAX - 1))
+        .collect()
+}
+
+/// GETs a sample of the orders with their merchants' keys.
+pub async fn look_up_orders(
+    gateway: &Arc<Gateway>,
+    merchants: &Arc<Vec<BenchMerchant>>,
+    orders: &Arc<Vec<CreatedOrder>>,
+    connections: usize,
+) -> OrderLookups {
+    let sample = Arc::new(order_sample(orders.len()));
+    let (gateway, merchants, list, picked) = (gateway.clone(), merchants.clone(), orders.clone(), sample.clone());
+    let answers = in_parallel(sample.len(), connections, move |index| {
+        let (gateway, merchants, list, picked) = (gateway.clone(), merchants.clone(), list.clone(), picked.clone());
+        async move {
+            let wanted = &list[picked[index]];
+            gateway
+                .order(&merchants[wanted.merchant].api_key, &wanted.ref_code)
+                .await
+                .map(|found| found.map(|data| data["status"].as_str().unwrap_or("").to_string()))
+        }
+    })
+    .await;
+    let mut lookups = OrderLookups {
+        sample: Arc::unwrap_or_clone(sample),
+        statuses: Vec::with_capacity(answers.len()),
+        errors: Vec::new(),
+    };
+    for answer in answers {
+        match answer {
+            Ok(status) => lookups.statuses.push(status),
+            Err(error) => {
+                lookups.errors.push(format!("{error:#}"));
+                lookups.statuses.push(None);
+            }
+        }
+    }
+    lookups
+}
+
+/// Every sampled order found by GET, PAID if its payment was answered 200,
+/// else PENDING.
+pub fn orders_found(orders: &[CreatedOrder], lookups: &OrderLookups, after_restart: bool) -> Verdict {
+    let mut wrong = Vec::new();
+    for (&index, status) in lookups.sample.iter().zip(&lookups.statuses) {
+        let order = &orders[index];
+        let expected = if order.paid { "PAID" } else { "PENDING" };
+        match status.as_deref() {
+            Some(status) if status == expected => {}
+            Some(status) => wrong.push(format!("{} {status}, expected {expected}", order.ref_code)),
+            None => wrong.push(format!("{} not found", order.ref_code)),
+        }
+    }
+    let sampled = lookups.sample.len();
+    let mut line = format!(
+        "every order found by GET{} with its status (PAID once paid, else PENDING): {} of {} sampled of {}",
+        if after_restart { " again" } else { "" },
+        thousands((sampled - wrong.len()) as u64),
+        thousands(sampled as u64),
+        thousands(orders.len() as u64)
+    );
+    if !wrong.is_empty() {
+        line += &format!(", {} wrong{}", wrong.len(), examples(wrong.iter().cloned()));
+    }
+    if let Some(error) = lookups.errors.first() {
+        line += &format!("; {} lookups failed, first: {error}", lookups.errors.len());
+    }
+    Verdict::new(wrong.is_empty() && lookups.errors.is_empty(), line)
+}
+
+/// Every paid order's `order.paid` webhook arrived (signature checked), no
+/// pending order had one, and the sink refused no delivery.
+pub fn order_webhooks_received(orders: &[CreatedOrder], sink: &Sink) -> Verdict {
+    sink.with_receipts(|receipts| {
+        let paid = orders.iter().filter(|order| order.paid).count();
+        let absent: Vec<String> = orders
+            .iter()
+            .filter(|order| order.paid)
+            .filter(|order| receipts.finals.get(&order.id).is_none_or(|hook| hook.status != "PAID"))
+            .map(|order| order.ref_code.clone())
+            .collect();
+        let unexpected: Vec<String> = orders
+            .iter()
+            .filter(|order| !order.paid && receipts.order_events.contains_key(&order.id))
+            .map(|order| order.ref_code.clone())
+            .collect();
+        let mut line = format!(
+            "order.paid webhook received for every paid order, signature checked: {} of {}; none for a pending order",
+            thousands((paid - absent.len()) as u64),
+            thousands(paid as u64)
+        );
+        if !absent.is_empty() {
+            line += &format!(", {} never came{}", absent.len(), examples(absent.iter().cloned()));
+        }
+        if !unexpected.is_empty() {
+            line += &format!(
+                "; {} pending orders had one{}",
+                unexpected.len(),
+                examples(unexpected.iter().cloned())
+            );
+        }
+        if receipts.refused > 0 {
+            line += &format!(
+                "; {} deliveries refused, first: {}",
+                receipts.refused,
+                receipts.refusal_reasons.first().map_or("", String::as_str)
+            );
+        }
+        Verdict::new(
+            absent.is_empty() && unexpected.is_empty() && receipts.refused == 0,
+            line,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_order_sample_takes_every_order_up_to_its_size_then_spreads_from_first_to_last() {
+        assert_eq!(super::order_sample(3), [0, 1, 2]);
+        let sample = super::order_sample(1_000_000);
+        assert_eq!(sample.len(), super::ORDER_SAMPLE_MAX);
+        assert_eq!((sample[0], sample[sample.len() - 1]), (0, 999_999));
+        assert!(sample.windows(2).all(|pair| pair[0] < pair[1]));
+    }
 }

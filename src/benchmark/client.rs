@@ -1,5 +1,6 @@
 //! The benchmark's side of HTTP: merchant setup through the admin API, the
 //! V1 reads the checks make, and a pool of workers sharing a list of jobs.
+//! One client serves the baseline and paygate alike.
 
 use anyhow::{bail, Context};
 use reqwest::StatusCode;
@@ -14,6 +15,15 @@ use std::time::Duration;
 pub const AMOUNT_MINOR: i64 = 1_000_000;
 /// Bank disbursement fee, set on each merchant so the expected debits are known.
 pub const FEE_MINOR: i64 = 250_000;
+/// Amount of every order: IDR 25,000.
+pub const ORDER_AMOUNT_MINOR: i64 = 2_500_000;
+/// QRIS MDR set on each merchant (0.7%, the service's default), so what a
+/// paid order credits is known; no platform or aggregator fee.
+const QRIS_MDR_BPS: i64 = 70;
+// The MDR of an order divides exactly: no rounding rule to repeat here.
+const _: () = assert!(ORDER_AMOUNT_MINOR * QRIS_MDR_BPS % 10_000 == 0);
+/// What a paid order credits a WALLET merchant: its amount less the MDR.
+pub const ORDER_NET_MINOR: i64 = ORDER_AMOUNT_MINOR - ORDER_AMOUNT_MINOR * QRIS_MDR_BPS / 10_000;
 /// Left in every wallet beyond its share of disbursements: IDR 1,000,000.
 const FUNDING_MARGIN_MINOR: i64 = 100_000_000;
 /// The daily limit counts request amounts; this one no run reaches.
@@ -35,7 +45,7 @@ pub struct BenchMerchant {
     pub funding_minor: i64,
 }
 
-/// The server's base URL, the admin token and one keep-alive client.
+/// A server's base URL, the admin token and the run's keep-alive client.
 pub struct Gateway {
     /// `http://127.0.0.1:<port>`.
     pub base: String,
@@ -44,19 +54,24 @@ pub struct Gateway {
     pub http: reqwest::Client,
 }
 
+/// The run's HTTP client: pooled, keeping up to `connections` idle
+/// connections per server, so each load worker keeps its own.
+pub fn http_client(connections: usize) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(connections)
+        .timeout(REQUEST_TIMEOUT)
+        .tcp_nodelay(true)
+        .build()?)
+}
+
 impl Gateway {
-    /// A client of the server at `address`, keeping up to `connections` idle connections.
-    pub fn new(address: SocketAddr, admin_token: &str, connections: usize) -> anyhow::Result<Gateway> {
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(connections)
-            .timeout(REQUEST_TIMEOUT)
-            .tcp_nodelay(true)
-            .build()?;
-        Ok(Gateway {
+    /// The server at `address` through `http` (a clone shares its pool).
+    pub fn new(address: SocketAddr, admin_token: &str, http: reqwest::Client) -> Gateway {
+        Gateway {
             base: format!("http://{address}"),
             admin_token: admin_token.to_string(),
             http,
-        })
+        }
     }
 
     /// An admin call that must answer `expected`; its `data`.
@@ -75,8 +90,8 @@ impl Gateway {
     }
 
     /// Creates a WALLET merchant whose webhooks go to `notify_url`, with
-    /// limits out of the load's way, and credits it enough for
-    /// `disbursements` of them.
+    /// limits out of the load's way and known fees, and credits it enough
+    /// for `disbursements` of them.
     pub async fn create_merchant(
         &self,
         index: usize,
@@ -86,7 +101,12 @@ impl Gateway {
         let body = json!({
             "name": format!("Benchmark merchant {index}"),
             "settlement_type": "WALLET",
-            "fees": { "disbursement_fee_bank_minor": FEE_MINOR },
+            "fees": {
+                "disbursement_fee_bank_minor": FEE_MINOR,
+                "qris_mdr_bps": QRIS_MDR_BPS,
+                "platform_fee_minor": 0,
+                "aggregator_fee_minor": 0,
+            },
             "limits": {
                 "daily_minor": DAILY_LIMIT_MINOR,
                 "rate_limit_per_second": RATE_LIMIT_MAX,
@@ -134,19 +154,28 @@ impl Gateway {
 
     /// `GET /v1/disbursements/{id}`'s data; `None` for a 404.
     pub async fn disbursement(&self, api_key: &str, id: &str) -> anyhow::Result<Option<Value>> {
+        self.v1_get(api_key, &format!("/v1/disbursements/{id}")).await
+    }
+
+    /// `GET /v1/orders/{ref_code}`'s data; `None` for a 404.
+    pub async fn order(&self, api_key: &str, ref_code: &str) -> anyhow::Result<Option<Value>> {
+        self.v1_get(api_key, &format!("/v1/orders/{ref_code}")).await
+    }
+
+    async fn v1_get(&self, api_key: &str, path: &str) -> anyhow::Result<Option<Value>> {
         let response = self
             .http
-            .get(format!("{}/v1/disbursements/{id}", self.base))
+            .get(format!("{}{path}", self.base))
             .header("X-API-Key", api_key)
             .send()
             .await
-            .with_context(|| format!("GET disbursement {id}"))?;
+            .with_context(|| format!("GET {path}"))?;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or(Value::Null);
         match status {
             StatusCode::OK => Ok(Some(body["data"].clone())),
             StatusCode::NOT_FOUND => Ok(None),
-            other => bail!("GET disbursement {id}: HTTP {other}: {body}"),
+            other => bail!("GET {path}: HTTP {other}: {body}"),
         }
     }
 

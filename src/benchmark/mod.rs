@@ -1,13 +1,17 @@
 //! `paygate benchmark`: the real server started in this process in sandbox
-//! mode, driven over HTTP through whole disbursement lifecycles, then checked.
-//! Prints throughput, latency, webhook lag and memory; exits non-zero if a check fails.
+//! mode, driven over HTTP through whole disbursement or order lifecycles in
+//! one or more phases, next to a bare axum baseline measured first in the
+//! same process, then checked. Prints throughput, latency, webhook lag, CPU
+//! against the baseline and idle memory; exits non-zero if a check fails.
 
+mod baseline;
 mod checks;
 mod client;
 mod load;
+mod load_threads;
 mod sink;
 
-use crate::config::{self, BenchmarkArgs, Settings};
+use crate::config::{self, BenchmarkArgs, Settings, Workload};
 use crate::process_stats;
 use crate::server;
 use anyhow::Context;
@@ -15,8 +19,11 @@ use checks::Verdict;
 use client::{in_parallel, Gateway};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
+use load::{Item, LoadResult};
+use load_threads::LoadThreads;
 use paygate_api::Mode;
 use sink::Sink;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,12 +32,19 @@ use std::time::{Duration, Instant};
 const STALL_LIMIT: Duration = Duration::from_secs(30);
 /// How often the wait looks at the sink.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// The idle wait before each resident-memory reading: long enough for
+/// checkpoints to take what the load left in memory, so the reading is
+/// what an idle server keeps.
+const IDLE_WAIT: Duration = paygate_engine::limits::CHECKPOINT_INTERVAL.saturating_mul(3);
 
 /// Runs the benchmark; an error names what failed.
 pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
-    let count = usize::try_from(args.disbursements)?;
+    let count = usize::try_from(args.items)?;
     let merchant_count = usize::try_from(args.merchants)?;
     let connections = usize::try_from(args.connections)?;
+    // Every phase has at least one item.
+    let phase_count = usize::try_from(args.phases)?.min(count);
+    let workload = args.workload;
     let delay_ms = args.sandbox_disbursement_delay_ms;
     let (data_dir, temporary) = match args.data_dir {
         Some(dir) => {
@@ -59,22 +73,38 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         0 => "as fast as answered".to_string(),
         rate => format!("{}/s", thousands(rate)),
     };
+    let noun = noun(workload);
     println!(
-        "paygate benchmark: {} disbursements over {} merchants, {connections} connections, {pace}, \
+        "paygate benchmark: {} {noun} ({}) over {} merchants, {} {}, {connections} connections, {pace}, \
          sandbox payouts settle after {delay_ms} ms, {cores} cores",
         thousands(count as u64),
-        thousands(merchant_count as u64)
+        what_an_item_is(workload),
+        thousands(merchant_count as u64),
+        phase_count,
+        if phase_count == 1 { "phase" } else { "phases" },
     );
     let where_kept = if temporary.is_some() { "temporary" } else { "kept" };
     println!("data dir: {} ({where_kept})", data_dir.display());
 
+    // The load generator and the sink get threads of their own, so the
+    // server's CPU is the process's less theirs.
+    let load_threads = LoadThreads::start(cores)?;
     let sink = Sink::new();
-    let (sink_address, sink_task) = sink::start(sink.clone()).await?;
+    let (sink_address, sink_task) = load_threads.run(sink::start(sink.clone())).await?;
     let server = server::start(&settings).await?;
-    let gateway = Arc::new(Gateway::new(server.address, &admin_token, connections)?);
+    let http = client::http_client(connections)?;
+    let gateway = Arc::new(Gateway::new(server.address, &admin_token, http.clone()));
 
     let setup_started = Instant::now();
-    let merchants = Arc::new(set_up_merchants(&gateway, merchant_count, count, connections, sink_address).await?);
+    let made = load_threads.run(set_up_merchants(
+        gateway.clone(),
+        workload,
+        merchant_count,
+        count,
+        connections,
+        sink_address,
+    ));
+    let merchants = Arc::new(made.await?);
     let secrets: Vec<&str> = merchants.iter().map(|m| m.webhook_secret.as_str()).collect();
     sink.set_secrets(&secrets)?;
     println!(
@@ -83,50 +113,159 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         setup_started.elapsed().as_secs_f64()
     );
 
-    let bar = progress_bar(count as u64, "creating");
-    let cpu_before = process_stats::cpu_seconds();
-    let load = load::create_disbursements(
-        gateway.clone(),
+    // The baseline serves on the server's runtime, as paygate does, and
+    // takes as many items as one phase, through the same client.
+    let baseline_items = 0..count / phase_count;
+    let (baseline_address, baseline_task) = baseline::start().await?;
+    let baseline_gateway = Arc::new(Gateway::new(baseline_address, &admin_token, http.clone()));
+    let bar = progress_bar(baseline_items.len() as u64, "baseline");
+    let baseline_cpu = CpuMeter::start(&load_threads);
+    let baseline_run = load::run(
+        baseline_gateway,
         merchants.clone(),
-        count,
+        workload,
+        baseline_items.clone(),
         connections,
         args.rate,
         bar.clone(),
-    )
-    .await;
+    );
+    let baseline_load = load_threads.run(baseline_run).await;
+    let baseline_cpu = baseline_cpu.used(&load_threads);
     bar.finish_and_clear();
-    let cpu_per_second = (process_stats::cpu_seconds() - cpu_before) / load.elapsed.as_secs_f64();
-    let memory_after_creation = process_stats::memory_kib("VmRSS");
-    let settled = await_finals(&sink, load.created.len() as u64, delay_ms).await;
-    print_creation(&load, cpu_per_second, cores);
-    print_lifecycle(&load, &sink, &settled, cores);
+    baseline_task.abort();
+    let baseline_requests = requests_of(workload, baseline_items.clone(), merchant_count);
+    print_baseline(&baseline_load, baseline_requests, &baseline_cpu);
+
+    tokio::time::sleep(IDLE_WAIT).await;
+    let idle_before_kib = process_stats::memory_kib("VmRSS");
+    println!(
+        "idle RSS before the load: {} MiB ({} s after the baseline)\n",
+        idle_before_kib / 1024,
+        IDLE_WAIT.as_secs_f64()
+    );
+
+    let mut all = LoadResult::empty(Instant::now());
+    let (mut load_seconds, mut end_to_end) = (0.0, Duration::ZERO);
+    let (mut finals_expected, mut server_cpu, mut creation_cpu) = (0, CpuUse::default(), CpuUse::default());
+    let mut idle_kib = idle_before_kib;
+    let mut last_phase = None;
+    for phase in 0..phase_count {
+        let indexes = phase_bounds(phase, phase_count, count);
+        let bar = progress_bar(indexes.len() as u64, "load");
+        let cpu = CpuMeter::start(&load_threads);
+        let load = load_threads
+            .run(load::run(
+                gateway.clone(),
+                merchants.clone(),
+                workload,
+                indexes.clone(),
+                connections,
+                args.rate,
+                bar.clone(),
+            ))
+            .await;
+        bar.finish_and_clear();
+        creation_cpu.add(&cpu.used(&load_threads));
+        let memory_after_creation_kib = process_stats::memory_kib("VmRSS");
+        finals_expected += load.created.len() as u64 + load.orders.iter().filter(|o| o.paid).count() as u64;
+        let settled = await_finals(&sink, finals_expected, delay_ms).await;
+        server_cpu.add(&cpu.used(&load_threads));
+        let last_webhook = sink.with_receipts(|receipts| receipts.last_at);
+        let phase_start = load.finished - load.elapsed;
+        end_to_end += match last_webhook {
+            Some(last) if settled.complete && finals_expected > 0 && last > phase_start => last - phase_start,
+            _ => load.elapsed,
+        };
+        load_seconds += load.elapsed.as_secs_f64();
+        tokio::time::sleep(IDLE_WAIT).await;
+        let idle_now_kib = process_stats::memory_kib("VmRSS");
+        print_phase(
+            phase,
+            phase_count,
+            &indexes,
+            &load,
+            noun,
+            &settled,
+            idle_kib,
+            idle_now_kib,
+        );
+        idle_kib = idle_now_kib;
+        last_phase = Some((load.finished, memory_after_creation_kib, settled));
+        all.absorb(load);
+    }
+    let (load_finished, memory_after_creation_kib, settled) = last_phase.expect("at least one phase");
+    all.finished = load_finished;
+    println!();
+    print_creation(workload, &all, count, load_seconds, &creation_cpu, cores);
+    print_lifecycle(
+        workload,
+        &all,
+        &sink,
+        &settled,
+        end_to_end,
+        load_finished,
+        phase_count,
+        cores,
+    );
+    let paygate_requests = requests_of(workload, 0..count, merchant_count);
+    print_cpu_ratio(
+        noun,
+        count,
+        paygate_requests,
+        &server_cpu,
+        baseline_requests,
+        &baseline_cpu,
+    );
     println!("memory (VmRSS of this one process: server, load generator and sink)");
     println!(
         "  {} MiB after creation, {} MiB after the lifecycle, peak {} MiB",
-        memory_after_creation / 1024,
+        memory_after_creation_kib / 1024,
         process_stats::memory_kib("VmRSS") / 1024,
         process_stats::memory_kib("VmHWM") / 1024
     );
+    println!(
+        "  idle          {} MiB before the load, {} MiB after the last drain and {} s idle: {} an item",
+        idle_before_kib / 1024,
+        idle_kib / 1024,
+        IDLE_WAIT.as_secs_f64(),
+        bytes_an_item(idle_before_kib, idle_kib, count)
+    );
 
     println!("checks");
-    let created = Arc::new(load.created);
-    let refused: u64 = load.refused.values().sum();
+    let refused: u64 = all.refused.values().sum();
+    let with_disbursements = matches!(workload, Workload::Disbursements | Workload::Mixed);
+    let with_orders = workload != Workload::Disbursements;
+    let created = Arc::new(std::mem::take(&mut all.created));
+    let orders = Arc::new(std::mem::take(&mut all.orders));
     let lookups = checks::look_up(&gateway, &merchants, &created, connections).await;
-    let mut verdicts = vec![
-        Verdict {
-            passed: refused == 0,
-            line: format!(
-                "every creation answered 201: {} of {}",
-                thousands(created.len() as u64),
-                thousands(count as u64)
-            ),
-        },
-        checks::all_found(&created, &lookups),
-        checks::all_succeeded(&created, &lookups),
-        checks::balances_match(&gateway, &merchants, &created, &lookups, connections).await,
-        checks::ledger_balanced(&gateway).await,
-        checks::webhooks_received(&created, &lookups, &sink),
-    ];
+    let order_lookups = checks::look_up_orders(&gateway, &merchants, &orders, connections).await;
+    let answered = match workload {
+        Workload::Disbursements | Workload::Orders => "every creation answered 201",
+        Workload::OrdersPaid | Workload::Mixed => "every item answered 201, and 200 to its payment",
+    };
+    let mut verdicts = vec![Verdict {
+        passed: refused == 0,
+        line: format!(
+            "{answered}: {} of {}",
+            thousands(all.items_done),
+            thousands(count as u64)
+        ),
+    }];
+    if with_disbursements {
+        verdicts.push(checks::all_found(&created, &lookups));
+        verdicts.push(checks::all_succeeded(&created, &lookups));
+    }
+    if with_orders {
+        verdicts.push(checks::orders_found(&orders, &order_lookups, false));
+    }
+    verdicts.push(checks::balances_match(&gateway, &merchants, &created, &lookups, &orders, connections).await);
+    verdicts.push(checks::ledger_balanced(&gateway).await);
+    if with_disbursements {
+        verdicts.push(checks::webhooks_received(&created, &lookups, &sink));
+    }
+    if with_orders {
+        verdicts.push(checks::order_webhooks_received(&orders, &sink));
+    }
     print_verdicts(&verdicts);
 
     // Without the final checkpoint the next start replays the journal, as
@@ -140,13 +279,18 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         "restart (stopped without a final checkpoint; the journal replayed)\n  listening again after {:.2} s",
         restart_started.elapsed().as_secs_f64()
     );
-    let gateway = Arc::new(Gateway::new(server.address, &admin_token, connections)?);
+    let gateway = Arc::new(Gateway::new(server.address, &admin_token, http));
+    let mut after_restart = Vec::new();
     let relookups = checks::look_up(&gateway, &merchants, &created, connections).await;
-    let after_restart = vec![
-        checks::unchanged_after_restart(&created, &lookups, &relookups),
-        checks::balances_match(&gateway, &merchants, &created, &relookups, connections).await,
-        checks::ledger_balanced(&gateway).await,
-    ];
+    if with_disbursements {
+        after_restart.push(checks::unchanged_after_restart(&created, &lookups, &relookups));
+    }
+    if with_orders {
+        let order_relookups = checks::look_up_orders(&gateway, &merchants, &orders, connections).await;
+        after_restart.push(checks::orders_found(&orders, &order_relookups, true));
+    }
+    after_restart.push(checks::balances_match(&gateway, &merchants, &created, &relookups, &orders, connections).await);
+    after_restart.push(checks::ledger_balanced(&gateway).await);
     print_verdicts(&after_restart);
     verdicts.extend(after_restart);
     server.stop().await?;
@@ -163,21 +307,112 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The plural an item of `workload` is counted in.
+fn noun(workload: Workload) -> &'static str {
+    match workload {
+        Workload::Disbursements => "disbursements",
+        Workload::Orders => "orders",
+        Workload::OrdersPaid => "paid orders",
+        Workload::Mixed => "items",
+    }
+}
+
+/// What an item of `workload` is, in requests.
+fn what_an_item_is(workload: Workload) -> &'static str {
+    match workload {
+        Workload::Disbursements => "POST /v1/disbursements, settled by the sandbox",
+        Workload::Orders => "POST /v1/orders, QRIS, left PENDING",
+        Workload::OrdersPaid => "POST /v1/orders, then POST /v1/sandbox/orders/{ref_code}/pay",
+        Workload::Mixed => "disbursements and paid orders, alternating",
+    }
+}
+
+/// Items of phase `phase` of `phases` over `count` items: equal shares, the
+/// remainder spread over the later ones.
+fn phase_bounds(phase: usize, phases: usize, count: usize) -> Range<usize> {
+    phase * count / phases..(phase + 1) * count / phases
+}
+
+/// The HTTP requests items `indexes` of `workload` take.
+fn requests_of(workload: Workload, indexes: Range<usize>, merchants: usize) -> u64 {
+    indexes
+        .map(|index| load::item_of(workload, index, merchants).requests())
+        .sum()
+}
+
+/// Resident memory growth from `before_kib` to `after_kib` over `items`, in bytes an item.
+fn bytes_an_item(before_kib: u64, after_kib: u64, items: usize) -> String {
+    let grown_bytes = (after_kib as i64 - before_kib as i64) * 1024;
+    let sign = if grown_bytes < 0 { "-" } else { "" };
+    format!(
+        "{sign}{} bytes",
+        thousands(grown_bytes.unsigned_abs() / items.max(1) as u64)
+    )
+}
+
+/// CPU used while a load ran: the whole process's and the load generator's
+/// (its client and the webhook sink); the server's is the difference.
+#[derive(Default)]
+struct CpuUse {
+    process_seconds: f64,
+    load_seconds: f64,
+    elapsed: Duration,
+}
+
+impl CpuUse {
+    fn server_seconds(&self) -> f64 {
+        (self.process_seconds - self.load_seconds).max(0.0)
+    }
+
+    fn add(&mut self, other: &CpuUse) {
+        self.process_seconds += other.process_seconds;
+        self.load_seconds += other.load_seconds;
+        self.elapsed += other.elapsed;
+    }
+}
+
+/// Readings taken when a measurement starts.
+struct CpuMeter {
+    started: Instant,
+    process_seconds: f64,
+    load_seconds: f64,
+}
+
+impl CpuMeter {
+    fn start(load_threads: &LoadThreads) -> CpuMeter {
+        CpuMeter {
+            started: Instant::now(),
+            process_seconds: process_stats::cpu_seconds(),
+            load_seconds: load_threads.cpu_seconds(),
+        }
+    }
+
+    /// What was used since `start`.
+    fn used(&self, load_threads: &LoadThreads) -> CpuUse {
+        CpuUse {
+            process_seconds: process_stats::cpu_seconds() - self.process_seconds,
+            load_seconds: load_threads.cpu_seconds() - self.load_seconds,
+            elapsed: self.started.elapsed(),
+        }
+    }
+}
+
 /// Creates the run's merchants, merchant `i` funded for the disbursements
-/// `load::merchant_of` gives it, its webhooks going to the sink's `/webhooks/i`.
+/// `load::disbursements_of` gives it, its webhooks going to the sink's `/webhooks/i`.
 async fn set_up_merchants(
-    gateway: &Arc<Gateway>,
+    gateway: Arc<Gateway>,
+    workload: Workload,
     merchant_count: usize,
     count: usize,
     connections: usize,
     sink_address: std::net::SocketAddr,
 ) -> anyhow::Result<Vec<client::BenchMerchant>> {
     let bar = progress_bar(merchant_count as u64, "merchants");
-    let (gateway, progress) = (gateway.clone(), bar.clone());
+    let progress = bar.clone();
     let made = in_parallel(merchant_count, connections, move |index| {
         let (gateway, progress) = (gateway.clone(), progress.clone());
         async move {
-            let share = load::share_of(index, merchant_count, count) as u64;
+            let share = load::disbursements_of(workload, index, merchant_count, count) as u64;
             let made = gateway
                 .create_merchant(index, &sink::notify_url(sink_address, index), share)
                 .await;
@@ -192,12 +427,14 @@ async fn set_up_merchants(
 
 /// How the wait for final webhooks ended.
 struct Settled {
-    /// Disbursements whose final webhook came.
+    /// Resources whose final webhook came, over the run so far.
     finals: u64,
-    /// Every created one's came.
+    /// Every one expected came.
     complete: bool,
     /// How long the wait saw none come at its end.
     quiet_for: Duration,
+    /// How long it waited.
+    waited: Duration,
     /// Cores' worth of CPU the process used while waiting: the load
     /// generator is idle then, so this is the server's delivery work.
     cpu_per_second: f64,
@@ -223,56 +460,161 @@ async fn await_finals(sink: &Sink, expected: u64, delay_ms: u64) -> Settled {
         finals,
         complete: finals >= expected,
         quiet_for: last_progress.elapsed(),
-        cpu_per_second: (process_stats::cpu_seconds() - cpu_before) / started.elapsed().as_secs_f64(),
+        waited: started.elapsed(),
+        cpu_per_second: (process_stats::cpu_seconds() - cpu_before) / started.elapsed().as_secs_f64().max(1e-6),
     }
 }
 
-fn print_creation(load: &load::LoadResult, cpu_per_second: f64, cores: usize) {
-    let created = load.created.len() as u64;
+fn print_baseline(load: &LoadResult, requests: u64, cpu: &CpuUse) {
     let seconds = load.elapsed.as_secs_f64();
-    println!("creation (POST /v1/disbursements, each answered 201 once durable)");
+    println!("baseline (bare axum handlers in this process: the JSON body parsed, a small JSON answer, nothing kept)");
     println!(
-        "  created       {} in {seconds:.2} s: {} disbursements/s (process CPU {cpu_per_second:.1} of {cores} cores)",
-        thousands(created),
-        thousands((created as f64 / seconds) as u64),
+        "  requests      {} in {seconds:.2} s: {} requests/s, the same client, connections and pace as paygate's",
+        thousands(requests),
+        thousands((requests as f64 / seconds) as u64)
     );
     println!("  latency       {}", quantiles(&load.latency_us, true));
+    println!(
+        "  CPU           server {} a request (process {}, of which the load generator {})",
+        micros(cpu.server_seconds(), requests),
+        micros(cpu.process_seconds, requests),
+        micros(cpu.load_seconds, requests)
+    );
     if !load.refused.is_empty() {
-        let refused: u64 = load.refused.values().sum();
         let reasons: Vec<String> = load.refused.iter().map(|(r, n)| format!("{n}: {r}")).collect();
-        println!("  not created   {} ({})", thousands(refused), reasons.join("; "));
+        println!("  not answered  {}", reasons.join("; "));
+    }
+    println!();
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_phase(
+    phase: usize,
+    phases: usize,
+    indexes: &Range<usize>,
+    load: &LoadResult,
+    noun: &str,
+    settled: &Settled,
+    idle_before_kib: u64,
+    idle_after_kib: u64,
+) {
+    let seconds = load.elapsed.as_secs_f64();
+    let items = indexes.len() as u64;
+    println!("phase {} of {phases}: {} {noun}", phase + 1, thousands(items));
+    println!(
+        "  done          {} in {seconds:.2} s: {} {noun}/s, latency {}",
+        thousands(load.items_done),
+        thousands((load.items_done as f64 / seconds) as u64),
+        quantiles(&load.latency_us, true)
+    );
+    if settled.complete {
+        println!(
+            "  drained       {} final webhooks so far, waited {:.2} s after the load",
+            thousands(settled.finals),
+            settled.waited.as_secs_f64()
+        );
+    } else {
+        println!(
+            "  drained       no: {} final webhooks so far; none for {} s",
+            thousands(settled.finals),
+            settled.quiet_for.as_secs()
+        );
+    }
+    let since = if phase == 0 {
+        "before the load".to_string()
+    } else {
+        format!("phase {}", phase)
+    };
+    println!(
+        "  idle RSS      {} MiB {} s after the drain: {:+} MiB since {since}, {} an item",
+        idle_after_kib / 1024,
+        IDLE_WAIT.as_secs_f64(),
+        (idle_after_kib as i64 - idle_before_kib as i64) / 1024,
+        bytes_an_item(idle_before_kib, idle_after_kib, indexes.len())
+    );
+}
+
+fn print_creation(workload: Workload, all: &LoadResult, count: usize, seconds: f64, cpu: &CpuUse, cores: usize) {
+    let header = match workload {
+        Workload::Disbursements => "creation (POST /v1/disbursements, each answered 201 once durable)",
+        Workload::Orders => "creation (POST /v1/orders, each answered 201 once durable)",
+        Workload::OrdersPaid => "load (POST /v1/orders answered 201, then its payment answered 200, each once durable)",
+        Workload::Mixed => "load (disbursements and paid orders, alternating, each answered once durable)",
+    };
+    let noun = noun(workload);
+    let cpu_per_second = cpu.process_seconds / cpu.elapsed.as_secs_f64().max(1e-6);
+    println!("{header}");
+    println!(
+        "  created       {} in {seconds:.2} s: {} {noun}/s (process CPU {cpu_per_second:.1} of {cores} cores)",
+        thousands(all.items_done),
+        thousands((all.items_done as f64 / seconds) as u64),
+    );
+    println!("  latency       {} (a request)", quantiles(&all.latency_us, true));
+    if !all.refused.is_empty() {
+        let refused: u64 = all.refused.values().sum();
+        let reasons: Vec<String> = all.refused.iter().map(|(r, n)| format!("{n}: {r}")).collect();
+        println!(
+            "  not done      {} of {} ({})",
+            thousands(refused),
+            thousands(count as u64),
+            reasons.join("; ")
+        );
     }
 }
 
-fn print_lifecycle(load: &load::LoadResult, sink: &Sink, settled: &Settled, cores: usize) {
-    let created = load.created.len() as u64;
-    println!("lifecycle (creation, the sandbox vendor's payout, webhooks to the sink)");
-    let (first_webhook, last_webhook, events, duplicates, lag) = sink.with_receipts(|receipts| {
-        let lag = quantiles(&receipts.lag_us, false);
+#[allow(clippy::too_many_arguments)]
+fn print_lifecycle(
+    workload: Workload,
+    all: &LoadResult,
+    sink: &Sink,
+    settled: &Settled,
+    end_to_end: Duration,
+    load_finished: Instant,
+    phases: usize,
+    cores: usize,
+) {
+    let noun = noun(workload);
+    let expected_events: u64 = all.created.len() as u64 * Item::Disbursement.webhooks()
+        + all.orders.iter().filter(|o| o.paid).count() as u64 * Item::PaidOrder.webhooks();
+    let finals_expected = all.created.len() as u64 + all.orders.iter().filter(|o| o.paid).count() as u64;
+    println!("lifecycle (the sandbox vendor's payouts, webhooks to the sink)");
+    let (first_webhook, last_webhook, events, duplicates, lag, lag_by_kind) = sink.with_receipts(|receipts| {
+        let by_kind: Vec<String> = receipts
+            .lag_us_by_kind
+            .iter()
+            .map(|(kind, lag)| format!("{kind} {}", quantiles(lag, false)))
+            .collect();
         (
             receipts.first_at,
             receipts.last_at,
             receipts.events,
             receipts.duplicates,
-            lag,
+            quantiles(&receipts.lag_us, false),
+            by_kind,
         )
     });
-    let first_creation = load.finished - load.elapsed;
-    match last_webhook {
-        Some(last) if settled.complete => {
-            let seconds = (last - first_creation).as_secs_f64();
-            println!(
-                "  all final     {} in {seconds:.2} s from the first creation: {} disbursements/s end to end",
-                thousands(created),
-                thousands((created as f64 / seconds) as u64)
-            );
-        }
-        _ => println!(
+    let done = all.items_done;
+    if finals_expected == 0 {
+        println!("  all final     no webhooks expected: orders left PENDING make none");
+    } else if settled.complete {
+        let seconds = end_to_end.as_secs_f64();
+        let idle = if phases > 1 {
+            ", idle waits between phases left out"
+        } else {
+            ""
+        };
+        println!(
+            "  all final     {} in {seconds:.2} s from the first creation{idle}: {} {noun}/s end to end",
+            thousands(done),
+            thousands((done as f64 / seconds) as u64)
+        );
+    } else {
+        println!(
             "  all final     no: {} of {} final webhooks came; none for {} s",
             thousands(settled.finals),
-            thousands(created),
+            thousands(finals_expected),
             settled.quiet_for.as_secs()
-        ),
+        );
     }
     // The sink's own rate: how fast the dispatcher delivered, whatever
     // the creations before it.
@@ -280,18 +622,82 @@ fn print_lifecycle(load: &load::LoadResult, sink: &Sink, settled: &Settled, core
         (Some(first), Some(last)) if last > first => (events as f64 / (last - first).as_secs_f64()) as u64,
         _ => 0,
     };
+    let rate_note = if phases > 1 { " (idle waits included)" } else { "" };
+    let each = match workload {
+        Workload::Disbursements => "2 a disbursement",
+        Workload::Orders => "none for a pending order",
+        Workload::OrdersPaid => "1 a paid order",
+        Workload::Mixed => "2 a disbursement, 1 a paid order",
+    };
     println!(
-        "  webhooks      {} events ({} repeated) at {}/s, lag from event_at to receipt: {lag}",
+        "  webhooks      {} events ({} repeated; {} expected: {each}) at {}/s{rate_note}, \
+         lag from event_at to receipt: {lag}",
         thousands(events),
         thousands(duplicates),
+        thousands(expected_events),
         thousands(webhook_rate)
     );
+    if lag_by_kind.len() > 1 {
+        println!("  lag by kind   {}", lag_by_kind.join("; "));
+    }
     if let Some(last) = last_webhook {
         println!(
             "  last webhook  {:.2} s after the last creation (process CPU {:.1} of {cores} cores meanwhile)",
-            last.saturating_duration_since(load.finished).as_secs_f64(),
+            last.saturating_duration_since(load_finished).as_secs_f64(),
             settled.cpu_per_second
         );
+    }
+}
+
+/// paygate's server CPU an item against the baseline's a request, the
+/// item's requests' worth.
+fn print_cpu_ratio(
+    noun: &str,
+    items: usize,
+    requests: u64,
+    server: &CpuUse,
+    baseline_requests: u64,
+    baseline: &CpuUse,
+) {
+    let requests_an_item = requests as f64 / items as f64;
+    let baseline_a_request = baseline.server_seconds() / baseline_requests as f64;
+    let paygate_an_item = server.server_seconds() / items as f64;
+    let baseline_process_a_request = baseline.process_seconds / baseline_requests as f64;
+    let paygate_process_an_item = server.process_seconds / items as f64;
+    println!(
+        "CPU against the baseline (/proc, this process: the server's is the process's less the threads of \
+         the load generator and sink, for paygate and the baseline alike)"
+    );
+    println!(
+        "  paygate       server {} an item ({requests_an_item:.1} requests; from its first request until \
+         the drain), process {}",
+        micros(server.server_seconds(), items as u64),
+        micros(server.process_seconds, items as u64)
+    );
+    println!(
+        "  baseline      server {} a request, process {}",
+        micros(baseline.server_seconds(), baseline_requests),
+        micros(baseline.process_seconds, baseline_requests)
+    );
+    println!(
+        "  ratio         {} (one of the {noun} against {requests_an_item:.1} baseline requests; whole process {})",
+        ratio(paygate_an_item, baseline_a_request * requests_an_item),
+        ratio(paygate_process_an_item, baseline_process_a_request * requests_an_item)
+    );
+}
+
+/// `seconds` over `count`, in µs each.
+fn micros(seconds: f64, count: u64) -> String {
+    format!("{:.1} µs", seconds * 1e6 / count.max(1) as f64)
+}
+
+/// `value / baseline`, or why there is none: CPU time comes in 10 ms ticks,
+/// which a tiny baseline may not reach.
+fn ratio(value: f64, baseline: f64) -> String {
+    if baseline > 0.0 {
+        format!("{:.2}", value / baseline)
+    } else {
+        "n/a (the baseline used under a CPU tick)".into()
     }
 }
 

@@ -1,6 +1,7 @@
 //! The webhook sink: a small axum server on loopback standing in for the
 //! merchants' endpoints. It checks each delivery's Standard Webhooks
-//! signature with its merchant's secret and records when it arrived.
+//! signature with its merchant's secret and records when it arrived, for
+//! disbursement and order events alike.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -10,13 +11,13 @@ use axum::Router;
 use hdrhistogram::Histogram;
 use serde::Deserialize;
 use standardwebhooks::Webhook;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// A disbursement's final webhook as received.
+/// A resource's final webhook as received.
 pub struct FinalWebhook {
     /// `status` in its body.
     pub status: String,
@@ -24,8 +25,10 @@ pub struct FinalWebhook {
 
 /// What the sink has seen.
 pub struct Receipts {
-    /// Final webhooks by disbursement id.
+    /// Final webhooks by resource id (a disbursement's or an order's UUID).
     pub finals: HashMap<String, FinalWebhook>,
+    /// Distinct events by resource id, for orders (a pending one has none).
+    pub order_events: HashMap<String, u32>,
     /// Distinct events received (a retried event counts once).
     pub events: u64,
     /// Events received again after a first delivery was answered 2xx.
@@ -36,6 +39,8 @@ pub struct Receipts {
     pub refusal_reasons: Vec<String>,
     /// From the event's `event_at` to its receipt, in microseconds.
     pub lag_us: Histogram<u64>,
+    /// The same by resource kind (`disbursement`, `order`).
+    pub lag_us_by_kind: BTreeMap<String, Histogram<u64>>,
     /// When the first distinct event arrived.
     pub first_at: Option<Instant>,
     /// When the last distinct event arrived.
@@ -52,22 +57,35 @@ pub struct Sink {
     final_count: AtomicU64,
 }
 
-/// The fields of a V1 disbursement webhook the benchmark reads.
+/// The fields of a V1 webhook the benchmark reads.
 #[derive(Deserialize)]
 struct Event {
+    /// `<resource kind>.<status in lower case>`, e.g. `order.paid`.
+    event: String,
     event_id: String,
     event_at: String,
     id: String,
     status: String,
 }
 
-/// Statuses after which a disbursement never moves again.
-pub fn is_final(status: &str) -> bool {
-    matches!(status, "SUCCESS" | "FAILED" | "REJECTED")
+/// Whether a resource of `kind` never moves again in a benchmark after
+/// `status`: a disbursement settled or refused, an order paid (the run
+/// refunds none).
+pub fn is_final(kind: &str, status: &str) -> bool {
+    match kind {
+        "disbursement" => matches!(status, "SUCCESS" | "FAILED" | "REJECTED"),
+        "order" => status == "PAID",
+        _ => false,
+    }
 }
 
 /// Refusal reasons kept for the report.
 const REASONS_KEPT: usize = 5;
+
+/// Lags in microseconds up to an hour.
+fn lag_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
 
 impl Sink {
     /// An empty sink with lag histogram bounds of an hour.
@@ -76,11 +94,13 @@ impl Sink {
             verifiers: OnceLock::new(),
             receipts: Mutex::new(Receipts {
                 finals: HashMap::new(),
+                order_events: HashMap::new(),
                 events: 0,
                 duplicates: 0,
                 refused: 0,
                 refusal_reasons: Vec::new(),
-                lag_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds"),
+                lag_us: lag_histogram(),
+                lag_us_by_kind: BTreeMap::new(),
                 first_at: None,
                 last_at: None,
                 event_ids: HashSet::new(),
@@ -101,7 +121,7 @@ impl Sink {
             .map_err(|_| anyhow::anyhow!("sink secrets set twice"))
     }
 
-    /// Disbursements whose final webhook has arrived.
+    /// Resources whose final webhook has arrived.
     pub fn final_count(&self) -> u64 {
         self.final_count.load(Ordering::Relaxed)
     }
@@ -174,9 +194,18 @@ async fn receive(
     }
     receipts.events += 1;
     receipts.lag_us.saturating_record(lag_us);
+    let kind = event.event.split('.').next().unwrap_or_default();
+    receipts
+        .lag_us_by_kind
+        .entry(kind.to_string())
+        .or_insert_with(lag_histogram)
+        .saturating_record(lag_us);
+    if kind == "order" {
+        *receipts.order_events.entry(event.id.clone()).or_default() += 1;
+    }
     receipts.first_at.get_or_insert(arrived);
     receipts.last_at = Some(arrived);
-    if is_final(&event.status)
+    if is_final(kind, &event.status)
         && receipts
             .finals
             .insert(event.id, FinalWebhook { status: event.status })
