@@ -124,12 +124,16 @@ impl OrderContext {
     }
 
     /// `message` for order `id`'s actor after `delay`, whichever actor the
-    /// order has by then: a timer outlives the actor that set it.
+    /// order has by then: a timer outlives the actor that set it, but not
+    /// the engine (it holds the context weakly, so a stopped engine's store
+    /// closes; the next start resumes every refund still PENDING).
     pub fn tell_after(self: &Arc<Self>, id: Uuid, merchant_id: Uuid, delay: Duration, message: OrderMsg) {
-        let ctx = self.clone();
+        let ctx = Arc::downgrade(self);
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            ctx.tell(id, merchant_id, message).await;
+            if let Some(ctx) = ctx.upgrade() {
+                ctx.tell(id, merchant_id, message).await;
+            }
         });
     }
 }
