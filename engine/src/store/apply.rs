@@ -377,11 +377,11 @@ impl Store {
     fn overlay_webhook_event(&self, overlay: &mut Overlay, event: &WebhookEvent, previously_due_ms: Option<i64>) {
         let id = event.id.as_bytes();
         let due_key = |ms: i64| prefixed(KeyPrefix::WebhookEventDue, &[&(ms.max(0) as u64).to_be_bytes(), id]);
-        let mut writes = vec![(prefixed(KeyPrefix::WebhookEvent, &[id]), Some(encode_value(event)))];
+        let encoded = encode_value(event).into_boxed_slice();
+        overlay.active.put_webhook_event(Arc::new(event.clone()), encoded);
         if let Some(previous) = previously_due_ms {
-            writes.push((due_key(previous), None));
+            overlay.active.put_resources([(due_key(previous), None)]);
         }
-        overlay.active.put_resources(writes);
         if let Some(next) = event.next_attempt_at_ms {
             if self.fresh_keys.load(Ordering::Acquire) {
                 overlay.active.put_fresh_resource(due_key(next), Vec::new());

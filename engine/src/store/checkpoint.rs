@@ -84,8 +84,8 @@ impl Store {
     }
 
     /// The versioned kinds, in the order a checkpoint writes them.
-    fn kinds(&self) -> [&KindIndexes; 2] {
-        [&self.disbursements, &self.orders]
+    fn kinds(&self) -> [&KindIndexes; 3] {
+        [&self.disbursements, &self.orders, &self.webhook_events]
     }
 
     /// Entries applied into the overlay since the last checkpoint.
@@ -163,6 +163,7 @@ impl Store {
         let staged = vec![
             self.write_versions(&self.disbursements, &layer.disbursements, covers_below, &mut batch)?,
             self.write_versions(&self.orders, &layer.orders, covers_below, &mut batch)?,
+            self.write_versions(&self.webhook_events, &layer.webhook_events, covers_below, &mut batch)?,
         ];
         batch.flush(true)?;
         #[cfg(test)]

@@ -38,12 +38,12 @@ pub struct KindSpec {
     pub blocks: KeyPrefix,
     /// id -> `Location`.
     pub locations: RunSpec,
-    /// ref code hash -> id.
-    pub refs: RunSpec,
+    /// ref code hash -> id, for kinds found by a ref code.
+    pub refs: Option<RunSpec>,
     /// merchant + a hash -> id, one per lookup (at most `LOOKUPS_MAX`).
     pub lookups: &'static [RunSpec],
-    /// merchant + creation time + id.
-    pub created: RunSpec,
+    /// merchant + creation time + id, for kinds that are listed.
+    pub created: Option<RunSpec>,
     /// The sled key saying the runs hold every checkpointed version.
     pub format_key: &'static [u8],
     /// What `format_key` holds as written now.
@@ -70,9 +70,9 @@ pub static DISBURSEMENTS: KindSpec = KindSpec {
     blocks: KeyPrefix::DisbursementBlock,
     // A v4 UUID's and a hash's first bytes are random.
     locations: run(b'l', 16, 16, Some(0)),
-    refs: run(b'r', 16, 16, Some(0)),
+    refs: Some(run(b'r', 16, 16, Some(0))),
     lookups: &[run(b'k', 32, 16, Some(16))],
-    created: run(b'c', 40, 0, None),
+    created: Some(run(b'c', 40, 0, None)),
     format_key: &FORMAT_KEY,
     format: b"runs-2",
     // runs-1: the open set kept only whole (which `open_set::load` reads).
@@ -86,11 +86,25 @@ pub static DISBURSEMENTS: KindSpec = KindSpec {
 pub static ORDERS: KindSpec = KindSpec {
     blocks: KeyPrefix::OrderBlock,
     locations: run(b'a', 16, 16, Some(0)),
-    refs: run(b'b', 16, 16, Some(0)),
+    refs: Some(run(b'b', 16, 16, Some(0))),
     lookups: &[run(b'i', 32, 16, Some(16)), run(b'm', 32, 16, Some(16))],
-    created: run(b'e', 40, 0, None),
+    created: Some(run(b'e', 40, 0, None)),
     format_key: &ORDERS_FORMAT_KEY,
     format: b"orders-1",
+    formats_read: &[],
+    keeps_open_set: false,
+};
+
+/// Webhook events: found by id only (the dispatcher's due keys and the
+/// delivery attempts are resource keys beside them).
+pub static WEBHOOK_EVENTS: KindSpec = KindSpec {
+    blocks: KeyPrefix::WebhookEventBlock,
+    locations: run(b'w', 16, 16, Some(0)),
+    refs: None,
+    lookups: &[],
+    created: None,
+    format_key: &EVENTS_FORMAT_KEY,
+    format: b"events-1",
     formats_read: &[],
     keeps_open_set: false,
 };
@@ -100,6 +114,8 @@ pub static ORDERS: KindSpec = KindSpec {
 const FORMAT_KEY: [u8; 7] = named_key(KeyPrefix::IndexRun, b"format");
 /// The same for orders (absent in a data dir that kept orders as keys).
 const ORDERS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-orders");
+/// The same for webhook events (absent in a data dir that kept them as keys).
+const EVENTS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-events");
 
 /// A durable version as the recent index takes it.
 pub struct Indexed {
@@ -309,17 +325,17 @@ pub struct HistoryRuns {
     spec: &'static KindSpec,
     tree: sled::Tree,
     locations: RunSet,
-    refs: RunSet,
+    refs: Option<RunSet>,
     lookups: Vec<RunSet>,
-    created: RunSet,
+    created: Option<RunSet>,
 }
 
 /// A checkpoint's new index entries, gathered before they are written.
 pub struct HistoryBatch {
     locations: RunBuilder,
-    refs: RunBuilder,
+    refs: Option<RunBuilder>,
     lookups: Vec<RunBuilder>,
-    created: RunBuilder,
+    created: Option<RunBuilder>,
 }
 
 /// A checkpoint's runs, written, not yet visible.
@@ -357,14 +373,17 @@ impl HistoryBatch {
     }
 
     fn push_created(&mut self, id: Uuid, entry: RecentEntry) {
-        self.refs.push(&entry.ref_hash.to_be_bytes(), id.as_bytes());
+        if let Some(refs) = &mut self.refs {
+            refs.push(&entry.ref_hash.to_be_bytes(), id.as_bytes());
+        }
         for (run, hash) in self.lookups.iter_mut().zip(entry.lookups) {
             if let Some(hash) = hash {
                 run.push(&merchant_hash_key(&entry.merchant_id, hash), id.as_bytes());
             }
         }
-        self.created
-            .push(&created_key(&entry.merchant_id, entry.created_ms, &id), &[]);
+        if let Some(created) = &mut self.created {
+            created.push(&created_key(&entry.merchant_id, entry.created_ms, &id), &[]);
+        }
     }
 }
 
@@ -385,13 +404,13 @@ impl HistoryRuns {
         let runs = HistoryRuns {
             spec,
             locations: RunSet::load(&tree, spec.locations)?,
-            refs: RunSet::load(&tree, spec.refs)?,
+            refs: spec.refs.map(|refs| RunSet::load(&tree, refs)).transpose()?,
             lookups: spec
                 .lookups
                 .iter()
                 .map(|lookup| RunSet::load(&tree, *lookup))
                 .collect::<Result<_, _>>()?,
-            created: RunSet::load(&tree, spec.created)?,
+            created: spec.created.map(|created| RunSet::load(&tree, created)).transpose()?,
             tree,
         };
         Ok((runs, open))
@@ -406,20 +425,21 @@ impl HistoryRuns {
     pub fn batch(&self) -> HistoryBatch {
         HistoryBatch {
             locations: RunBuilder::new(self.spec.locations),
-            refs: RunBuilder::new(self.spec.refs),
+            refs: self.spec.refs.map(RunBuilder::new),
             lookups: self
                 .spec
                 .lookups
                 .iter()
                 .map(|lookup| RunBuilder::new(*lookup))
                 .collect(),
-            created: RunBuilder::new(self.spec.created),
+            created: self.spec.created.map(RunBuilder::new),
         }
     }
 
     fn sets(&self) -> impl Iterator<Item = &RunSet> {
-        [&self.locations, &self.refs, &self.created]
+        [Some(&self.locations), self.refs.as_ref(), self.created.as_ref()]
             .into_iter()
+            .flatten()
             .chain(self.lookups.iter())
     }
 
@@ -431,7 +451,10 @@ impl HistoryRuns {
             created,
             ..
         } = self;
-        [locations, refs, created].into_iter().chain(lookups.iter_mut())
+        [Some(locations), refs.as_mut(), created.as_mut()]
+            .into_iter()
+            .flatten()
+            .chain(lookups.iter_mut())
     }
 
     fn set_tagged(&mut self, tag: u8) -> &mut RunSet {
@@ -453,7 +476,7 @@ impl HistoryRuns {
             lookups,
             created,
         } = batch;
-        for records in [locations, refs, created].into_iter().chain(lookups) {
+        for records in [Some(locations), refs, created].into_iter().flatten().chain(lookups) {
             if !records.is_empty() {
                 let set = self
                     .sets()
@@ -495,7 +518,10 @@ impl HistoryRuns {
 
     /// The checkpointed version with a ref code hash.
     pub fn id_by_ref(&self, ref_hash: u128) -> Result<Option<Uuid>, StoreError> {
-        Ok(self.refs.get(&self.tree, &ref_hash.to_be_bytes())?.map(|v| uuid_of(&v)))
+        let Some(refs) = &self.refs else {
+            return Ok(None);
+        };
+        Ok(refs.get(&self.tree, &ref_hash.to_be_bytes())?.map(|v| uuid_of(&v)))
     }
 
     /// The checkpointed version a merchant made with a hash of lookup `lookup`.
@@ -536,15 +562,14 @@ impl HistoryRuns {
         from_ms: i64,
         to_ms: i64,
     ) -> Result<Vec<(i64, Uuid)>, StoreError> {
-        if from_ms >= to_ms {
+        let Some(created) = self.created.as_ref().filter(|_| from_ms < to_ms) else {
             return Ok(Vec::new());
-        }
+        };
         let (from, to) = (
             created_key(merchant_id, from_ms, &Uuid::nil()),
             created_key(merchant_id, to_ms, &Uuid::nil()),
         );
-        Ok(self
-            .created
+        Ok(created
             .range(&self.tree, &from, &to)?
             .into_iter()
             .map(|(key, _)| {

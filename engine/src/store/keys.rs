@@ -30,6 +30,8 @@ pub enum KeyPrefix {
     DisbursementBlock = b'D',
     /// `O`+checkpoint+part -> a block of order versions (`blocks.rs`).
     OrderBlock = b'O',
+    /// `W`+checkpoint+part -> a block of webhook event versions (`blocks.rs`).
+    WebhookEventBlock = b'W',
     /// `H`+... -> the versioned kinds' sorted index runs (`runs.rs`:
     /// chunks, run metadata, merge intents) and the open set and formats
     /// beside them (`history.rs`).
@@ -73,7 +75,8 @@ pub enum KeyPrefix {
     SettlementByRefCode = b'z',
     /// `w`+id -> () while the settlement is not final.
     OpenSettlement = b'w',
-    /// `g`+event id -> webhook event.
+    /// `g`+event id -> webhook event, in a data dir that kept events as
+    /// keys; brought into webhook event blocks when opened.
     WebhookEvent = b'g',
     /// `p`+due ms+event id -> () while a delivery attempt is due.
     WebhookEventDue = b'p',
@@ -184,6 +187,7 @@ mod tests {
             (Meta, b'M'),
             (DisbursementBlock, b'D'),
             (OrderBlock, b'O'),
+            (WebhookEventBlock, b'W'),
             (IndexRun, b'H'),
             (Order, b'a'),
             (OrderByRefCode, b'c'),

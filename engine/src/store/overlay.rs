@@ -4,7 +4,7 @@
 //! once; a checkpoint writes them to sled (in small batches, its marker
 //! last), so the hot path never pays a sled insert.
 
-use crate::domain::{Disbursement, Order};
+use crate::domain::{Disbursement, Order, WebhookEvent};
 use crate::ledger::{Entry, MerchantBook};
 use foldhash::{HashMap, HashMapExt, HashSet};
 use std::collections::BTreeMap;
@@ -49,6 +49,9 @@ pub struct Layer {
     /// The newest version of each order changed in this layer (written to
     /// order blocks).
     pub orders: HashMap<Uuid, LayerVersion<Order>>,
+    /// The newest version of each webhook event changed in this layer
+    /// (written to webhook event blocks).
+    pub webhook_events: HashMap<Uuid, LayerVersion<WebhookEvent>>,
 }
 
 impl Layer {
@@ -62,6 +65,7 @@ impl Layer {
             fresh: layer.fresh.clone(),
             disbursements: layer.disbursements.clone(),
             orders: layer.orders.clone(),
+            webhook_events: layer.webhook_events.clone(),
         }
     }
 
@@ -105,10 +109,21 @@ impl Layer {
         self.entry_count += 1;
     }
 
+    /// Sets the newest version of a webhook event, with its encoding.
+    pub fn put_webhook_event(&mut self, event: Arc<WebhookEvent>, encoded: Box<[u8]>) {
+        let version = LayerVersion {
+            version: event,
+            encoded: Some(encoded),
+        };
+        self.webhook_events.insert(version.version.id, version);
+        self.entry_count += 1;
+    }
+
     /// Puts a failed checkpoint's versions under this (newer) layer's.
     pub fn keep_newer_versions_over(&mut self, older: &mut Layer) {
         older.disbursements.extend(std::mem::take(&mut self.disbursements));
         older.orders.extend(std::mem::take(&mut self.orders));
+        older.webhook_events.extend(std::mem::take(&mut self.webhook_events));
     }
 
     /// Puts a newer layer of one merchant on top of this one.

@@ -1,17 +1,17 @@
 //! Older data dirs brought to this layout when the store opens: the
 //! disbursement runs filled from a dir that kept only blocks, and orders
-//! moved from one sled key per order and index (data format 3) into order
-//! blocks and runs. Each step is whole or not at all: its runs' metadata
+//! and webhook events moved from one sled key per record and index (data
+//! format 3) into their blocks and runs. Each step is whole or not at all: its runs' metadata
 //! and format key go in one sled batch, flushed and fsynced, and a step cut
 //! short is done again from the start at the next open.
 
 use super::blocks::{self, BlockWriter, Location};
 use super::checkpoint::fsync_tree;
-use super::history::{self, HistoryRuns, Indexed, LoadedOpenSet, OpenSetWrite};
+use super::history::{self, Hashes, HistoryRuns, Indexed, LoadedOpenSet, OpenSetWrite};
 use super::keys::KeyPrefix;
 use super::record::decode_value;
-use super::{corrupt_block, Store, StoreError};
-use crate::domain::{Disbursement, Order};
+use super::{corrupt_block, KindIndexes, Store, StoreError};
+use crate::domain::{Disbursement, Order, WebhookEvent};
 use foldhash::HashMap;
 use uuid::Uuid;
 
@@ -86,12 +86,56 @@ impl Store {
     }
 
     /// Moves the orders of a data dir that kept them as keys (format 3)
-    /// into order blocks under the last checkpoint's number, indexes them
-    /// in the order runs, then removes the old keys. Replay after the
-    /// marker lays newer versions over them as usual.
+    /// into order blocks, indexed in the order runs, then removes the old
+    /// keys.
     pub(super) fn move_keyed_orders_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
-        let prefix = history::ORDERS.blocks;
-        // Only a move cut short can have left order blocks behind.
+        let moved = self.move_keyed_to_blocks(&self.orders, KeyPrefix::Order, checkpoint, |order: &Order| {
+            (order.id, order_indexed(order, true), self.order_hashes(order))
+        })?;
+        self.remove_prefixes(&KEYED_ORDER_PREFIXES)?;
+        if moved > 0 {
+            tracing::info!(orders = moved, "orders kept as keys moved into order blocks");
+        }
+        Ok(())
+    }
+
+    /// The same for the webhook events of a data dir that kept them as keys.
+    pub(super) fn move_keyed_events_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
+        let moved = self.move_keyed_to_blocks(
+            &self.webhook_events,
+            KeyPrefix::WebhookEvent,
+            checkpoint,
+            |event: &WebhookEvent| {
+                let version = Indexed {
+                    id: event.id,
+                    merchant_id: event.merchant_id,
+                    created_ms: event.occurred_at_ms,
+                    new: false,
+                    terminal: false,
+                };
+                (event.id, version, (0, [None; history::LOOKUPS_MAX]))
+            },
+        )?;
+        self.remove_prefixes(&[KeyPrefix::WebhookEvent])?;
+        if moved > 0 {
+            tracing::info!(events = moved, "webhook events kept as keys moved into event blocks");
+        }
+        Ok(())
+    }
+
+    /// Moves every record under `record_prefix` (`prefix`+id -> encoded
+    /// record) into `kind`'s blocks under the last checkpoint's number and
+    /// indexes each as `index` says; replay after the marker lays newer
+    /// versions over them as usual. Returns how many moved.
+    fn move_keyed_to_blocks<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &KindIndexes,
+        record_prefix: KeyPrefix,
+        checkpoint: u64,
+        index: impl Fn(&T) -> (Uuid, Indexed, Hashes),
+    ) -> Result<usize, StoreError> {
+        let prefix = kind.spec().blocks;
+        // Only a move cut short can have left blocks of the kind behind.
         let mut stale = sled::Batch::default();
         for item in self.ledger.scan_prefix([prefix.byte()]).keys() {
             stale.remove(item?);
@@ -99,14 +143,15 @@ impl Store {
         self.ledger.apply_batch(stale)?;
         let mut writer = BlockWriter::new(prefix, checkpoint);
         let mut versions = Vec::new();
-        for item in self.ledger.scan_prefix([KeyPrefix::Order.byte()]) {
+        for item in self.ledger.scan_prefix([record_prefix.byte()]) {
             let (key, value) = item?;
-            let order: Order = decode_value(&value)?;
-            if key.len() != 17 || key[1..] != *order.id.as_bytes() {
+            let record: T = decode_value(&value)?;
+            let (id, version, hashes) = index(&record);
+            if key.len() != 17 || key[1..] != *id.as_bytes() {
                 return Err(corrupt_block(&key));
             }
-            writer.push(order.id, &value);
-            versions.push((order_indexed(&order, true), self.order_hashes(&order)));
+            writer.push(id, &value);
+            versions.push((version, hashes));
         }
         let mut sink = sled::Batch::default();
         let mut pending = 0;
@@ -119,26 +164,20 @@ impl Store {
             }
         }
         self.ledger.apply_batch(sink)?;
-        let mut runs = self.orders.runs.write().expect("history lock");
+        let mut runs = kind.runs.write().expect("history lock");
         let mut batch = runs.batch();
         for ((version, hashes), (id, location)) in versions.iter().zip(&writer.locations) {
             debug_assert_eq!(version.id, *id);
             batch.push_new(version, *hashes, *location);
         }
-        let moved = versions.len();
         self.write_first_runs(&mut runs, batch, OpenSetWrite::Nothing)?;
-        drop(runs);
-        self.remove_keyed_orders()?;
-        if moved > 0 {
-            tracing::info!(orders = moved, "orders kept as keys moved into order blocks");
-        }
-        Ok(())
+        Ok(versions.len())
     }
 
-    /// Removes what data format 3 kept of orders, once order blocks and
-    /// runs hold them.
-    fn remove_keyed_orders(&self) -> Result<(), StoreError> {
-        for prefix in KEYED_ORDER_PREFIXES {
+    /// Removes every key under `prefixes` (what data format 3 kept of a
+    /// kind, once its blocks and runs hold it).
+    fn remove_prefixes(&self, prefixes: &[KeyPrefix]) -> Result<(), StoreError> {
+        for prefix in prefixes.iter().copied() {
             let mut batch = sled::Batch::default();
             let mut pending = 0;
             for key in self.ledger.scan_prefix([prefix.byte()]).keys() {

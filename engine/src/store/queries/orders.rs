@@ -147,13 +147,13 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::store) mod tests {
     use super::*;
     use crate::domain::{OrderStatus, PaymentMethod};
     use crate::money::MinorUnits;
     use crate::store::record::{encode_value, JournalRecord};
 
-    fn test_order(merchant_id: Uuid, n: usize) -> Order {
+    pub(in crate::store) fn test_order(merchant_id: Uuid, n: usize) -> Order {
         Order {
             id: Uuid::new_v4(),
             ref_code: format!("ORD-261127000000-{n:04}"),

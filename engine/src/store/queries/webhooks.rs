@@ -1,4 +1,5 @@
-//! Webhook reads: events by id, the deliveries due, and a merchant's
+//! Webhook reads: events by id (versions in blocks,
+//! `history::WEBHOOK_EVENTS`), the deliveries due, and a merchant's
 //! delivery attempts.
 
 use crate::domain::{WebhookAttempt, WebhookEvent};
@@ -8,9 +9,17 @@ use crate::store::{Store, StoreError};
 use uuid::Uuid;
 
 impl Store {
-    /// A webhook event by id.
+    /// A webhook event by id: the overlay's newest version, else the block
+    /// the index points to.
     pub fn webhook_event(&self, id: &Uuid) -> Result<Option<WebhookEvent>, StoreError> {
-        self.decoded(&prefixed(KeyPrefix::WebhookEvent, &[id.as_bytes()]))
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let flushing = overlay.flushing.as_ref().and_then(|f| f.webhook_events.get(id));
+            if let Some(found) = overlay.active.webhook_events.get(id).or(flushing) {
+                return Ok(Some(WebhookEvent::clone(&found.version)));
+            }
+        }
+        self.checkpointed_version(&self.webhook_events, id)
     }
 
     /// Events due at or before `now_ms`, with the time each is due, oldest
@@ -69,5 +78,127 @@ impl Store {
             total += 1;
         }
         Ok((page, total))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::EventResource;
+    use crate::store::queries::orders::tests::test_order;
+    use crate::store::record::{encode_value, JournalRecord};
+
+    fn events(count: usize) -> Vec<WebhookEvent> {
+        let merchant = Uuid::new_v4();
+        (0..count)
+            .map(|n| {
+                let order = test_order(merchant, n);
+                let url = (n % 2 == 0).then(|| "https://merchant.example/hook".to_string());
+                WebhookEvent::new(merchant, n as i64, url, EventResource::Order(Box::new(order)))
+            })
+            .collect()
+    }
+
+    /// Delivered: the version after its first attempt.
+    fn delivered(event: &WebhookEvent) -> WebhookEvent {
+        let mut done = event.clone();
+        done.attempts = 1;
+        done.delivered = true;
+        done.next_attempt_at_ms = None;
+        done
+    }
+
+    fn assert_events_stored(store: &Store, events: &[WebhookEvent], delivered_below: usize) {
+        for (n, event) in events.iter().enumerate() {
+            let found = store.webhook_event(&event.id).unwrap().unwrap();
+            assert_eq!(found.delivered, n < delivered_below && event.url.is_some(), "event {n}");
+            assert_eq!(found.resource, event.resource);
+        }
+        assert!(store.webhook_event(&Uuid::new_v4()).unwrap().is_none());
+    }
+
+    /// Events read the same from the overlay, from blocks after checkpoints
+    /// (the delivered version over the first) and after reopening, and the
+    /// due keys follow deliveries.
+    #[test]
+    fn events_are_found_in_the_overlay_in_blocks_and_after_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = events(600);
+        let mut seq = 0;
+        let mut apply = |store: &Store, record: JournalRecord| {
+            seq += 1;
+            store.apply(seq, &record, &record.encode()).unwrap();
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for chunk in events.chunks(100) {
+                let record = JournalRecord::Evented {
+                    record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(Uuid::new_v4(), 0)))),
+                    events: chunk.to_vec(),
+                };
+                apply(&store, record);
+            }
+            store.checkpoint().unwrap();
+            assert_eq!(store.webhooks_due(None, 1_000_000, usize::MAX).unwrap().len(), 300);
+            for event in events[..400].iter().filter(|event| event.url.is_some()) {
+                let attempt = crate::domain::WebhookAttempt {
+                    event_id: event.id,
+                    merchant_id: event.merchant_id,
+                    event: event.event.clone(),
+                    url: event.url.clone().unwrap(),
+                    attempt: 1,
+                    status_code: Some(200),
+                    latency_ms: 1,
+                    error: None,
+                    next_retry_at_ms: None,
+                    delivered: true,
+                    attempted_at_ms: 1_000,
+                    manual: false,
+                };
+                let record = JournalRecord::WebhookAttempted {
+                    event: Box::new(delivered(event)),
+                    previously_due_ms: event.next_attempt_at_ms,
+                    attempt: Box::new(attempt),
+                };
+                apply(&store, record);
+            }
+            assert_events_stored(&store, &events, 400);
+            store.checkpoint().unwrap();
+            assert_events_stored(&store, &events, 400);
+            assert_eq!(store.webhooks_due(None, 1_000_000, usize::MAX).unwrap().len(), 100);
+            assert_eq!(store.ledger.scan_prefix([KeyPrefix::WebhookEvent.byte()]).count(), 0);
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_events_stored(&store, &events, 400);
+        assert_eq!(store.webhooks_due(None, 1_000_000, usize::MAX).unwrap().len(), 100);
+    }
+
+    /// A data dir that kept events as keys (format 3) has them moved into
+    /// event blocks when opened, and the keys go.
+    #[test]
+    fn events_kept_as_keys_move_into_blocks_when_the_store_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut events = events(300);
+        for event in events.iter_mut().take(100).filter(|event| event.url.is_some()) {
+            *event = delivered(event);
+        }
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for event in &events {
+                let key = prefixed(KeyPrefix::WebhookEvent, &[event.id.as_bytes()]);
+                store.ledger.insert(key, encode_value(event)).unwrap();
+            }
+            store
+                .ledger
+                .remove(crate::store::history::WEBHOOK_EVENTS.format_key)
+                .unwrap();
+            store.flush().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_events_stored(&store, &events, 100);
+        assert_eq!(store.ledger.scan_prefix([KeyPrefix::WebhookEvent.byte()]).count(), 0);
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_events_stored(&store, &events, 100);
     }
 }
