@@ -9,7 +9,7 @@ use super::overlay::{MerchantLayer, Overlay};
 use super::record::{self, encode_value, JournalRecord};
 use super::{Store, StoreError};
 use crate::domain::{
-    Disbursement, DisbursementBatch, Order, OrderStatus, Refund, RefundStatus, Settlement, WebhookEvent,
+    Disbursement, DisbursementBatch, Order, OrderStatus, Refund, RefundStatus, Settlement, WebhookAttempt, WebhookEvent,
 };
 use crate::ledger::Entry;
 use std::sync::atomic::Ordering;
@@ -186,16 +186,7 @@ impl Store {
                 attempt,
             } => {
                 self.overlay_webhook_event(overlay, event, *previously_due_ms);
-                let key = prefixed(
-                    KeyPrefix::WebhookAttempt,
-                    &[
-                        attempt.merchant_id.as_bytes(),
-                        &(attempt.attempted_at_ms.max(0) as u64).to_be_bytes(),
-                        attempt.event_id.as_bytes(),
-                        &attempt.attempt.to_be_bytes(),
-                    ],
-                );
-                overlay.active.put_resources([(key, Some(encode_value(attempt)))]);
+                self.overlay_webhook_attempt(overlay, attempt);
             }
             _ => {}
         }
@@ -252,7 +243,7 @@ impl Store {
     /// What a disbursement is found by: its ref code, and its idempotency key.
     pub(super) fn disbursement_hashes(&self, disbursement: &Disbursement) -> Hashes {
         (
-            self.key_hash(&disbursement.ref_code),
+            Some(self.key_hash(&disbursement.ref_code)),
             [Some(self.key_hash(&disbursement.idempotency_key)), None],
         )
     }
@@ -261,7 +252,7 @@ impl Store {
     /// had one, and the merchant's own id for it in its API.
     pub(super) fn order_hashes(&self, order: &Order) -> Hashes {
         (
-            self.key_hash(&order.ref_code),
+            Some(self.key_hash(&order.ref_code)),
             [
                 order.idempotency.as_ref().map(|(key, _)| self.key_hash(key)),
                 Some(self.order_id_hash(order.source, &order.merchant_order_id)),
@@ -372,6 +363,25 @@ impl Store {
             (prefixed(KeyPrefix::OpenSettlement, &[id]), open),
         ];
         overlay.active.put_resources(writes);
+    }
+
+    /// A delivery attempt: written once, under an id drawn now (see
+    /// `history::WEBHOOK_ATTEMPTS`), listed by its merchant and time.
+    fn overlay_webhook_attempt(&self, overlay: &mut Overlay, attempt: &WebhookAttempt) {
+        let id = uuid::Uuid::now_v7();
+        let encoded = encode_value(attempt).into_boxed_slice();
+        overlay
+            .active
+            .put_webhook_attempt(id, Arc::new(attempt.clone()), encoded);
+        let version = Indexed {
+            id,
+            merchant_id: attempt.merchant_id,
+            created_ms: attempt.attempted_at_ms,
+            new: true,
+            terminal: true,
+        };
+        let mut index = self.webhook_attempts.recent.write().expect("recent index lock");
+        index.index_version(version, false, || super::history::NO_HASHES);
     }
 
     fn overlay_webhook_event(&self, overlay: &mut Overlay, event: &WebhookEvent, previously_due_ms: Option<i64>) {

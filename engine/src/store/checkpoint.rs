@@ -84,8 +84,13 @@ impl Store {
     }
 
     /// The versioned kinds, in the order a checkpoint writes them.
-    fn kinds(&self) -> [&KindIndexes; 3] {
-        [&self.disbursements, &self.orders, &self.webhook_events]
+    fn kinds(&self) -> [&KindIndexes; 4] {
+        [
+            &self.disbursements,
+            &self.orders,
+            &self.webhook_events,
+            &self.webhook_attempts,
+        ]
     }
 
     /// Entries applied into the overlay since the last checkpoint.
@@ -164,6 +169,12 @@ impl Store {
             self.write_versions(&self.disbursements, &layer.disbursements, covers_below, &mut batch)?,
             self.write_versions(&self.orders, &layer.orders, covers_below, &mut batch)?,
             self.write_versions(&self.webhook_events, &layer.webhook_events, covers_below, &mut batch)?,
+            self.write_versions(
+                &self.webhook_attempts,
+                &layer.webhook_attempts,
+                covers_below,
+                &mut batch,
+            )?,
         ];
         batch.flush(true)?;
         #[cfg(test)]

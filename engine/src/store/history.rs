@@ -109,6 +109,25 @@ pub static WEBHOOK_EVENTS: KindSpec = KindSpec {
     keeps_open_set: false,
 };
 
+/// Webhook delivery attempts: written once, listed per merchant by the time
+/// of the attempt. Their ids are drawn when applied (`Uuid::now_v7`, in the
+/// order the journal holds them), so attempts of one millisecond list in
+/// the order they were made.
+pub static WEBHOOK_ATTEMPTS: KindSpec = KindSpec {
+    blocks: KeyPrefix::WebhookAttemptBlock,
+    locations: run(b'x', 16, 16, Some(0)),
+    refs: None,
+    lookups: &[],
+    created: Some(run(b'y', 40, 0, None)),
+    format_key: &ATTEMPTS_FORMAT_KEY,
+    format: b"attempts-1",
+    formats_read: &[],
+    keeps_open_set: false,
+};
+
+/// Every versioned kind.
+pub static KINDS: [&KindSpec; 4] = [&DISBURSEMENTS, &ORDERS, &WEBHOOK_EVENTS, &WEBHOOK_ATTEMPTS];
+
 /// The sled key saying the disbursement runs hold every checkpointed
 /// disbursement (absent in a data dir written before the runs existed).
 const FORMAT_KEY: [u8; 7] = named_key(KeyPrefix::IndexRun, b"format");
@@ -116,6 +135,8 @@ const FORMAT_KEY: [u8; 7] = named_key(KeyPrefix::IndexRun, b"format");
 const ORDERS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-orders");
 /// The same for webhook events (absent in a data dir that kept them as keys).
 const EVENTS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-events");
+/// The same for webhook delivery attempts.
+const ATTEMPTS_FORMAT_KEY: [u8; 16] = named_key(KeyPrefix::IndexRun, b"format-attempts");
 
 /// A durable version as the recent index takes it.
 pub struct Indexed {
@@ -131,16 +152,20 @@ pub struct Indexed {
     pub terminal: bool,
 }
 
-/// The hashes a new version is indexed under: its ref code's, and one per
-/// lookup of its kind (`None` where it has no such key).
-pub type Hashes = (u128, [Option<u128>; LOOKUPS_MAX]);
+/// The hashes a new version is indexed under: its ref code's (for kinds
+/// found by one), and one per lookup of its kind (`None` where it has no
+/// such key).
+pub type Hashes = (Option<u128>, [Option<u128>; LOOKUPS_MAX]);
+
+/// What a version of a kind without refs or lookups is indexed under.
+pub const NO_HASHES: Hashes = (None, [None; LOOKUPS_MAX]);
 
 /// What the index keeps of a version created since the last checkpoint
 /// that covered it.
 #[derive(Clone, Copy)]
 struct RecentEntry {
     merchant_id: Uuid,
-    ref_hash: u128,
+    ref_hash: Option<u128>,
     lookups: [Option<u128>; LOOKUPS_MAX],
     created_ms: i64,
 }
@@ -164,7 +189,9 @@ struct Generation {
 
 impl Generation {
     fn insert(&mut self, id: Uuid, entry: RecentEntry) {
-        self.by_ref.insert(entry.ref_hash, id);
+        if let Some(ref_hash) = entry.ref_hash {
+            self.by_ref.insert(ref_hash, id);
+        }
         let merchant = self.merchants.entry(entry.merchant_id).or_default();
         for (lookup, hash) in merchant.by_lookup.iter_mut().zip(entry.lookups) {
             if let Some(hash) = hash {
@@ -373,8 +400,8 @@ impl HistoryBatch {
     }
 
     fn push_created(&mut self, id: Uuid, entry: RecentEntry) {
-        if let Some(refs) = &mut self.refs {
-            refs.push(&entry.ref_hash.to_be_bytes(), id.as_bytes());
+        if let (Some(refs), Some(ref_hash)) = (&mut self.refs, entry.ref_hash) {
+            refs.push(&ref_hash.to_be_bytes(), id.as_bytes());
         }
         for (run, hash) in self.lookups.iter_mut().zip(entry.lookups) {
             if let Some(hash) = hash {

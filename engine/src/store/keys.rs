@@ -32,6 +32,8 @@ pub enum KeyPrefix {
     OrderBlock = b'O',
     /// `W`+checkpoint+part -> a block of webhook event versions (`blocks.rs`).
     WebhookEventBlock = b'W',
+    /// `Q`+checkpoint+part -> a block of webhook delivery attempts (`blocks.rs`).
+    WebhookAttemptBlock = b'Q',
     /// `H`+... -> the versioned kinds' sorted index runs (`runs.rs`:
     /// chunks, run metadata, merge intents) and the open set and formats
     /// beside them (`history.rs`).
@@ -80,7 +82,8 @@ pub enum KeyPrefix {
     WebhookEvent = b'g',
     /// `p`+due ms+event id -> () while a delivery attempt is due.
     WebhookEventDue = b'p',
-    /// `q`+merchant+attempted ms+event id+attempt -> delivery attempt.
+    /// `q`+merchant+attempted ms+event id+attempt -> delivery attempt, in a
+    /// data dir that kept attempts as keys; brought into attempt blocks when opened.
     WebhookAttempt = b'q',
     /// `d`+id -> disbursement batch (what each item came to).
     DisbursementBatch = b'd',
@@ -188,6 +191,7 @@ mod tests {
             (DisbursementBlock, b'D'),
             (OrderBlock, b'O'),
             (WebhookEventBlock, b'W'),
+            (WebhookAttemptBlock, b'Q'),
             (IndexRun, b'H'),
             (Order, b'a'),
             (OrderByRefCode, b'c'),

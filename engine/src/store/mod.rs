@@ -14,10 +14,10 @@
 //! whose variants are the map of what is on disk, each with its key layout.
 //! A checkpoint writes each merchant's book, entry blocks and idempotency
 //! key run; the newest version of each versioned resource (disbursements,
-//! orders, webhook events) into its kind's blocks, indexed in memory for recent (and open)
+//! orders, webhook events and delivery attempts) into its kind's blocks, indexed in memory for recent (and open)
 //! ones and in sorted runs on disk for all history (`history.rs`, each
 //! kind declared once by a `KindSpec`); and refunds, beneficiaries,
-//! settlements, webhook due times and attempts as keyed resources: a record under its id, with
+//! settlements and webhook due times as keyed resources: a record under its id, with
 //! index keys beside it.
 //!
 //! Files: `keys.rs` (key prefixes and key building), `directory.rs` and
@@ -92,7 +92,8 @@ pub enum StoreError {
 /// disbursements carry their payout vendor and ON_PROCESS time; format 3
 /// ledger entries carry their resource and the wallet's balance after them,
 /// and each journal frame the first sequence number of its write; format 4
-/// keeps orders and webhook events in blocks and runs instead of keys.
+/// keeps orders, webhook events and delivery attempts in blocks and runs
+/// instead of keys.
 pub const DATA_FORMAT: u32 = 4;
 
 /// Formats this build opens and brings to `DATA_FORMAT` (`upgrade.rs`).
@@ -183,6 +184,8 @@ pub struct Store {
     orders: KindIndexes,
     /// Webhook events' indexes.
     webhook_events: KindIndexes,
+    /// Webhook delivery attempts' indexes.
+    webhook_attempts: KindIndexes,
     /// Whether new webhook due keys may be marked fresh (`Layer::fresh`):
     /// only once recovery's replay is checkpointed, since a checkpoint cut
     /// short may have left a replayed record's keys in sled already.
@@ -209,6 +212,7 @@ impl Store {
         let (disbursements, open) = KindIndexes::load(&ledger, &history::DISBURSEMENTS)?;
         let (orders, orders_filled) = KindIndexes::load(&ledger, &history::ORDERS)?;
         let (webhook_events, events_filled) = KindIndexes::load(&ledger, &history::WEBHOOK_EVENTS)?;
+        let (webhook_attempts, attempts_filled) = KindIndexes::load(&ledger, &history::WEBHOOK_ATTEMPTS)?;
         let store = Store {
             path: path.to_path_buf(),
             merchants: db.open_tree("merchants")?,
@@ -224,6 +228,7 @@ impl Store {
             disbursements,
             orders,
             webhook_events,
+            webhook_attempts,
             fresh_keys: AtomicBool::new(false),
             #[cfg(test)]
             fail_after_batches: std::sync::atomic::AtomicUsize::new(usize::MAX),
@@ -256,6 +261,9 @@ impl Store {
         if events_filled.is_none() {
             store.move_keyed_events_to_blocks(checkpoint)?;
         }
+        if attempts_filled.is_none() {
+            store.move_keyed_attempts_to_blocks(checkpoint)?;
+        }
         store.overlay.lock().expect("overlay lock").active.through_seq = checkpoint.saturating_sub(1);
         Ok(store)
     }
@@ -264,7 +272,7 @@ impl Store {
     /// still holds what they held.
     fn drop_cut_short_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
-        for spec in [&history::DISBURSEMENTS, &history::ORDERS, &history::WEBHOOK_EVENTS] {
+        for spec in history::KINDS {
             let cut_short = blocks::block_key(spec.blocks, checkpoint.saturating_add(1), 0)
                 ..=blocks::block_key(spec.blocks, u64::MAX, u32::MAX);
             for item in self.ledger.range(cut_short) {

@@ -4,7 +4,7 @@
 //! once; a checkpoint writes them to sled (in small batches, its marker
 //! last), so the hot path never pays a sled insert.
 
-use crate::domain::{Disbursement, Order, WebhookEvent};
+use crate::domain::{Disbursement, Order, WebhookAttempt, WebhookEvent};
 use crate::ledger::{Entry, MerchantBook};
 use foldhash::{HashMap, HashMapExt, HashSet};
 use std::collections::BTreeMap;
@@ -52,6 +52,8 @@ pub struct Layer {
     /// The newest version of each webhook event changed in this layer
     /// (written to webhook event blocks).
     pub webhook_events: HashMap<Uuid, LayerVersion<WebhookEvent>>,
+    /// The delivery attempts made in this layer (written to attempt blocks).
+    pub webhook_attempts: HashMap<Uuid, LayerVersion<WebhookAttempt>>,
 }
 
 impl Layer {
@@ -66,6 +68,7 @@ impl Layer {
             disbursements: layer.disbursements.clone(),
             orders: layer.orders.clone(),
             webhook_events: layer.webhook_events.clone(),
+            webhook_attempts: layer.webhook_attempts.clone(),
         }
     }
 
@@ -119,11 +122,24 @@ impl Layer {
         self.entry_count += 1;
     }
 
+    /// Sets a delivery attempt under its id, with its encoding.
+    pub fn put_webhook_attempt(&mut self, id: Uuid, attempt: Arc<WebhookAttempt>, encoded: Box<[u8]>) {
+        let version = LayerVersion {
+            version: attempt,
+            encoded: Some(encoded),
+        };
+        self.webhook_attempts.insert(id, version);
+        self.entry_count += 1;
+    }
+
     /// Puts a failed checkpoint's versions under this (newer) layer's.
     pub fn keep_newer_versions_over(&mut self, older: &mut Layer) {
         older.disbursements.extend(std::mem::take(&mut self.disbursements));
         older.orders.extend(std::mem::take(&mut self.orders));
         older.webhook_events.extend(std::mem::take(&mut self.webhook_events));
+        older
+            .webhook_attempts
+            .extend(std::mem::take(&mut self.webhook_attempts));
     }
 
     /// Puts a newer layer of one merchant on top of this one.

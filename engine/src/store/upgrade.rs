@@ -1,7 +1,7 @@
 //! Older data dirs brought to this layout when the store opens: the
-//! disbursement runs filled from a dir that kept only blocks, and orders
-//! and webhook events moved from one sled key per record and index (data
-//! format 3) into their blocks and runs. Each step is whole or not at all: its runs' metadata
+//! disbursement runs filled from a dir that kept only blocks, and orders,
+//! webhook events and delivery attempts moved from one sled key per record
+//! and index (data format 3) into their blocks and runs. Each step is whole or not at all: its runs' metadata
 //! and format key go in one sled batch, flushed and fsynced, and a step cut
 //! short is done again from the start at the next open.
 
@@ -11,7 +11,7 @@ use super::history::{self, Hashes, HistoryRuns, Indexed, LoadedOpenSet, OpenSetW
 use super::keys::KeyPrefix;
 use super::record::decode_value;
 use super::{corrupt_block, KindIndexes, Store, StoreError};
-use crate::domain::{Disbursement, Order, WebhookEvent};
+use crate::domain::{Disbursement, Order, WebhookAttempt, WebhookEvent};
 use foldhash::HashMap;
 use uuid::Uuid;
 
@@ -90,7 +90,7 @@ impl Store {
     /// keys.
     pub(super) fn move_keyed_orders_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
         let moved = self.move_keyed_to_blocks(&self.orders, KeyPrefix::Order, checkpoint, |order: &Order| {
-            (order.id, order_indexed(order, true), self.order_hashes(order))
+            (Some(order.id), order_indexed(order, true), self.order_hashes(order))
         })?;
         self.remove_prefixes(&KEYED_ORDER_PREFIXES)?;
         if moved > 0 {
@@ -113,7 +113,7 @@ impl Store {
                     new: false,
                     terminal: false,
                 };
-                (event.id, version, (0, [None; history::LOOKUPS_MAX]))
+                (Some(event.id), version, history::NO_HASHES)
             },
         )?;
         self.remove_prefixes(&[KeyPrefix::WebhookEvent])?;
@@ -123,16 +123,46 @@ impl Store {
         Ok(())
     }
 
-    /// Moves every record under `record_prefix` (`prefix`+id -> encoded
-    /// record) into `kind`'s blocks under the last checkpoint's number and
-    /// indexes each as `index` says; replay after the marker lays newer
-    /// versions over them as usual. Returns how many moved.
+    /// The same for delivery attempts, keyed by merchant, time, event and
+    /// attempt: each gets an id as the applier draws one, in key order, so
+    /// attempts of one millisecond keep their order.
+    pub(super) fn move_keyed_attempts_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
+        let moved = self.move_keyed_to_blocks(
+            &self.webhook_attempts,
+            KeyPrefix::WebhookAttempt,
+            checkpoint,
+            |attempt: &WebhookAttempt| {
+                let version = Indexed {
+                    id: Uuid::now_v7(),
+                    merchant_id: attempt.merchant_id,
+                    created_ms: attempt.attempted_at_ms,
+                    new: true,
+                    terminal: true,
+                };
+                (None, version, history::NO_HASHES)
+            },
+        )?;
+        self.remove_prefixes(&[KeyPrefix::WebhookAttempt])?;
+        if moved > 0 {
+            tracing::info!(
+                attempts = moved,
+                "webhook delivery attempts kept as keys moved into attempt blocks"
+            );
+        }
+        Ok(())
+    }
+
+    /// Moves every record under `record_prefix` into `kind`'s blocks under
+    /// the last checkpoint's number and indexes each as `index` says (with
+    /// the id its key must hold, `prefix`+id, when it is keyed by id);
+    /// replay after the marker lays newer versions over them as usual.
+    /// Returns how many moved.
     fn move_keyed_to_blocks<T: serde::de::DeserializeOwned>(
         &self,
         kind: &KindIndexes,
         record_prefix: KeyPrefix,
         checkpoint: u64,
-        index: impl Fn(&T) -> (Uuid, Indexed, Hashes),
+        index: impl Fn(&T) -> (Option<Uuid>, Indexed, Hashes),
     ) -> Result<usize, StoreError> {
         let prefix = kind.spec().blocks;
         // Only a move cut short can have left blocks of the kind behind.
@@ -146,11 +176,11 @@ impl Store {
         for item in self.ledger.scan_prefix([record_prefix.byte()]) {
             let (key, value) = item?;
             let record: T = decode_value(&value)?;
-            let (id, version, hashes) = index(&record);
-            if key.len() != 17 || key[1..] != *id.as_bytes() {
+            let (keyed_by, version, hashes) = index(&record);
+            if keyed_by.is_some_and(|id| key.len() != 17 || key[1..] != *id.as_bytes()) {
                 return Err(corrupt_block(&key));
             }
-            writer.push(id, &value);
+            writer.push(version.id, &value);
             versions.push((version, hashes));
         }
         let mut sink = sled::Batch::default();

@@ -1,10 +1,9 @@
 //! Webhook reads: events by id (versions in blocks,
 //! `history::WEBHOOK_EVENTS`), the deliveries due, and a merchant's
-//! delivery attempts.
+//! delivery attempts (in blocks too, `history::WEBHOOK_ATTEMPTS`).
 
 use crate::domain::{WebhookAttempt, WebhookEvent};
 use crate::store::keys::{prefixed, read_u64, KeyPrefix};
-use crate::store::record::decode_value;
 use crate::store::{Store, StoreError};
 use uuid::Uuid;
 
@@ -63,28 +62,28 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<WebhookAttempt>, usize), StoreError> {
-        let start = prefixed(KeyPrefix::WebhookAttempt, &[merchant_id.as_bytes()]);
-        let end = prefixed(KeyPrefix::WebhookAttempt, &[merchant_id.as_bytes(), &[0xFF; 40]]);
-        let mut page = Vec::new();
-        let mut total = 0;
-        for (_, value) in self.resource_range(&start, &end)?.into_iter().rev() {
-            let attempt: WebhookAttempt = decode_value(&value)?;
-            if !keep(&attempt) {
-                continue;
+        let ids = self.created_between(&self.webhook_attempts, merchant_id, i64::MIN, i64::MAX)?;
+        super::versions::newest_page(ids, |id| self.webhook_attempt(id), keep, offset, limit)
+    }
+
+    /// A delivery attempt by the id it was stored under.
+    fn webhook_attempt(&self, id: &Uuid) -> Result<Option<WebhookAttempt>, StoreError> {
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let flushing = overlay.flushing.as_ref().and_then(|f| f.webhook_attempts.get(id));
+            if let Some(found) = overlay.active.webhook_attempts.get(id).or(flushing) {
+                return Ok(Some(WebhookAttempt::clone(&found.version)));
             }
-            if total >= offset && page.len() < limit {
-                page.push(attempt);
-            }
-            total += 1;
         }
-        Ok((page, total))
+        self.checkpointed_version(&self.webhook_attempts, id)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::EventResource;
+    use crate::domain::{EventResource, WebhookAttempt};
+    use crate::store::history::{WEBHOOK_ATTEMPTS, WEBHOOK_EVENTS};
     use crate::store::queries::orders::tests::test_order;
     use crate::store::record::{encode_value, JournalRecord};
 
@@ -117,6 +116,61 @@ mod tests {
         assert!(store.webhook_event(&Uuid::new_v4()).unwrap().is_none());
     }
 
+    /// The first attempt of each event below `below` with somewhere to go,
+    /// made at `1_000 + n / 4` ms: several to a millisecond.
+    fn attempts(events: &[WebhookEvent], below: usize) -> Vec<WebhookAttempt> {
+        events[..below]
+            .iter()
+            .enumerate()
+            .filter(|(_, event)| event.url.is_some())
+            .map(|(n, event)| WebhookAttempt {
+                event_id: event.id,
+                merchant_id: event.merchant_id,
+                event: event.event.clone(),
+                url: event.url.clone().unwrap(),
+                attempt: 1,
+                status_code: Some(200),
+                latency_ms: 1,
+                error: None,
+                next_retry_at_ms: None,
+                delivered: true,
+                attempted_at_ms: 1_000 + n as i64 / 4,
+                manual: false,
+            })
+            .collect()
+    }
+
+    /// A merchant's attempts list newest first (by time, then in the order
+    /// made), paged, with the total.
+    fn assert_attempts_listed(store: &Store, attempts: &[WebhookAttempt]) {
+        let merchant = attempts[0].merchant_id;
+        let (all, total) = store
+            .merchant_webhook_attempts(&merchant, |_| true, 0, usize::MAX)
+            .unwrap();
+        assert_eq!(total, attempts.len());
+        let newest_first: Vec<Uuid> = attempts.iter().rev().map(|attempt| attempt.event_id).collect();
+        assert_eq!(
+            all.iter().map(|attempt| attempt.event_id).collect::<Vec<_>>(),
+            newest_first
+        );
+        let wanted = attempts[7].event_id;
+        let (page, total) = store
+            .merchant_webhook_attempts(&merchant, |attempt| attempt.event_id == wanted, 0, 10)
+            .unwrap();
+        assert_eq!((page.len(), total), (1, 1));
+        assert_eq!(page[0], attempts[7]);
+        let (page, _) = store.merchant_webhook_attempts(&merchant, |_| true, 3, 2).unwrap();
+        let expected = vec![
+            attempts[attempts.len() - 4].clone(),
+            attempts[attempts.len() - 5].clone(),
+        ];
+        assert_eq!(page, expected);
+        let (none, total) = store
+            .merchant_webhook_attempts(&Uuid::new_v4(), |_| true, 0, 10)
+            .unwrap();
+        assert!(none.is_empty() && total == 0);
+    }
+
     /// Events read the same from the overlay, from blocks after checkpoints
     /// (the delivered version over the first) and after reopening, and the
     /// due keys follow deliveries.
@@ -140,36 +194,30 @@ mod tests {
             }
             store.checkpoint().unwrap();
             assert_eq!(store.webhooks_due(None, 1_000_000, usize::MAX).unwrap().len(), 300);
-            for event in events[..400].iter().filter(|event| event.url.is_some()) {
-                let attempt = crate::domain::WebhookAttempt {
-                    event_id: event.id,
-                    merchant_id: event.merchant_id,
-                    event: event.event.clone(),
-                    url: event.url.clone().unwrap(),
-                    attempt: 1,
-                    status_code: Some(200),
-                    latency_ms: 1,
-                    error: None,
-                    next_retry_at_ms: None,
-                    delivered: true,
-                    attempted_at_ms: 1_000,
-                    manual: false,
-                };
+            for (n, attempt) in attempts(&events, 400).into_iter().enumerate() {
+                let event = store.webhook_event(&attempt.event_id).unwrap().unwrap();
                 let record = JournalRecord::WebhookAttempted {
-                    event: Box::new(delivered(event)),
+                    event: Box::new(delivered(&event)),
                     previously_due_ms: event.next_attempt_at_ms,
                     attempt: Box::new(attempt),
                 };
                 apply(&store, record);
+                if n == 100 {
+                    store.checkpoint().unwrap();
+                }
             }
             assert_events_stored(&store, &events, 400);
+            assert_attempts_listed(&store, &attempts(&events, 400));
             store.checkpoint().unwrap();
             assert_events_stored(&store, &events, 400);
+            assert_attempts_listed(&store, &attempts(&events, 400));
+            assert_eq!(store.ledger.scan_prefix([KeyPrefix::WebhookAttempt.byte()]).count(), 0);
             assert_eq!(store.webhooks_due(None, 1_000_000, usize::MAX).unwrap().len(), 100);
             assert_eq!(store.ledger.scan_prefix([KeyPrefix::WebhookEvent.byte()]).count(), 0);
         }
         let store = Store::open(dir.path()).unwrap();
         assert_events_stored(&store, &events, 400);
+        assert_attempts_listed(&store, &attempts(&events, 400));
         assert_eq!(store.webhooks_due(None, 1_000_000, usize::MAX).unwrap().len(), 100);
     }
 
@@ -188,17 +236,32 @@ mod tests {
                 let key = prefixed(KeyPrefix::WebhookEvent, &[event.id.as_bytes()]);
                 store.ledger.insert(key, encode_value(event)).unwrap();
             }
-            store
-                .ledger
-                .remove(crate::store::history::WEBHOOK_EVENTS.format_key)
-                .unwrap();
+            for attempt in attempts(&events, 100) {
+                let key = prefixed(
+                    KeyPrefix::WebhookAttempt,
+                    &[
+                        attempt.merchant_id.as_bytes(),
+                        &(attempt.attempted_at_ms as u64).to_be_bytes(),
+                        attempt.event_id.as_bytes(),
+                        &attempt.attempt.to_be_bytes(),
+                    ],
+                );
+                store.ledger.insert(key, encode_value(&attempt)).unwrap();
+            }
+            for kind in [&WEBHOOK_EVENTS, &WEBHOOK_ATTEMPTS] {
+                store.ledger.remove(kind.format_key).unwrap();
+            }
             store.flush().unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
         assert_events_stored(&store, &events, 100);
-        assert_eq!(store.ledger.scan_prefix([KeyPrefix::WebhookEvent.byte()]).count(), 0);
+        assert_attempts_listed(&store, &attempts(&events, 100));
+        for prefix in [KeyPrefix::WebhookEvent, KeyPrefix::WebhookAttempt] {
+            assert_eq!(store.ledger.scan_prefix([prefix.byte()]).count(), 0, "{prefix:?}");
+        }
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_events_stored(&store, &events, 100);
+        assert_attempts_listed(&store, &attempts(&events, 100));
     }
 }
