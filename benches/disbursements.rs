@@ -16,8 +16,8 @@
 //!
 //! Run: `cargo bench --bench disbursements` (see BENCHMARKS.md).
 //! `BENCH_HANDOVER_ONLY=1` is an extra, not the headline: the vendor holds
-//! every payout an hour and an iteration ends once all are handed over,
-//! the measure of commits older than the whole-life bench (8c4b615).
+//! every payout an hour and an iteration ends once all are handed over:
+//! creation and hand-over alone, without settlement or webhooks.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paygate_engine::clock::SystemClock;
