@@ -104,32 +104,19 @@ impl Layer {
 
     /// Sets the newest version of an order, with its encoding.
     pub fn put_order(&mut self, order: Arc<Order>, encoded: Box<[u8]>) {
-        let version = LayerVersion {
-            version: order,
-            encoded: Some(encoded),
-        };
-        self.orders.insert(version.version.id, version);
-        self.entry_count += 1;
+        let id = order.id;
+        put_version(&mut self.orders, &mut self.entry_count, id, order, encoded);
     }
 
     /// Sets the newest version of a webhook event, with its encoding.
     pub fn put_webhook_event(&mut self, event: Arc<WebhookEvent>, encoded: Box<[u8]>) {
-        let version = LayerVersion {
-            version: event,
-            encoded: Some(encoded),
-        };
-        self.webhook_events.insert(version.version.id, version);
-        self.entry_count += 1;
+        let id = event.id;
+        put_version(&mut self.webhook_events, &mut self.entry_count, id, event, encoded);
     }
 
     /// Sets a delivery attempt under its id, with its encoding.
     pub fn put_webhook_attempt(&mut self, id: Uuid, attempt: Arc<WebhookAttempt>, encoded: Box<[u8]>) {
-        let version = LayerVersion {
-            version: attempt,
-            encoded: Some(encoded),
-        };
-        self.webhook_attempts.insert(id, version);
-        self.entry_count += 1;
+        put_version(&mut self.webhook_attempts, &mut self.entry_count, id, attempt, encoded);
     }
 
     /// Puts a failed checkpoint's versions under this (newer) layer's.
@@ -155,6 +142,23 @@ impl Layer {
             }
         }
     }
+}
+
+/// Sets `id`'s newest version in one kind's map of a layer, counted among
+/// the layer's writes.
+fn put_version<T>(
+    versions: &mut HashMap<Uuid, LayerVersion<T>>,
+    entry_count: &mut usize,
+    id: Uuid,
+    version: Arc<T>,
+    encoded: Box<[u8]>,
+) {
+    let version = LayerVersion {
+        version,
+        encoded: Some(encoded),
+    };
+    versions.insert(id, version);
+    *entry_count += 1;
 }
 
 /// A resource's newest version in a layer, with its encoding when the

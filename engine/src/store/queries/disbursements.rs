@@ -12,14 +12,7 @@ impl Store {
     /// A disbursement by id: the overlay's newest version, else the block
     /// the index points to.
     pub fn disbursement(&self, id: &Uuid) -> Result<Option<Disbursement>, StoreError> {
-        {
-            let overlay = self.overlay.lock().expect("overlay lock");
-            let flushing = overlay.flushing.as_ref().and_then(|f| f.disbursements.get(id));
-            if let Some(found) = overlay.active.disbursements.get(id).or(flushing) {
-                return Ok(Some(Disbursement::clone(&found.version)));
-            }
-        }
-        self.checkpointed_version(&self.disbursements, id)
+        self.newest_version(&self.disbursements, id, |layer| &layer.disbursements)
     }
 
     /// A disbursement by ref code.

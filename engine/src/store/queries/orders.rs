@@ -24,14 +24,7 @@ impl Store {
     /// An order by id: the overlay's newest version, else the block the
     /// index points to.
     pub fn order(&self, id: &Uuid) -> Result<Option<Order>, StoreError> {
-        {
-            let overlay = self.overlay.lock().expect("overlay lock");
-            let flushing = overlay.flushing.as_ref().and_then(|f| f.orders.get(id));
-            if let Some(found) = overlay.active.orders.get(id).or(flushing) {
-                return Ok(Some(Order::clone(&found.version)));
-            }
-        }
-        self.checkpointed_version(&self.orders, id)
+        self.newest_version(&self.orders, id, |layer| &layer.orders)
     }
 
     /// An order by ref code.

@@ -3,11 +3,31 @@
 //! the recent index first, then the runs.
 
 use crate::sharded::ShardedSet;
+use crate::store::overlay::{Layer, LayerVersion};
 use crate::store::record::decode_value;
 use crate::store::{blocks, corrupt_block, KindIndexes, Store, StoreError};
+use foldhash::HashMap;
 use uuid::Uuid;
 
 impl Store {
+    /// A version by id: the overlay's newest (`in_layer` finds the kind's
+    /// versions in a layer), else the block its location names.
+    pub(super) fn newest_version<T: Clone + serde::de::DeserializeOwned>(
+        &self,
+        kind: &KindIndexes,
+        id: &Uuid,
+        in_layer: impl Fn(&Layer) -> &HashMap<Uuid, LayerVersion<T>>,
+    ) -> Result<Option<T>, StoreError> {
+        {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let flushing = overlay.flushing.as_deref().and_then(|layer| in_layer(layer).get(id));
+            if let Some(found) = in_layer(&overlay.active).get(id).or(flushing) {
+                return Ok(Some(T::clone(&found.version)));
+            }
+        }
+        self.checkpointed_version(kind, id)
+    }
+
     /// A version a checkpoint wrote: from the block its location names.
     pub(super) fn checkpointed_version<T: serde::de::DeserializeOwned>(
         &self,

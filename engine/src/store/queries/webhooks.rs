@@ -11,14 +11,7 @@ impl Store {
     /// A webhook event by id: the overlay's newest version, else the block
     /// the index points to.
     pub fn webhook_event(&self, id: &Uuid) -> Result<Option<WebhookEvent>, StoreError> {
-        {
-            let overlay = self.overlay.lock().expect("overlay lock");
-            let flushing = overlay.flushing.as_ref().and_then(|f| f.webhook_events.get(id));
-            if let Some(found) = overlay.active.webhook_events.get(id).or(flushing) {
-                return Ok(Some(WebhookEvent::clone(&found.version)));
-            }
-        }
-        self.checkpointed_version(&self.webhook_events, id)
+        self.newest_version(&self.webhook_events, id, |layer| &layer.webhook_events)
     }
 
     /// Events due at or before `now_ms`, with the time each is due, oldest
@@ -68,14 +61,7 @@ impl Store {
 
     /// A delivery attempt by the id it was stored under.
     fn webhook_attempt(&self, id: &Uuid) -> Result<Option<WebhookAttempt>, StoreError> {
-        {
-            let overlay = self.overlay.lock().expect("overlay lock");
-            let flushing = overlay.flushing.as_ref().and_then(|f| f.webhook_attempts.get(id));
-            if let Some(found) = overlay.active.webhook_attempts.get(id).or(flushing) {
-                return Ok(Some(WebhookAttempt::clone(&found.version)));
-            }
-        }
-        self.checkpointed_version(&self.webhook_attempts, id)
+        self.newest_version(&self.webhook_attempts, id, |layer| &layer.webhook_attempts)
     }
 }
 

@@ -1,0 +1,116 @@
+//! The versioned kinds, each declared once: its block prefix and the runs
+//! of its indexes (`KindSpec`). Tags and keys are the data format.
+
+use super::super::keys::{named_key, KeyPrefix};
+use super::super::runs::RunSpec;
+
+/// The most merchant lookups a kind has.
+pub const LOOKUPS_MAX: usize = 2;
+
+/// How one kind of versioned resource is kept at rest: the sled prefix of
+/// its version blocks (`blocks.rs`) and the runs of its indexes. Tags and
+/// keys are the data format: they never change.
+pub struct KindSpec {
+    /// The prefix of its version blocks.
+    pub blocks: KeyPrefix,
+    /// id -> `Location`.
+    pub locations: RunSpec,
+    /// ref code hash -> id, for kinds found by a ref code.
+    pub refs: Option<RunSpec>,
+    /// merchant + a hash -> id, one per lookup (at most `LOOKUPS_MAX`).
+    pub lookups: &'static [RunSpec],
+    /// merchant + creation time + id, for kinds that are listed.
+    pub created: Option<RunSpec>,
+    /// The sled key saying the runs hold every checkpointed version.
+    pub format_key: &'static [u8],
+    /// What `format_key` holds as written now.
+    pub format: &'static [u8],
+    /// Older values of `format_key` read as complete too.
+    pub formats_read: &'static [&'static [u8]],
+    /// Whether its open set (versions not final, resumed after a restart)
+    /// is kept here.
+    pub keeps_open_set: bool,
+}
+
+const fn run(tag: u8, key_len: usize, value_len: usize, random_at: Option<usize>) -> RunSpec {
+    RunSpec {
+        tag,
+        key_len,
+        value_len,
+        random_at,
+    }
+}
+
+/// Disbursements: lookup 0 is the idempotency key. Their blocks, runs and
+/// open set predate the other kinds, under the first names.
+pub static DISBURSEMENTS: KindSpec = KindSpec {
+    blocks: KeyPrefix::DisbursementBlock,
+    // A v4 UUID's and a hash's first bytes are random.
+    locations: run(b'l', 16, 16, Some(0)),
+    refs: Some(run(b'r', 16, 16, Some(0))),
+    lookups: &[run(b'k', 32, 16, Some(16))],
+    created: Some(run(b'c', 40, 0, None)),
+    format_key: &FORMAT_KEY,
+    format: b"runs-2",
+    // runs-1: the open set kept only whole (which `open_set::load` reads).
+    formats_read: &[b"runs-1"],
+    keeps_open_set: true,
+};
+
+/// Orders: lookup 0 is the `Idempotency-Key`, lookup 1 the merchant's own
+/// order id in one API (`Store::order_id_hash`). Whether one is open
+/// (PENDING, or paid and not yet settled) is kept in resource keys.
+pub static ORDERS: KindSpec = KindSpec {
+    blocks: KeyPrefix::OrderBlock,
+    locations: run(b'a', 16, 16, Some(0)),
+    refs: Some(run(b'b', 16, 16, Some(0))),
+    lookups: &[run(b'i', 32, 16, Some(16)), run(b'm', 32, 16, Some(16))],
+    created: Some(run(b'e', 40, 0, None)),
+    format_key: &ORDERS_FORMAT_KEY,
+    format: b"orders-1",
+    formats_read: &[],
+    keeps_open_set: false,
+};
+
+/// Webhook events: found by id only (the dispatcher's due keys and the
+/// delivery attempts are resource keys beside them).
+pub static WEBHOOK_EVENTS: KindSpec = KindSpec {
+    blocks: KeyPrefix::WebhookEventBlock,
+    locations: run(b'w', 16, 16, Some(0)),
+    refs: None,
+    lookups: &[],
+    created: None,
+    format_key: &EVENTS_FORMAT_KEY,
+    format: b"events-1",
+    formats_read: &[],
+    keeps_open_set: false,
+};
+
+/// Webhook delivery attempts: written once, listed per merchant by the time
+/// of the attempt. Their ids are drawn when applied (`Uuid::now_v7`, in the
+/// order the journal holds them), so attempts of one millisecond list in
+/// the order they were made.
+pub static WEBHOOK_ATTEMPTS: KindSpec = KindSpec {
+    blocks: KeyPrefix::WebhookAttemptBlock,
+    locations: run(b'x', 16, 16, Some(0)),
+    refs: None,
+    lookups: &[],
+    created: Some(run(b'y', 40, 0, None)),
+    format_key: &ATTEMPTS_FORMAT_KEY,
+    format: b"attempts-1",
+    formats_read: &[],
+    keeps_open_set: false,
+};
+
+/// Every versioned kind.
+pub static KINDS: [&KindSpec; 4] = [&DISBURSEMENTS, &ORDERS, &WEBHOOK_EVENTS, &WEBHOOK_ATTEMPTS];
+
+/// The sled key saying the disbursement runs hold every checkpointed
+/// disbursement (absent in a data dir written before the runs existed).
+const FORMAT_KEY: [u8; 7] = named_key(KeyPrefix::IndexRun, b"format");
+/// The same for orders (absent in a data dir that kept orders as keys).
+const ORDERS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-orders");
+/// The same for webhook events (absent in a data dir that kept them as keys).
+const EVENTS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-events");
+/// The same for webhook delivery attempts.
+const ATTEMPTS_FORMAT_KEY: [u8; 16] = named_key(KeyPrefix::IndexRun, b"format-attempts");
