@@ -94,6 +94,10 @@ pub struct ServeArgs {
     /// Multiplier of the webhook retry schedule [default: 1].
     #[arg(long, env = "PAYGATE_WEBHOOK_RETRY_SCALE")]
     pub webhook_retry_scale: Option<f64>,
+    /// Days delivered (or given up) webhook events and their attempts are
+    /// kept, then dropped; fractions allowed [default: 30].
+    #[arg(long, env = "PAYGATE_WEBHOOK_RETENTION_DAYS")]
+    pub webhook_retention_days: Option<f64>,
     /// Sandbox vendor's disbursement completion delay [default: 2000].
     #[arg(long, env = "PAYGATE_SANDBOX_DISBURSEMENT_DELAY_MS")]
     pub sandbox_disbursement_delay_ms: Option<u64>,
@@ -163,6 +167,7 @@ struct FileSettings {
     admin_token: Option<String>,
     public_url: Option<String>,
     webhook_retry_scale: Option<f64>,
+    webhook_retention_days: Option<f64>,
     sandbox_disbursement_delay_ms: Option<u64>,
     vendor_retry_scale: Option<f64>,
     max_connections: Option<usize>,
@@ -177,6 +182,7 @@ pub struct Settings {
     pub admin_token: Option<String>,
     pub public_url: Option<String>,
     pub webhook_retry_scale: f64,
+    pub webhook_retention: std::time::Duration,
     pub sandbox_disbursement_delay_ms: u64,
     pub vendor_retry_scale: f64,
     pub max_connections: usize,
@@ -201,6 +207,15 @@ impl Settings {
         if !(webhook_retry_scale.is_finite() && webhook_retry_scale > 0.0) {
             bail!("--webhook-retry-scale must be a positive number");
         }
+        let webhook_retention_days = args
+            .webhook_retention_days
+            .or(file.webhook_retention_days)
+            .unwrap_or(paygate_engine::limits::WEBHOOK_RETENTION.as_secs_f64() / 86_400.0);
+        if !(webhook_retention_days.is_finite() && (0.0..=WEBHOOK_RETENTION_MAX_DAYS).contains(&webhook_retention_days))
+        {
+            bail!("--webhook-retention-days must be a number of days from 0 to {WEBHOOK_RETENTION_MAX_DAYS}");
+        }
+        let webhook_retention = std::time::Duration::from_secs_f64(webhook_retention_days * 86_400.0);
         let vendor_retry_scale = args.vendor_retry_scale.or(file.vendor_retry_scale).unwrap_or(1.0);
         if !(vendor_retry_scale.is_finite() && vendor_retry_scale > 0.0) {
             bail!("--vendor-retry-scale must be a positive number");
@@ -245,11 +260,15 @@ impl Settings {
             admin_token,
             public_url,
             webhook_retry_scale,
+            webhook_retention,
             sandbox_disbursement_delay_ms,
             vendor_retry_scale,
         })
     }
 }
+
+/// The longest retention: a century, far from the clock's overflow.
+const WEBHOOK_RETENTION_MAX_DAYS: f64 = 36_500.0;
 
 /// The longest sandbox completion delay: a day, as the longest wait a
 /// sandbox user could mean (and far from the clock's overflow).

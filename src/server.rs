@@ -36,6 +36,7 @@ pub struct RunningServer {
 pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     let mut engine_config = EngineConfig::new(&settings.data_dir);
     engine_config.vendor_retry_scale = settings.vendor_retry_scale;
+    engine_config.webhook_retention = settings.webhook_retention;
     if settings.mode == Mode::Sandbox {
         let delay = std::time::Duration::from_millis(settings.sandbox_disbursement_delay_ms);
         engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));

@@ -86,6 +86,19 @@ fn a_sandbox_delay_beyond_a_day_is_refused() {
     assert!(stderr.contains("--sandbox-disbursement-delay-ms"), "{stderr}");
 }
 
+#[test]
+fn a_webhook_retention_that_is_not_a_number_of_days_is_refused() {
+    for bad in ["-1", "NaN", "inf", "36501", "a month"] {
+        let (ok, stderr) = serve(&[&format!("--webhook-retention-days={bad}")]);
+        assert!(!ok, "{bad} accepted");
+        assert!(stderr.contains("--webhook-retention-days"), "{bad}: {stderr}");
+    }
+    for good in ["0", "0.5"] {
+        let (ok, stderr) = serve(&["--webhook-retention-days", good]);
+        assert!(ok, "{good} refused: {stderr}");
+    }
+}
+
 /// A SIGTERM sent the moment the address is printed stops the server
 /// through its graceful stop (exit 0, "stopped" logged), whether the
 /// parent left SIGTERM's default (death, without the final checkpoint) or

@@ -795,3 +795,52 @@ async fn order_metadata_is_delivered_byte_for_byte() {
     assert!(raw.contains(r#""status":"PAID""#), "{raw}");
     assert_signed(&got[0], &merchant.webhook_secret);
 }
+
+/// DESIGN.md 6: a delivered event and its attempts are listed and can be
+/// resent inside the retention window, and are dropped after it.
+#[tokio::test]
+async fn delivered_events_are_dropped_once_past_the_retention_window() {
+    let receiver = Receiver::default();
+    let base = start_receiver(receiver.clone());
+    // 0.0001 days: 8.64 s.
+    let server = TestServer::start_with(&["--webhook-retry-scale", "0.001", "--webhook-retention-days", "0.0001"]);
+    let merchant = server.create_wallet_merchant().await;
+    let ref_code = create_order(&server, &merchant, "RETAINED-1", &format!("{base}/retained")).await;
+    pay(&server, &merchant, &ref_code).await;
+    let got = wait_for(&receiver, "/retained", 1).await;
+    let event_id = json_body(&got[0])["event_id"].as_str().unwrap().to_string();
+    let list = format!("/v1/webhooks/deliveries?event_id={event_id}");
+    let resend = format!("/v1/webhooks/deliveries/{event_id}/resend");
+
+    let mut listed = false;
+    for _ in 0..100 {
+        let reply = server.call(Method::GET, &list, Some(&merchant.api_key), None).await;
+        if reply.body["meta"]["total"] == json!(1) {
+            listed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(listed, "the attempt is listed inside the window");
+    let resent = server.call(Method::POST, &resend, Some(&merchant.api_key), None).await;
+    assert_eq!(resent.status, StatusCode::OK, "{}", resent.body);
+    assert_eq!(resent.body["data"]["attempt"], json!(2));
+
+    // Past the window the attempts leave the list at once, and the event
+    // goes at the next checkpoint.
+    let mut unlisted = false;
+    for _ in 0..150 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let reply = server.call(Method::GET, &list, Some(&merchant.api_key), None).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        if reply.body["meta"]["total"] == json!(0) {
+            assert_eq!(reply.body["data"], json!([]));
+            unlisted = true;
+            break;
+        }
+    }
+    assert!(unlisted, "the attempts leave the list after the window");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let gone = server.call(Method::POST, &resend, Some(&merchant.api_key), None).await;
+    assert_v1_error(&gone, 404, "EVENT_NOT_FOUND");
+}

@@ -78,8 +78,16 @@ impl Engine {
         let journal_bytes = journal.stats().bytes.load(Ordering::Relaxed);
         // Dropping segments unlinks files and fsyncs the directory: tens of
         // milliseconds on a busy disk, so off the runtime's two workers too.
+        let retention_cutoff_ms = self.webhook_retention_cutoff_ms();
         let written = tokio::task::spawn_blocking(move || {
             let covered = store.checkpoint()?;
+            if let Some(cutoff_ms) = retention_cutoff_ms {
+                // Only what a good checkpoint holds is swept; a failed sweep
+                // drops nothing and the next checkpoint sweeps again.
+                if let Err(error) = store.drop_webhooks_before(cutoff_ms) {
+                    tracing::error!(%error, "dropping webhook events past retention failed");
+                }
+            }
             // Segments left behind are dropped by the next checkpoint.
             if let Err(error) = journal.drop_segments_below(covered) {
                 tracing::warn!(%error, "dropping journal segments a checkpoint covers failed");

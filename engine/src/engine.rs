@@ -51,6 +51,9 @@ pub struct EngineConfig {
     pub disbursements_open_max: usize,
     /// Order actors live at most; then work needing a new one is `Busy`.
     pub order_actors_live_max: usize,
+    /// Webhook events delivered (or given up) and delivery attempts are
+    /// kept this long, then dropped at checkpoints.
+    pub webhook_retention: Duration,
 }
 
 impl EngineConfig {
@@ -68,6 +71,7 @@ impl EngineConfig {
             resume_work: true,
             disbursements_open_max: limits::DISBURSEMENTS_OPEN_MAX,
             order_actors_live_max: limits::ORDER_ACTORS_LIVE_MAX,
+            webhook_retention: limits::WEBHOOK_RETENTION,
         }
     }
 }
@@ -108,6 +112,9 @@ struct EngineInner {
     // Holds `journal/` and `state/`; its filesystem's free space gates checkpoints.
     data_dir: PathBuf,
     storage: StorageHealth,
+    // Webhook events and attempts kept (`EngineConfig`); none drops nothing
+    // (an offline check moves nothing).
+    webhook_retention: Option<Duration>,
 }
 
 /// Where the timer task's wake-ups go: a disbursement's to its actor, an
@@ -237,6 +244,7 @@ impl Engine {
                 disbursements_open_max: config.disbursements_open_max,
                 data_dir: config.data_dir.clone(),
                 storage: StorageHealth::default(),
+                webhook_retention: config.resume_work.then_some(config.webhook_retention),
             }),
         };
         let _ = engine_slot.set(Arc::downgrade(&engine.inner));
@@ -285,6 +293,14 @@ impl Engine {
 
     pub(crate) fn now_ms(&self) -> i64 {
         self.inner.clock.now().timestamp_millis()
+    }
+
+    /// Webhook events and attempts from before this are past retention
+    /// (`None` while nothing is dropped).
+    pub(crate) fn webhook_retention_cutoff_ms(&self) -> Option<i64> {
+        let retention = self.inner.webhook_retention?;
+        let retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        Some(self.now_ms().saturating_sub(retention_ms))
     }
 
     fn start_expiry_sweep(&self) {

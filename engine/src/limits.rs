@@ -190,3 +190,8 @@ pub const PAYOUT_INQUIRY_SCHEDULE: [Duration; 3] = [
     Duration::from_secs(5 * 60),
     Duration::from_secs(15 * 60),
 ];
+
+/// Webhook events delivered (or given up) and their delivery attempts are
+/// kept this long, then dropped (`--webhook-retention-days`), as payment
+/// platforms keep a month of events; money records are kept forever.
+pub const WEBHOOK_RETENTION: Duration = Duration::from_secs(30 * 86_400);

@@ -199,6 +199,7 @@ impl Engine {
         let offset = page.saturating_sub(1).saturating_mul(limit);
         Ok(self.store().merchant_webhook_attempts(
             &merchant_id,
+            self.webhook_retention_cutoff_ms().unwrap_or(i64::MIN),
             |a| {
                 filter.event_id.is_none_or(|id| a.event_id == id)
                     && filter.delivered.is_none_or(|delivered| a.delivered == delivered)

@@ -64,6 +64,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         admin_token: Some(admin_token.clone()),
         public_url: None,
         webhook_retry_scale: 1.0,
+        webhook_retention: paygate_engine::limits::WEBHOOK_RETENTION,
         sandbox_disbursement_delay_ms: delay_ms,
         vendor_retry_scale: 1.0,
         max_connections: paygate_api::serve::ConnectionLimits::default().max_connections,

@@ -39,6 +39,7 @@ mod keys;
 pub mod overlay;
 mod queries;
 pub mod record;
+mod retention;
 pub mod runs;
 mod upgrade;
 
@@ -146,6 +147,9 @@ pub fn mark_data_format(data_dir: &Path) -> Result<(), StoreError> {
 struct KindIndexes {
     recent: RwLock<RecentIndex>,
     runs: RwLock<HistoryRuns>,
+    /// Kinds kept for a retention window: every block before this
+    /// (checkpoint, part) was dropped, so a location below it is gone.
+    retained_from: RwLock<retention::BlockPosition>,
 }
 
 impl KindIndexes {
@@ -156,6 +160,7 @@ impl KindIndexes {
         let indexes = KindIndexes {
             recent: RwLock::new(RecentIndex::default()),
             runs: RwLock::new(runs),
+            retained_from: RwLock::new(retention::load_retained_from(tree, spec)?),
         };
         Ok((indexes, open))
     }

@@ -30,6 +30,9 @@ pub struct KindSpec {
     /// Whether its open set (versions not final, resumed after a restart)
     /// is kept here.
     pub keeps_open_set: bool,
+    /// For kinds kept for a retention window only: the sled key of the
+    /// block position below which every block was dropped (`retention.rs`).
+    pub retention_key: Option<&'static [u8]>,
 }
 
 const fn run(tag: u8, key_len: usize, value_len: usize, random_at: Option<usize>) -> RunSpec {
@@ -55,6 +58,7 @@ pub static DISBURSEMENTS: KindSpec = KindSpec {
     // runs-1: the open set kept only whole (which `open_set::load` reads).
     formats_read: &[b"runs-1"],
     keeps_open_set: true,
+    retention_key: None,
 };
 
 /// Orders: lookup 0 is the `Idempotency-Key`, lookup 1 the merchant's own
@@ -70,6 +74,7 @@ pub static ORDERS: KindSpec = KindSpec {
     format: b"orders-1",
     formats_read: &[],
     keeps_open_set: false,
+    retention_key: None,
 };
 
 /// Webhook events: found by id only (the dispatcher's due keys and the
@@ -84,6 +89,7 @@ pub static WEBHOOK_EVENTS: KindSpec = KindSpec {
     format: b"events-1",
     formats_read: &[],
     keeps_open_set: false,
+    retention_key: Some(&EVENTS_RETAINED_KEY),
 };
 
 /// Webhook delivery attempts: written once, listed per merchant by the time
@@ -100,6 +106,7 @@ pub static WEBHOOK_ATTEMPTS: KindSpec = KindSpec {
     format: b"attempts-1",
     formats_read: &[],
     keeps_open_set: false,
+    retention_key: Some(&ATTEMPTS_RETAINED_KEY),
 };
 
 /// Every versioned kind.
@@ -114,3 +121,7 @@ const ORDERS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-orde
 const EVENTS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-events");
 /// The same for webhook delivery attempts.
 const ATTEMPTS_FORMAT_KEY: [u8; 16] = named_key(KeyPrefix::IndexRun, b"format-attempts");
+/// Where webhook event blocks start after retention dropped older ones.
+const EVENTS_RETAINED_KEY: [u8; 16] = named_key(KeyPrefix::IndexRun, b"retained-events");
+/// The same for delivery attempt blocks.
+const ATTEMPTS_RETAINED_KEY: [u8; 18] = named_key(KeyPrefix::IndexRun, b"retained-attempts");

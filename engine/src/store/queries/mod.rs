@@ -6,7 +6,7 @@
 mod batches;
 mod beneficiaries;
 mod disbursements;
-mod orders;
+pub(super) mod orders;
 mod settlements;
 mod versions;
 mod webhooks;

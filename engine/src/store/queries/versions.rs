@@ -35,11 +35,16 @@ impl Store {
         id: &Uuid,
     ) -> Result<Option<T>, StoreError> {
         let location = kind.runs.read().expect("history lock").location(id)?;
-        let Some(location) = location else {
+        let Some(location) = location.filter(|location| kind.retains(location)) else {
             return Ok(None);
         };
         let key = location.block_key();
-        let block = self.ledger.get(key)?.ok_or_else(|| corrupt_block(&key))?;
+        let block = match self.ledger.get(key)? {
+            Some(block) => block,
+            // Retention dropped it since the location was read.
+            None if !kind.retains(&location) => return Ok(None),
+            None => return Err(corrupt_block(&key)),
+        };
         let encoded = blocks::version_at(&block, location.offset).ok_or_else(|| corrupt_block(&key))?;
         Ok(Some(decode_value(encoded)?))
     }

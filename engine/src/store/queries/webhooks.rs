@@ -46,16 +46,18 @@ impl Store {
             .collect())
     }
 
-    /// A merchant's delivery attempts, newest first, that pass `keep`: the
+    /// A merchant's delivery attempts made at or after `since_ms` (the
+    /// retention window), newest first, that pass `keep`: the
     /// `offset`..`offset + limit` slice and the total.
     pub fn merchant_webhook_attempts(
         &self,
         merchant_id: &Uuid,
+        since_ms: i64,
         keep: impl Fn(&WebhookAttempt) -> bool,
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<WebhookAttempt>, usize), StoreError> {
-        let ids = self.created_between(&self.webhook_attempts, merchant_id, i64::MIN, i64::MAX)?;
+        let ids = self.created_between(&self.webhook_attempts, merchant_id, since_ms, i64::MAX)?;
         super::versions::newest_page(ids, |id| self.webhook_attempt(id), keep, offset, limit)
     }
 
@@ -131,7 +133,7 @@ mod tests {
     fn assert_attempts_listed(store: &Store, attempts: &[WebhookAttempt]) {
         let merchant = attempts[0].merchant_id;
         let (all, total) = store
-            .merchant_webhook_attempts(&merchant, |_| true, 0, usize::MAX)
+            .merchant_webhook_attempts(&merchant, i64::MIN, |_| true, 0, usize::MAX)
             .unwrap();
         assert_eq!(total, attempts.len());
         let newest_first: Vec<Uuid> = attempts.iter().rev().map(|attempt| attempt.event_id).collect();
@@ -141,18 +143,20 @@ mod tests {
         );
         let wanted = attempts[7].event_id;
         let (page, total) = store
-            .merchant_webhook_attempts(&merchant, |attempt| attempt.event_id == wanted, 0, 10)
+            .merchant_webhook_attempts(&merchant, i64::MIN, |attempt| attempt.event_id == wanted, 0, 10)
             .unwrap();
         assert_eq!((page.len(), total), (1, 1));
         assert_eq!(page[0], attempts[7]);
-        let (page, _) = store.merchant_webhook_attempts(&merchant, |_| true, 3, 2).unwrap();
+        let (page, _) = store
+            .merchant_webhook_attempts(&merchant, i64::MIN, |_| true, 3, 2)
+            .unwrap();
         let expected = vec![
             attempts[attempts.len() - 4].clone(),
             attempts[attempts.len() - 5].clone(),
         ];
         assert_eq!(page, expected);
         let (none, total) = store
-            .merchant_webhook_attempts(&Uuid::new_v4(), |_| true, 0, 10)
+            .merchant_webhook_attempts(&Uuid::new_v4(), i64::MIN, |_| true, 0, 10)
             .unwrap();
         assert!(none.is_empty() && total == 0);
     }
