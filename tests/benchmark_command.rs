@@ -149,6 +149,9 @@ fn an_orders_paid_benchmark_in_two_phases_prints_its_baseline_and_each_phase() {
         "200 paid orders (POST /v1/orders, then POST /v1/sandbox/orders/{ref_code}/pay) over 2 merchants, 2 phases,",
         "baseline (bare axum handlers in this process",
         "  requests      200 in ",
+        "floor (the HTTP an item's whole life needs",
+        "  items         100 in ",
+        " 100 webhooks checked by its sink\n",
         "phase 1 of 2: 100 paid orders",
         "phase 2 of 2: 100 paid orders",
         " since before the load, ",
@@ -158,6 +161,7 @@ fn an_orders_paid_benchmark_in_two_phases_prints_its_baseline_and_each_phase() {
         "  paygate       server ",
         "  baseline      server ",
         "  ratio         ",
+        "  floor         server ",
         " MiB after the last drain and 3 s idle: ",
     ] {
         assert!(stdout.contains(figure), "no {figure:?} in\n{stdout}");

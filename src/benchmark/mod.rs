@@ -7,6 +7,7 @@
 mod baseline;
 mod checks;
 mod client;
+mod floor;
 mod load;
 mod load_threads;
 mod report;
@@ -137,6 +138,45 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     let baseline_requests = requests_of(workload, baseline_items.clone(), merchant_count);
     print_baseline(&baseline_load, baseline_requests, &baseline_cpu);
 
+    // The floor: the same items through handlers that do only the HTTP
+    // their whole life needs (the answer and the webhooks), to a sink of
+    // its own, measured until its last webhook came.
+    let floor_sink = Sink::new();
+    let (floor_sink_address, floor_sink_task) = load_threads.run(sink::start(floor_sink.clone())).await?;
+    floor_sink.set_secrets(&secrets)?;
+    let keys: Vec<(String, String)> = merchants
+        .iter()
+        .map(|merchant| (merchant.api_key.clone(), merchant.webhook_secret.clone()))
+        .collect();
+    let (floor_address, floor_task) = floor::start(floor::FloorWebhooks::new(floor_sink_address, &keys)).await?;
+    let floor_gateway = Arc::new(Gateway::new(floor_address, &admin_token, http.clone()));
+    let bar = progress_bar(baseline_items.len() as u64, "floor");
+    let floor_cpu = CpuMeter::start(&load_threads);
+    let floor_run = load::run(
+        floor_gateway,
+        merchants.clone(),
+        workload,
+        baseline_items.clone(),
+        connections,
+        args.rate,
+        bar.clone(),
+    );
+    let floor_load = load_threads.run(floor_run).await;
+    bar.finish_and_clear();
+    let floor_finals = floor_load.created.len() as u64 + floor_load.orders.iter().filter(|o| o.paid).count() as u64;
+    let floor_settled = await_finals(&floor_sink, floor_finals, 0).await;
+    let floor_cpu = floor_cpu.used(&load_threads);
+    floor_task.abort();
+    floor_sink_task.abort();
+    let floor_webhooks = floor_sink.with_receipts(|receipts| receipts.events);
+    print_floor(
+        &floor_load,
+        baseline_items.len(),
+        floor_webhooks,
+        floor_settled.complete,
+        &floor_cpu,
+    );
+
     tokio::time::sleep(IDLE_WAIT).await;
     let idle_before_kib = process_stats::memory_kib("VmRSS");
     println!(
@@ -216,6 +256,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         &server_cpu,
         baseline_requests,
         &baseline_cpu,
+        (baseline_items.len(), &floor_cpu),
     );
     println!("memory (VmRSS of this one process: server, load generator and sink)");
     println!(

@@ -35,6 +35,33 @@ pub(super) fn print_baseline(load: &LoadResult, requests: u64, cpu: &CpuUse) {
     println!();
 }
 
+/// The floor's run: the items it took, the webhooks its sink checked, and
+/// its server CPU an item.
+pub(super) fn print_floor(load: &LoadResult, items: usize, webhooks: u64, complete: bool, cpu: &CpuUse) {
+    println!(
+        "floor (the HTTP an item's whole life needs and nothing else: bare handlers answer, then each change's \
+         webhook is signed and sent through paygate's delivery client)"
+    );
+    println!(
+        "  items         {} in {:.2} s, {} webhooks checked by its sink{}",
+        thousands(items as u64),
+        load.elapsed.as_secs_f64(),
+        thousands(webhooks),
+        if complete {
+            ""
+        } else {
+            " (NOT all: the figure below is short)"
+        }
+    );
+    println!(
+        "  CPU           server {} an item (process {}, of which the load generator and sink {})",
+        micros(cpu.server_seconds(), items as u64),
+        micros(cpu.process_seconds, items as u64),
+        micros(cpu.load_seconds, items as u64)
+    );
+    println!();
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn print_phase(
     phase: usize,
@@ -213,6 +240,7 @@ pub(super) fn print_cpu_ratio(
     server: &CpuUse,
     baseline_requests: u64,
     baseline: &CpuUse,
+    (floor_items, floor): (usize, &CpuUse),
 ) {
     let requests_an_item = requests as f64 / items as f64;
     let baseline_a_request = baseline.server_seconds() / baseline_requests as f64;
@@ -238,6 +266,13 @@ pub(super) fn print_cpu_ratio(
         "  ratio         {} (one of the {noun} against {requests_an_item:.1} baseline requests; whole process {})",
         ratio(paygate_an_item, baseline_a_request * requests_an_item),
         ratio(paygate_process_an_item, baseline_process_a_request * requests_an_item)
+    );
+    let floor_an_item = floor.server_seconds() / floor_items.max(1) as f64;
+    println!(
+        "  floor         server {} an item: {} baseline requests' worth; paygate is {} of it",
+        micros(floor.server_seconds(), floor_items as u64),
+        ratio(floor_an_item, baseline_a_request),
+        ratio(paygate_an_item, floor_an_item)
     );
 }
 
