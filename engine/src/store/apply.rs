@@ -391,6 +391,7 @@ impl Store {
         overlay.active.put_webhook_event(Arc::new(event.clone()), encoded);
         if let Some(previous) = previously_due_ms {
             overlay.active.put_resources([(due_key(previous), None)]);
+            self.note_not_due(previous, event.id);
         }
         if let Some(next) = event.next_attempt_at_ms {
             if self.fresh_keys.load(Ordering::Acquire) {
@@ -398,6 +399,7 @@ impl Store {
             } else {
                 overlay.active.put_resources([(due_key(next), Some(Vec::new()))]);
             }
+            self.note_due(next, event.id);
         }
     }
 }

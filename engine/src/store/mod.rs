@@ -33,6 +33,7 @@ mod books;
 mod catalog;
 mod checkpoint;
 mod directory;
+mod due;
 pub mod history;
 pub mod journal;
 mod keys;
@@ -191,6 +192,8 @@ pub struct Store {
     webhook_events: KindIndexes,
     /// Webhook delivery attempts' indexes.
     webhook_attempts: KindIndexes,
+    /// The webhook outbox's due keys, in memory while they fit.
+    due: Mutex<due::DueIndex>,
     /// Whether new webhook due keys may be marked fresh (`Layer::fresh`):
     /// only once recovery's replay is checkpointed, since a checkpoint cut
     /// short may have left a replayed record's keys in sled already.
@@ -234,6 +237,7 @@ impl Store {
             orders,
             webhook_events,
             webhook_attempts,
+            due: Mutex::default(),
             fresh_keys: AtomicBool::new(false),
             #[cfg(test)]
             fail_after_batches: std::sync::atomic::AtomicUsize::new(usize::MAX),

@@ -36,7 +36,12 @@ impl Store {
     /// active one wins) only up to the `limit`-th key they hold a value for,
     /// and sled only up to that key, since nothing past it can be among the
     /// first `limit`.
-    fn resource_range_first(&self, start: &[u8], end: &[u8], limit: usize) -> Result<Vec<KeyValue>, StoreError> {
+    pub(super) fn resource_range_first(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Result<Vec<KeyValue>, StoreError> {
         use std::cmp::Ordering as KeyOrder;
         if start >= end || limit == 0 {
             return Ok(Vec::new());

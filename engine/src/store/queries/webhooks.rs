@@ -1,9 +1,7 @@
 //! Webhook reads: events by id (versions in blocks,
-//! `history::WEBHOOK_EVENTS`), the deliveries due, and a merchant's
-//! delivery attempts (in blocks too, `history::WEBHOOK_ATTEMPTS`).
+//! `history::WEBHOOK_EVENTS`) and a merchant's delivery attempts (in blocks too, `history::WEBHOOK_ATTEMPTS`).
 
 use crate::domain::{WebhookAttempt, WebhookEvent};
-use crate::store::keys::{prefixed, read_u64, KeyPrefix};
 use crate::store::{Store, StoreError};
 use uuid::Uuid;
 
@@ -12,38 +10,6 @@ impl Store {
     /// the index points to.
     pub fn webhook_event(&self, id: &Uuid) -> Result<Option<WebhookEvent>, StoreError> {
         self.newest_version(&self.webhook_events, id, |layer| &layer.webhook_events)
-    }
-
-    /// Events due at or before `now_ms`, with the time each is due, oldest
-    /// first: at most `limit` of them, after the (due ms, event id) key
-    /// `after` when one is given (the next page of a scan). Reads no further
-    /// into the index than the page needs, however long the backlog.
-    pub fn webhooks_due(
-        &self,
-        after: Option<(i64, Uuid)>,
-        now_ms: i64,
-        limit: usize,
-    ) -> Result<Vec<(i64, Uuid)>, StoreError> {
-        let start = match after {
-            // The smallest key above `after`'s: the same bytes with one more.
-            Some((due_ms, id)) => prefixed(
-                KeyPrefix::WebhookEventDue,
-                &[&(due_ms.max(0) as u64).to_be_bytes(), id.as_bytes(), &[0]],
-            ),
-            None => vec![KeyPrefix::WebhookEventDue.byte()],
-        };
-        let end = prefixed(
-            KeyPrefix::WebhookEventDue,
-            &[&((now_ms.max(0) as u64) + 1).to_be_bytes()],
-        );
-        Ok(self
-            .resource_range_first(&start, &end, limit)?
-            .into_iter()
-            .map(|(key, _)| {
-                let due = read_u64(&key[1..9]) as i64;
-                (due, Uuid::from_slice(&key[9..25]).unwrap_or_default())
-            })
-            .collect())
     }
 
     /// A merchant's delivery attempts made at or after `since_ms` (the
@@ -72,6 +38,7 @@ mod tests {
     use super::*;
     use crate::domain::{EventResource, WebhookAttempt};
     use crate::store::history::{WEBHOOK_ATTEMPTS, WEBHOOK_EVENTS};
+    use crate::store::keys::{prefixed, KeyPrefix};
     use crate::store::queries::orders::tests::test_order;
     use crate::store::record::{encode_value, JournalRecord};
 
