@@ -179,8 +179,9 @@ impl Engine {
             attempted_at_ms: outcome.attempted_at_ms,
             manual: outcome.manual,
         };
-        self.write(JournalRecord::WebhookAttempted {
-            event: Box::new(event),
+        self.write(JournalRecord::WebhookAttemptRecorded {
+            event_id,
+            delivery: event.delivery(),
             previously_due_ms,
             attempt: Box::new(attempt.clone()),
         })

@@ -67,6 +67,35 @@ impl WebhookEvent {
     }
 }
 
+/// Where an event's delivery stands: what an attempt changes of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventDelivery {
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// A 2xx was received.
+    pub delivered: bool,
+    /// When the next attempt is due, Unix ms; none once delivered or given up.
+    pub next_attempt_at_ms: Option<i64>,
+}
+
+impl WebhookEvent {
+    /// Where its delivery stands.
+    pub fn delivery(&self) -> EventDelivery {
+        EventDelivery {
+            attempts: self.attempts,
+            delivered: self.delivered,
+            next_attempt_at_ms: self.next_attempt_at_ms,
+        }
+    }
+
+    /// Sets where its delivery stands.
+    pub fn set_delivery(&mut self, delivery: EventDelivery) {
+        self.attempts = delivery.attempts;
+        self.delivered = delivery.delivered;
+        self.next_attempt_at_ms = delivery.next_attempt_at_ms;
+    }
+}
+
 /// One delivery attempt, as `GET /v1/webhooks/deliveries` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebhookAttempt {

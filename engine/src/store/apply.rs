@@ -34,6 +34,29 @@ impl Store {
         spans: &[std::ops::Range<usize>],
     ) -> Result<(), StoreError> {
         self.apply_to_trees(record, payload)?;
+        if let JournalRecord::WebhookAttemptRecorded {
+            event_id,
+            delivery,
+            previously_due_ms,
+            attempt,
+        } = record
+        {
+            // Read before the overlay's lock (the runs are never taken under
+            // it); only the applier changes events, so it is still current.
+            let event = self.webhook_event(event_id)?;
+            let mut overlay = self.overlay.lock().expect("overlay lock");
+            match event {
+                Some(mut event) => {
+                    event.set_delivery(*delivery);
+                    self.overlay_webhook_event(&mut overlay, &event, *previously_due_ms);
+                }
+                // Dropped by retention since: only its due key goes.
+                None => self.overlay_due_key_gone(&mut overlay, *event_id, *previously_due_ms),
+            }
+            self.overlay_webhook_attempt(&mut overlay, attempt);
+            overlay.active.through_seq = overlay.active.through_seq.max(seq);
+            return Ok(());
+        }
         let mut overlay = self.overlay.lock().expect("overlay lock");
         let mut encoded = EncodedVersions {
             payload,
@@ -384,24 +407,37 @@ impl Store {
         index.index_version(version, false, || super::history::NO_HASHES);
     }
 
+    /// Removes an event's due key of `previously_due_ms`, if it had one.
+    fn overlay_due_key_gone(&self, overlay: &mut Overlay, event_id: uuid::Uuid, previously_due_ms: Option<i64>) {
+        if let Some(previous) = previously_due_ms {
+            overlay.active.put_resources([(due_key(previous, &event_id), None)]);
+            self.note_not_due(previous, event_id);
+        }
+    }
+
     fn overlay_webhook_event(&self, overlay: &mut Overlay, event: &WebhookEvent, previously_due_ms: Option<i64>) {
-        let id = event.id.as_bytes();
-        let due_key = |ms: i64| prefixed(KeyPrefix::WebhookEventDue, &[&(ms.max(0) as u64).to_be_bytes(), id]);
         let encoded = encode_value(event).into_boxed_slice();
         overlay.active.put_webhook_event(Arc::new(event.clone()), encoded);
-        if let Some(previous) = previously_due_ms {
-            overlay.active.put_resources([(due_key(previous), None)]);
-            self.note_not_due(previous, event.id);
-        }
+        self.overlay_due_key_gone(overlay, event.id, previously_due_ms);
         if let Some(next) = event.next_attempt_at_ms {
             if self.fresh_keys.load(Ordering::Acquire) {
-                overlay.active.put_fresh_resource(due_key(next), Vec::new());
+                overlay.active.put_fresh_resource(due_key(next, &event.id), Vec::new());
             } else {
-                overlay.active.put_resources([(due_key(next), Some(Vec::new()))]);
+                overlay
+                    .active
+                    .put_resources([(due_key(next, &event.id), Some(Vec::new()))]);
             }
             self.note_due(next, event.id);
         }
     }
+}
+
+/// The outbox key of an event due at `due_ms`.
+fn due_key(due_ms: i64, event_id: &uuid::Uuid) -> Vec<u8> {
+    prefixed(
+        KeyPrefix::WebhookEventDue,
+        &[&(due_ms.max(0) as u64).to_be_bytes(), event_id.as_bytes()],
+    )
 }
 
 /// The encodings of the disbursement versions a record carries, in the

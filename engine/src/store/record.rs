@@ -3,7 +3,7 @@
 use crate::domain::catalog::{PaymentVendorConfig, PayoutRouting, VendorRouting};
 use crate::domain::order::{Order, Refund};
 use crate::domain::settlement::Settlement;
-use crate::domain::webhook::{WebhookAttempt, WebhookEvent};
+use crate::domain::webhook::{EventDelivery, WebhookAttempt, WebhookEvent};
 use crate::domain::{Bank, Beneficiary, Disbursement, DisbursementBatch, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
@@ -84,7 +84,8 @@ pub enum JournalRecord {
         /// Its events, due for delivery.
         events: Vec<WebhookEvent>,
     },
-    /// A delivery attempt, with the event's new delivery state.
+    /// A delivery attempt, with the whole event after it (journals written
+    /// before `WebhookAttemptRecorded`).
     WebhookAttempted {
         /// The event after the attempt.
         event: Box<WebhookEvent>,
@@ -128,6 +129,20 @@ pub enum JournalRecord {
     },
     /// A dashboard user was created.
     MerchantUserSaved(crate::domain::MerchantUser),
+    /// A delivery attempt, with where the event's delivery stands after
+    /// it: a few fields, applied over the stored event, which alone
+    /// carries its resource. (`WebhookAttempted`, which carried the whole
+    /// event again, is still read from journals written before.)
+    WebhookAttemptRecorded {
+        /// The event.
+        event_id: uuid::Uuid,
+        /// Its delivery after the attempt.
+        delivery: EventDelivery,
+        /// When it was due before the attempt (its due key goes).
+        previously_due_ms: Option<i64>,
+        /// The attempt.
+        attempt: Box<WebhookAttempt>,
+    },
 }
 
 /// Records nested in `Evented` at most when decoding. The engine nests one

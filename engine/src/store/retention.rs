@@ -198,8 +198,9 @@ mod tests {
                     attempted_at_ms,
                     manual: false,
                 };
-                self.apply(JournalRecord::WebhookAttempted {
-                    event: Box::new(delivered),
+                self.apply(JournalRecord::WebhookAttemptRecorded {
+                    event_id: event.id,
+                    delivery: delivered.delivery(),
                     previously_due_ms: event.next_attempt_at_ms,
                     attempt: Box::new(attempt),
                 });

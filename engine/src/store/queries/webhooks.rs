@@ -178,6 +178,81 @@ mod tests {
         assert_eq!(store.webhooks_due(None, 1_000_000, usize::MAX).unwrap().len(), 100);
     }
 
+    /// An attempt record of a few fields (the event's delivery, not the
+    /// event again) updates the event wherever it is stored, clears its due
+    /// key and lists the attempt; one for an event no longer stored (past
+    /// retention) still clears the due key and keeps the attempt.
+    #[test]
+    fn a_slim_attempt_record_updates_the_stored_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = events(4);
+        let due: Vec<&WebhookEvent> = events.iter().filter(|event| event.url.is_some()).collect();
+        assert_eq!(due.len(), 2);
+        let record_for = |event: &WebhookEvent| {
+            let done = delivered(event);
+            let attempt = attempts(std::slice::from_ref(event), 1).remove(0);
+            JournalRecord::WebhookAttemptRecorded {
+                event_id: event.id,
+                delivery: done.delivery(),
+                previously_due_ms: event.next_attempt_at_ms,
+                attempt: Box::new(attempt),
+            }
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let created = JournalRecord::Evented {
+                record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(Uuid::new_v4(), 0)))),
+                events: events.clone(),
+            };
+            store.apply(1, &created, &created.encode()).unwrap();
+            store.checkpoint().unwrap();
+            assert_eq!(store.webhooks_due(None, 1_000_000, 10).unwrap().len(), 2);
+            // The first event from its block, the second from the overlay.
+            let first = record_for(due[0]);
+            store.apply(2, &first, &first.encode()).unwrap();
+            let slim = first.encode().len();
+            let whole = JournalRecord::WebhookAttempted {
+                event: Box::new(delivered(due[0])),
+                previously_due_ms: due[0].next_attempt_at_ms,
+                attempt: Box::new(attempts(std::slice::from_ref(due[0]), 1).remove(0)),
+            };
+            assert!(
+                slim * 2 < whole.encode().len(),
+                "{slim} bytes against {}",
+                whole.encode().len()
+            );
+            let second = record_for(due[1]);
+            store.apply(3, &second, &second.encode()).unwrap();
+            for event in &due {
+                let stored = store.webhook_event(&event.id).unwrap().unwrap();
+                assert_eq!(stored, delivered(event));
+            }
+            assert!(store.webhooks_due(None, 1_000_000, 10).unwrap().is_empty());
+            let (listed, total) = store
+                .merchant_webhook_attempts(&due[0].merchant_id, i64::MIN, |_| true, 0, 10)
+                .unwrap();
+            assert_eq!((listed.len(), total), (2, 2));
+            store.checkpoint().unwrap();
+            // An event no longer stored: its due key still goes.
+            let mut gone = events[0].clone();
+            gone.id = Uuid::new_v4();
+            gone.next_attempt_at_ms = Some(5);
+            let orphan = record_for(&gone);
+            store.apply(4, &orphan, &orphan.encode()).unwrap();
+            assert!(store.webhook_event(&gone.id).unwrap().is_none());
+            store.checkpoint().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        for event in &due {
+            assert_eq!(store.webhook_event(&event.id).unwrap().unwrap(), delivered(event));
+        }
+        assert!(store.webhooks_due(None, 1_000_000, 10).unwrap().is_empty());
+        let (_, total) = store
+            .merchant_webhook_attempts(&due[0].merchant_id, i64::MIN, |_| true, 0, 10)
+            .unwrap();
+        assert_eq!(total, 3);
+    }
+
     /// A data dir that kept events as keys (format 3) has them moved into
     /// event blocks when opened, and the keys go.
     #[test]
