@@ -106,7 +106,8 @@ impl Store {
             loop {
                 let plan = kind.runs.write().expect("history lock").plan_merge();
                 let Some(plan) = plan else { break };
-                let merged = plan.write().and_then(|merged| {
+                let keep = kind.merge_keeps(plan.spec().tag);
+                let merged = plan.write(&keep).and_then(|merged| {
                     let replaced = kind.runs.write().expect("history lock").install_merge(merged)?;
                     plan.finish(&replaced)
                 });

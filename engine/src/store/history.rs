@@ -527,6 +527,12 @@ impl HistoryRuns {
         self.sets().map(RunSet::memory_bytes).sum()
     }
 
+    /// Entries across the kind's indexes (a key in several runs counts in each).
+    #[cfg(test)]
+    pub fn entries(&self) -> u64 {
+        self.sets().map(RunSet::entries).sum()
+    }
+
     /// Runs across the kind's indexes.
     pub fn run_count(&self) -> usize {
         self.sets().map(RunSet::run_count).sum()
@@ -542,9 +548,15 @@ pub struct PlannedMerge {
 }
 
 impl PlannedMerge {
-    /// Writes the merged run (readers go on meanwhile).
-    pub fn write(&self) -> Result<MergedRun, StoreError> {
-        RunSet::write_merge(self.spec, &self.tree, self.id, &self.runs)
+    /// The index it merges.
+    pub fn spec(&self) -> RunSpec {
+        self.spec
+    }
+
+    /// Writes the merged run (readers go on meanwhile), without the
+    /// records `keep` refuses.
+    pub fn write(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<MergedRun, StoreError> {
+        RunSet::write_merge(self.spec, &self.tree, self.id, &self.runs, keep)
     }
 
     /// Deletes the replaced runs' chunks, once installed.
@@ -560,6 +572,16 @@ fn encode_location(location: Location) -> [u8; 16] {
     bytes[8..12].copy_from_slice(&location.part.to_be_bytes());
     bytes[12..].copy_from_slice(&location.offset.to_be_bytes());
     bytes
+}
+
+/// The creation time in a created run's key (`created_key`).
+pub fn created_ms_of(key: &[u8]) -> i64 {
+    (u64::from_be_bytes(key[16..24].try_into().expect("a 40-byte created key")) ^ (1 << 63)) as i64
+}
+
+/// The location in a locations run's value.
+pub fn location_of(blocks: KeyPrefix, value: &[u8]) -> Location {
+    decode_location(blocks, value)
 }
 
 fn decode_location(blocks: KeyPrefix, bytes: &[u8]) -> Location {

@@ -151,6 +151,9 @@ struct KindIndexes {
     /// Kinds kept for a retention window: every block before this
     /// (checkpoint, part) was dropped, so a location below it is gone.
     retained_from: RwLock<retention::BlockPosition>,
+    /// The same kinds: versions created before this are past the window
+    /// (set by each sweep; none until the first).
+    retained_since_ms: std::sync::atomic::AtomicI64,
 }
 
 impl KindIndexes {
@@ -162,6 +165,7 @@ impl KindIndexes {
             recent: RwLock::new(RecentIndex::default()),
             runs: RwLock::new(runs),
             retained_from: RwLock::new(retention::load_retained_from(tree, spec)?),
+            retained_since_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
         };
         Ok((indexes, open))
     }

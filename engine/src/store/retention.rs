@@ -12,9 +12,11 @@
 //! pointing into dropped blocks need no rewrite.
 
 use super::blocks::{self, Location};
+use super::history::{self, KindSpec};
 use super::record::decode_value;
-use super::{corrupt_block, history::KindSpec, KindIndexes, Store, StoreError};
+use super::{corrupt_block, KindIndexes, Store, StoreError};
 use crate::domain::{WebhookAttempt, WebhookEvent};
+use std::sync::atomic::Ordering;
 
 /// A block's place in its kind's order: (checkpoint, part).
 pub type BlockPosition = (u64, u32);
@@ -54,6 +56,31 @@ impl KindIndexes {
     pub(super) fn retains(&self, location: &Location) -> bool {
         (location.checkpoint, location.part) >= *self.retained_from.read().expect("retention lock")
     }
+
+    /// Which records of index `tag` a merge keeps: for a kind with
+    /// retention, not a location into a dropped block, nor a creation
+    /// entry from before the window (its version is dropped, or past the
+    /// window and about to be); everything else.
+    pub(super) fn merge_keeps(&self, tag: u8) -> impl Fn(&[u8]) -> bool {
+        let spec = self.spec();
+        let key_len = spec.locations.key_len;
+        let retained_from = *self.retained_from.read().expect("retention lock");
+        let since_ms = self.retained_since_ms.load(Ordering::Acquire);
+        let retention = spec.retention_key.is_some();
+        let created_tag = spec.created.map(|created| created.tag);
+        move |record: &[u8]| {
+            if !retention {
+                true
+            } else if tag == spec.locations.tag {
+                let location = history::location_of(spec.blocks, &record[key_len..]);
+                (location.checkpoint, location.part) >= retained_from
+            } else if Some(tag) == created_tag {
+                history::created_ms_of(record) >= since_ms
+            } else {
+                true
+            }
+        }
+    }
 }
 
 impl Store {
@@ -62,6 +89,9 @@ impl Store {
     /// blocks, oldest first (see the module docs). Call between
     /// checkpoints, never during one. Returns how many blocks went.
     pub fn drop_webhooks_before(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
+        for kind in [&self.webhook_events, &self.webhook_attempts] {
+            kind.retained_since_ms.fetch_max(cutoff_ms, Ordering::AcqRel);
+        }
         let events = self.drop_blocks_while(&self.webhook_events, |encoded, location| {
             let event: WebhookEvent = decode_value(encoded)?;
             if event.next_attempt_at_ms.is_none() && event.occurred_at_ms < cutoff_ms {
@@ -276,6 +306,16 @@ mod tests {
             // Reads of dropped versions still answer while their index
             // entries stay (they point below the kept blocks).
             assert!(store.webhook_event(&delivered_old[0].id).unwrap().is_none());
+
+            // The next merge leaves out the entries into dropped blocks: of
+            // the four newest runs (10 entries each, three of them dead),
+            // only the new events' stay beside the oldest run's 30.
+            let entries = || store.webhook_events.runs.read().unwrap().entries();
+            assert_eq!(entries(), 60);
+            let fresh = journal.create(merchant, 10, 30_000);
+            store.checkpoint().unwrap();
+            assert_eq!(entries(), 40);
+            assert_eq!(found(&store, &fresh), 10);
         }
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(

@@ -33,8 +33,15 @@ impl RunSet {
     }
 
     /// Writes the merge of `runs` (the newest, as `plan_merge` gave them) as
-    /// run `id`, with its intent; readers may go on meanwhile.
-    pub fn write_merge(spec: RunSpec, tree: &sled::Tree, id: u64, runs: &[Arc<Run>]) -> Result<MergedRun, StoreError> {
+    /// run `id`, with its intent, leaving out the records (key and value)
+    /// `keep` refuses; readers may go on meanwhile.
+    pub fn write_merge(
+        spec: RunSpec,
+        tree: &sled::Tree,
+        id: u64,
+        runs: &[Arc<Run>],
+        keep: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<MergedRun, StoreError> {
         let intent = Intent {
             writes: id,
             replaces: runs.iter().map(|run| run.id).collect(),
@@ -71,7 +78,9 @@ impl RunSet {
                     cursor.advance(spec);
                 }
             }
-            writer.push(&record)?;
+            if keep(&record) {
+                writer.push(&record)?;
+            }
         }
         Ok(MergedRun {
             tag: spec.tag,
@@ -115,7 +124,7 @@ impl RunSet {
     pub fn compact(&mut self, tree: &sled::Tree) -> Result<(), StoreError> {
         while let Some(runs) = self.plan_merge() {
             let id = self.reserve_id();
-            let merged = RunSet::write_merge(self.spec, tree, id, &runs)?;
+            let merged = RunSet::write_merge(self.spec, tree, id, &runs, &|_| true)?;
             let replaced = self.install_merge(tree, merged)?;
             RunSet::finish_merge(self.spec, tree, &replaced)?;
         }
