@@ -48,7 +48,7 @@ impl Store {
             match event {
                 Some(mut event) => {
                     event.set_delivery(*delivery);
-                    self.overlay_webhook_event(&mut overlay, &event, *previously_due_ms);
+                    self.overlay_webhook_event(&mut overlay, &event, *previously_due_ms, None);
                 }
                 // Dropped by retention since: only its due key goes.
                 None => self.overlay_due_key_gone(&mut overlay, *event_id, *previously_due_ms),
@@ -199,8 +199,9 @@ impl Store {
             JournalRecord::Evented { record, events } => {
                 // Only an inner entry record would need its own bytes; none is ever wrapped.
                 self.apply_to_overlay(overlay, record, &[], encoded)?;
+                // Its events' spans follow the inner record's.
                 for event in events {
-                    self.overlay_webhook_event(overlay, event, None);
+                    self.overlay_webhook_event(overlay, event, None, encoded.next());
                 }
             }
             JournalRecord::WebhookAttempted {
@@ -208,7 +209,7 @@ impl Store {
                 previously_due_ms,
                 attempt,
             } => {
-                self.overlay_webhook_event(overlay, event, *previously_due_ms);
+                self.overlay_webhook_event(overlay, event, *previously_due_ms, None);
                 self.overlay_webhook_attempt(overlay, attempt);
             }
             _ => {}
@@ -415,8 +416,18 @@ impl Store {
         }
     }
 
-    fn overlay_webhook_event(&self, overlay: &mut Overlay, event: &WebhookEvent, previously_due_ms: Option<i64>) {
-        let encoded = encode_value(event).into_boxed_slice();
+    /// Puts a version of an event in the overlay (`encoded`: its bytes in
+    /// the record, when known) and moves its due key.
+    fn overlay_webhook_event(
+        &self,
+        overlay: &mut Overlay,
+        event: &WebhookEvent,
+        previously_due_ms: Option<i64>,
+        encoded: Option<&[u8]>,
+    ) {
+        let encoded = encoded
+            .map_or_else(|| encode_value(event), <[u8]>::to_vec)
+            .into_boxed_slice();
         overlay.active.put_webhook_event(Arc::new(event.clone()), encoded);
         self.overlay_due_key_gone(overlay, event.id, previously_due_ms);
         if let Some(next) = event.next_attempt_at_ms {
@@ -440,8 +451,9 @@ fn due_key(due_ms: i64, event_id: &uuid::Uuid) -> Vec<u8> {
     )
 }
 
-/// The encodings of the disbursement versions a record carries, in the
-/// order the record lists them (none for a record read back from disk).
+/// The encodings of the versions a record carries (disbursements, then
+/// webhook events), in the order the record lists them (none for a record
+/// read back from disk).
 struct EncodedVersions<'a> {
     payload: &'a [u8],
     spans: std::slice::Iter<'a, std::ops::Range<usize>>,

@@ -248,10 +248,10 @@ impl JournalRecord {
         out
     }
 
-    /// The same bytes as `encode`, and where in them each disbursement
-    /// version the record carries is, in the order the record lists them.
-    /// A checkpoint stores those versions as they are instead of encoding
-    /// each one a second time. Written field by field the way serde's
+    /// The same bytes as `encode`, and where in them each version the
+    /// record carries is: its disbursements, then its webhook events, in
+    /// the order the record lists them. The overlay and checkpoints keep
+    /// those bytes as they are instead of encoding each version again. Written field by field the way serde's
     /// derive encodes them in bincode (variant index, then the fields in
     /// order; a sequence is its length, then its items); the tests hold
     /// the two encodings equal.
@@ -311,7 +311,13 @@ impl JournalRecord {
             JournalRecord::Evented { record, events } => {
                 tag(out, variant::EVENTED);
                 record.encode_spanned(out, spans);
-                put(out, events);
+                bincode::encode_into_std_write(events.len() as u64, out, config())
+                    .expect("journal records always encode");
+                for event in events {
+                    let start = out.len();
+                    put(out, event);
+                    spans.push(start..out.len());
+                }
             }
             other => put(out, other),
         }
@@ -466,6 +472,7 @@ mod tests {
             Some("https://merchant.example/hook".into()),
             crate::domain::EventResource::Disbursement(Box::new((*one).clone())),
         );
+        let event_bytes = encode_value(&event);
         let cases: Vec<(JournalRecord, Vec<&Arc<Disbursement>>)> = vec![
             (
                 JournalRecord::DisbursementCreated {
@@ -518,9 +525,13 @@ mod tests {
             let (bytes, spans) = record.encode_with_spans();
             assert_eq!(bytes, record.encode(), "{record:?}");
             assert_eq!(JournalRecord::decode(&bytes).unwrap(), record);
-            assert_eq!(spans.len(), carried.len());
-            for (span, disbursement) in spans.into_iter().zip(carried) {
-                assert_eq!(bytes[span], encode_value(&**disbursement)[..]);
+            let mut expected: Vec<Vec<u8>> = carried.iter().map(|d| encode_value(&***d)).collect();
+            if let JournalRecord::Evented { events, .. } = &record {
+                expected.extend(events.iter().map(|_| event_bytes.clone()));
+            }
+            assert_eq!(spans.len(), expected.len(), "{record:?}");
+            for (span, version) in spans.into_iter().zip(expected) {
+                assert_eq!(bytes[span], version[..]);
             }
         }
     }

@@ -253,6 +253,32 @@ mod tests {
         assert_eq!(total, 3);
     }
 
+    /// Events journaled with their spans are kept as the record's own
+    /// bytes, and read back whole from blocks after a checkpoint and a reopen.
+    #[test]
+    fn events_kept_as_their_record_bytes_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = events(30);
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let record = JournalRecord::Evented {
+                record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(Uuid::new_v4(), 0)))),
+                events: events.clone(),
+            };
+            let (payload, spans) = record.encode_with_spans();
+            assert_eq!(spans.len(), events.len());
+            store.apply_encoded(1, &record, &payload, &spans).unwrap();
+            store.checkpoint().unwrap();
+            for event in &events {
+                assert_eq!(&store.webhook_event(&event.id).unwrap().unwrap(), event);
+            }
+        }
+        let store = Store::open(dir.path()).unwrap();
+        for event in &events {
+            assert_eq!(&store.webhook_event(&event.id).unwrap().unwrap(), event);
+        }
+    }
+
     /// A data dir that kept events as keys (format 3) has them moved into
     /// event blocks when opened, and the keys go.
     #[test]
