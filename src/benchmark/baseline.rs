@@ -36,9 +36,8 @@ pub async fn start() -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)
 /// amount asked plus the benchmark's fee), nothing stored.
 async fn create_disbursement(Json(body): Json<Value>) -> (StatusCode, Json<Value>) {
     let amount = body["amount_minor"].as_i64().unwrap_or(0);
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let data = json!({
-        "id": format!("baseline-{id}"),
+        "id": uuid::Uuid::new_v4(),
         "status": "PENDING",
         "final_amount_minor": amount.saturating_add(super::client::FEE_MINOR),
     });
@@ -49,7 +48,7 @@ async fn create_disbursement(Json(body): Json<Value>) -> (StatusCode, Json<Value
 async fn create_order(Json(body): Json<Value>) -> (StatusCode, Json<Value>) {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let data = json!({
-        "id": format!("baseline-{id}"),
+        "id": uuid::Uuid::new_v4(),
         "ref_code": format!("ORD-BASELINE-{id}"),
         "merchant_order_id": body["merchant_order_id"],
         "status": "PENDING",

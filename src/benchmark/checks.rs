@@ -53,7 +53,7 @@ pub async fn look_up(
         async move {
             let wanted = &list[index];
             gateway
-                .disbursement(&merchants[wanted.merchant].api_key, &wanted.id)
+                .disbursement(&merchants[wanted.merchant].api_key, &wanted.id.to_string())
                 .await
                 .map(|found| {
                     found.map(|data| {
@@ -75,7 +75,7 @@ pub async fn look_up(
         match answer {
             Ok(Some((status, final_amount))) => {
                 if final_amount != Some(wanted.final_amount_minor) {
-                    lookups.amount_mismatches.push(wanted.id.clone());
+                    lookups.amount_mismatches.push(wanted.id.to_string());
                 }
                 lookups.statuses.push(Some(status));
             }
@@ -105,7 +105,7 @@ pub fn all_found(created: &[Created], lookups: &Lookups) -> Verdict {
             .iter()
             .zip(&lookups.statuses)
             .filter(|(_, status)| status.is_none())
-            .map(|(wanted, _)| wanted.id.clone())
+            .map(|(wanted, _)| wanted.id.to_string())
     };
     let missing_count = missing().count();
     let found = created.len() - missing_count;
@@ -246,9 +246,9 @@ pub fn webhooks_received(created: &[Created], lookups: &Lookups, sink: &Sink) ->
         let mut absent = Vec::new();
         let mut disagreeing = Vec::new();
         for (wanted, status) in created.iter().zip(&lookups.statuses) {
-            match receipts.finals.get(&wanted.id) {
-                None => absent.push(wanted.id.clone()),
-                Some(hook) if status.as_deref() != Some(hook.status.as_str()) => disagreeing.push(wanted.id.clone()),
+            match receipts.finals.get(&wanted.id.as_u128()) {
+                None => absent.push(wanted.id.to_string()),
+                Some(hook) if status.as_deref() != Some(hook.status) => disagreeing.push(wanted.id.to_string()),
                 Some(_) => {}
             }
         }
@@ -288,7 +288,7 @@ pub fn unchanged_after_restart(created: &[Created], before: &Lookups, after: &Lo
         .iter()
         .zip(before.statuses.iter().zip(&after.statuses))
         .filter(|(_, (before, after))| after.is_none() || before != after)
-        .map(|(wanted, _)| wanted.id.clone())
+        .map(|(wanted, _)| wanted.id.to_string())
         .collect();
     let mut line = format!(
         "every 201 found again with its status: {} of {}",
@@ -403,13 +403,18 @@ pub fn order_webhooks_received(orders: &[CreatedOrder], sink: &Sink) -> Verdict 
         let absent: Vec<String> = orders
             .iter()
             .filter(|order| order.paid)
-            .filter(|order| receipts.finals.get(&order.id).is_none_or(|hook| hook.status != "PAID"))
-            .map(|order| order.ref_code.clone())
+            .filter(|order| {
+                receipts
+                    .finals
+                    .get(&order.id.as_u128())
+                    .is_none_or(|hook| hook.status != "PAID")
+            })
+            .map(|order| order.ref_code.to_string())
             .collect();
         let unexpected: Vec<String> = orders
             .iter()
-            .filter(|order| !order.paid && receipts.order_events.contains_key(&order.id))
-            .map(|order| order.ref_code.clone())
+            .filter(|order| !order.paid && receipts.order_events.contains_key(&order.id.as_u128()))
+            .map(|order| order.ref_code.to_string())
             .collect();
         let mut line = format!(
             "order.paid webhook received for every paid order, signature checked: {} of {}; none for a pending order",

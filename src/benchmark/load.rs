@@ -14,6 +14,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use uuid::Uuid;
 
 /// Tries per request: a request whose outcome is unknown (no answer, 5xx)
 /// is sent again with the same idempotency key, which either makes the
@@ -92,7 +93,7 @@ pub fn scheduled_at(started: Instant, offset: usize, rate: u64) -> Option<Instan
 /// A disbursement the server took (201, or 409 carrying it after a retry).
 pub struct Created {
     /// Its UUID.
-    pub id: String,
+    pub id: Uuid,
     /// Index of its merchant in the run's list.
     pub merchant: usize,
     /// `final_amount_minor`: what its creation debited.
@@ -102,9 +103,9 @@ pub struct Created {
 /// An order the server created.
 pub struct CreatedOrder {
     /// Its UUID, as its webhooks carry it.
-    pub id: String,
+    pub id: Uuid,
     /// What it is looked up by.
-    pub ref_code: String,
+    pub ref_code: Box<str>,
     /// Index of its merchant in the run's list.
     pub merchant: usize,
     /// Its payment was answered 200.
@@ -248,16 +249,17 @@ async fn run_item(
                 taken_on_retry: "DUPLICATE_IDEMPOTENCY_KEY",
             };
             let data = send(gateway, &call, scheduled, latency_us).await?;
-            match (data["id"].as_str(), data["final_amount_minor"].as_i64()) {
+            let id = data["id"].as_str().and_then(|id| Uuid::parse_str(id).ok());
+            match (id, data["final_amount_minor"].as_i64()) {
                 (Some(id), Some(final_amount_minor)) => {
                     mine.created.push(Created {
-                        id: id.to_string(),
+                        id,
                         merchant: merchant_index,
                         final_amount_minor,
                     });
                     Ok(())
                 }
-                _ => Err("disbursement answered without id and final_amount_minor".into()),
+                _ => Err("disbursement answered without a UUID id and final_amount_minor".into()),
             }
         }
         Item::PendingOrder | Item::PaidOrder => {
@@ -274,12 +276,13 @@ async fn run_item(
                 taken_on_retry: "",
             };
             let data = send(gateway, &call, scheduled, latency_us).await?;
-            let (Some(id), Some(ref_code)) = (data["id"].as_str(), data["ref_code"].as_str()) else {
-                return Err("order answered without id and ref_code".into());
+            let id = data["id"].as_str().and_then(|id| Uuid::parse_str(id).ok());
+            let (Some(id), Some(ref_code)) = (id, data["ref_code"].as_str()) else {
+                return Err("order answered without a UUID id and ref_code".into());
             };
             let mut order = CreatedOrder {
-                id: id.to_string(),
-                ref_code: ref_code.to_string(),
+                id,
+                ref_code: ref_code.into(),
                 merchant: merchant_index,
                 paid: false,
             };
