@@ -156,6 +156,7 @@ fn an_orders_paid_benchmark_in_two_phases_prints_its_baseline_and_each_phase() {
         "phase 2 of 2: 100 paid orders",
         " since before the load, ",
         " since phase 1, ",
+        "  of which      the load generator's and sink's own records ",
         "created       200 in ",
         "webhooks      200 events (0 repeated; 200 expected: 1 a paid order)",
         "  paygate       server ",

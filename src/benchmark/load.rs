@@ -145,6 +145,19 @@ impl LoadResult {
     }
 
     /// Adds `other`'s items and latencies; its time is the caller's to count.
+    /// Bytes its records of items hold, from their capacities: they live
+    /// in the process whose memory the benchmark reads.
+    pub fn record_bytes(&self) -> usize {
+        let ref_codes: usize = self
+            .orders
+            .iter()
+            .map(|order| order.ref_code.len().next_multiple_of(8))
+            .sum();
+        self.created.capacity() * std::mem::size_of::<Created>()
+            + self.orders.capacity() * std::mem::size_of::<CreatedOrder>()
+            + ref_codes
+    }
+
     pub fn absorb(&mut self, other: LoadResult) {
         self.created.extend(other.created);
         self.orders.extend(other.orders);

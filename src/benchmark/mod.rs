@@ -189,6 +189,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     let (mut load_seconds, mut end_to_end) = (0.0, Duration::ZERO);
     let (mut finals_expected, mut server_cpu, mut creation_cpu) = (0, CpuUse::default(), CpuUse::default());
     let mut idle_kib = idle_before_kib;
+    let mut records = sink.with_receipts(|receipts| receipts.record_bytes());
     let mut last_phase = None;
     for phase in 0..phase_count {
         let indexes = phase_bounds(phase, phase_count, count);
@@ -220,6 +221,8 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         load_seconds += load.elapsed.as_secs_f64();
         tokio::time::sleep(IDLE_WAIT).await;
         let idle_now_kib = process_stats::memory_kib("VmRSS");
+        let records_now =
+            all.record_bytes() + load.record_bytes() + sink.with_receipts(|receipts| receipts.record_bytes());
         print_phase(
             phase,
             phase_count,
@@ -227,10 +230,10 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
             &load,
             noun,
             &settled,
-            idle_kib,
-            idle_now_kib,
+            (idle_kib, idle_now_kib),
+            (records, records_now),
         );
-        idle_kib = idle_now_kib;
+        (idle_kib, records) = (idle_now_kib, records_now);
         last_phase = Some((load.finished, memory_after_creation_kib, settled));
         all.absorb(load);
     }

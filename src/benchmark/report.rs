@@ -70,8 +70,8 @@ pub(super) fn print_phase(
     load: &LoadResult,
     noun: &str,
     settled: &Settled,
-    idle_before_kib: u64,
-    idle_after_kib: u64,
+    (idle_before_kib, idle_after_kib): (u64, u64),
+    (records_before, records_after): (usize, usize),
 ) {
     let seconds = load.elapsed.as_secs_f64();
     let items = indexes.len() as u64;
@@ -106,6 +106,14 @@ pub(super) fn print_phase(
         IDLE_WAIT.as_secs_f64(),
         (idle_after_kib as i64 - idle_before_kib as i64) / 1024,
         bytes_an_item(idle_before_kib, idle_after_kib, indexes.len())
+    );
+    // The load generator's and sink's records of items share the process.
+    let records_kib = |bytes: usize| (bytes / 1024) as u64;
+    let records_grown = records_kib(records_after).saturating_sub(records_kib(records_before));
+    println!(
+        "  of which      the load generator's and sink's own records {} an item, the rest (the server's) {} an item",
+        bytes_an_item(0, records_grown, indexes.len()),
+        bytes_an_item(idle_before_kib + records_grown, idle_after_kib, indexes.len())
     );
 }
 

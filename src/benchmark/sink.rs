@@ -97,6 +97,24 @@ fn lag_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
+impl Receipts {
+    /// Bytes its records of events hold, from their tables' capacities.
+    pub fn record_bytes(&self) -> usize {
+        table_bytes(self.finals.capacity(), std::mem::size_of::<(u128, FinalWebhook)>())
+            + table_bytes(self.order_events.capacity(), std::mem::size_of::<(u128, u32)>())
+            + table_bytes(self.event_ids.capacity(), std::mem::size_of::<u128>())
+    }
+}
+
+/// A hash table's bytes: its buckets (a power of two holding `capacity`
+/// at 7/8 load), a slot and a control byte each.
+fn table_bytes(capacity: usize, slot: usize) -> usize {
+    if capacity == 0 {
+        return 0;
+    }
+    (capacity * 8 / 7).next_power_of_two() * (slot + 1)
+}
+
 impl Sink {
     /// An empty sink with lag histogram bounds of an hour.
     pub fn new() -> Arc<Sink> {
