@@ -145,6 +145,11 @@ impl LoadResult {
     }
 
     /// Adds `other`'s items and latencies; its time is the caller's to count.
+    /// Final webhooks its items are owed: one a disbursement, one a paid order.
+    pub fn finals_expected(&self) -> u64 {
+        self.created.len() as u64 + self.orders.iter().filter(|order| order.paid).count() as u64
+    }
+
     /// Bytes its records of items hold, from their capacities: they live
     /// in the process whose memory the benchmark reads.
     pub fn record_bytes(&self) -> usize {

@@ -118,22 +118,18 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     // The baseline serves on the server's runtime, as paygate does, and
     // takes as many items as one phase, through the same client.
     let baseline_items = 0..count / phase_count;
+    let drive = Drive {
+        load_threads: &load_threads,
+        merchants: merchants.clone(),
+        workload,
+        connections,
+        rate: args.rate,
+    };
     let (baseline_address, baseline_task) = baseline::start().await?;
     let baseline_gateway = Arc::new(Gateway::new(baseline_address, &admin_token, http.clone()));
-    let bar = progress_bar(baseline_items.len() as u64, "baseline");
     let baseline_cpu = CpuMeter::start(&load_threads);
-    let baseline_run = load::run(
-        baseline_gateway,
-        merchants.clone(),
-        workload,
-        baseline_items.clone(),
-        connections,
-        args.rate,
-        bar.clone(),
-    );
-    let baseline_load = load_threads.run(baseline_run).await;
+    let baseline_load = drive.items(baseline_gateway, baseline_items.clone(), "baseline").await;
     let baseline_cpu = baseline_cpu.used(&load_threads);
-    bar.finish_and_clear();
     baseline_task.abort();
     let baseline_requests = requests_of(workload, baseline_items.clone(), merchant_count);
     print_baseline(&baseline_load, baseline_requests, &baseline_cpu);
@@ -150,20 +146,9 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         .collect();
     let (floor_address, floor_task) = floor::start(floor::FloorWebhooks::new(floor_sink_address, &keys)).await?;
     let floor_gateway = Arc::new(Gateway::new(floor_address, &admin_token, http.clone()));
-    let bar = progress_bar(baseline_items.len() as u64, "floor");
     let floor_cpu = CpuMeter::start(&load_threads);
-    let floor_run = load::run(
-        floor_gateway,
-        merchants.clone(),
-        workload,
-        baseline_items.clone(),
-        connections,
-        args.rate,
-        bar.clone(),
-    );
-    let floor_load = load_threads.run(floor_run).await;
-    bar.finish_and_clear();
-    let floor_finals = floor_load.created.len() as u64 + floor_load.orders.iter().filter(|o| o.paid).count() as u64;
+    let floor_load = drive.items(floor_gateway, baseline_items.clone(), "floor").await;
+    let floor_finals = floor_load.finals_expected();
     let floor_settled = await_finals(&floor_sink, floor_finals, 0).await;
     let floor_cpu = floor_cpu.used(&load_threads);
     floor_task.abort();
@@ -193,23 +178,11 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     let mut last_phase = None;
     for phase in 0..phase_count {
         let indexes = phase_bounds(phase, phase_count, count);
-        let bar = progress_bar(indexes.len() as u64, "load");
         let cpu = CpuMeter::start(&load_threads);
-        let load = load_threads
-            .run(load::run(
-                gateway.clone(),
-                merchants.clone(),
-                workload,
-                indexes.clone(),
-                connections,
-                args.rate,
-                bar.clone(),
-            ))
-            .await;
-        bar.finish_and_clear();
+        let load = drive.items(gateway.clone(), indexes.clone(), "load").await;
         creation_cpu.add(&cpu.used(&load_threads));
         let memory_after_creation_kib = process_stats::memory_kib("VmRSS");
-        finals_expected += load.created.len() as u64 + load.orders.iter().filter(|o| o.paid).count() as u64;
+        finals_expected += load.finals_expected();
         let settled = await_finals(&sink, finals_expected, delay_ms).await;
         server_cpu.add(&cpu.used(&load_threads));
         let last_webhook = sink.with_receipts(|receipts| receipts.last_at);
@@ -350,6 +323,36 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     }
     println!("all {} checks passed", verdicts.len());
     Ok(())
+}
+
+/// What every measured load of a run shares: where it runs, whose items,
+/// how many at once, at what pace.
+struct Drive<'a> {
+    load_threads: &'a LoadThreads,
+    merchants: Arc<Vec<client::BenchMerchant>>,
+    workload: Workload,
+    connections: usize,
+    rate: u64,
+}
+
+impl Drive<'_> {
+    /// Runs items `indexes` through `gateway` on the load threads, with a
+    /// progress bar named `label`.
+    async fn items(&self, gateway: Arc<Gateway>, indexes: Range<usize>, label: &'static str) -> LoadResult {
+        let bar = progress_bar(indexes.len() as u64, label);
+        let run = load::run(
+            gateway,
+            self.merchants.clone(),
+            self.workload,
+            indexes,
+            self.connections,
+            self.rate,
+            bar.clone(),
+        );
+        let load = self.load_threads.run(run).await;
+        bar.finish_and_clear();
+        load
+    }
 }
 
 /// Items of phase `phase` of `phases` over `count` items: equal shares, the

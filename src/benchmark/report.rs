@@ -166,7 +166,7 @@ pub(super) fn print_lifecycle(
     let noun = noun(workload);
     let expected_events: u64 = all.created.len() as u64 * Item::Disbursement.webhooks()
         + all.orders.iter().filter(|o| o.paid).count() as u64 * Item::PaidOrder.webhooks();
-    let finals_expected = all.created.len() as u64 + all.orders.iter().filter(|o| o.paid).count() as u64;
+    let finals_expected = all.finals_expected();
     println!("lifecycle (the sandbox vendor's payouts, webhooks to the sink)");
     let (first_webhook, last_webhook, events, duplicates, lag, lag_by_kind) = sink.with_receipts(|receipts| {
         let by_kind: Vec<String> = receipts

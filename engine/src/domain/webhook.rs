@@ -125,6 +125,34 @@ pub struct WebhookAttempt {
     pub manual: bool,
 }
 
+#[cfg(test)]
+impl WebhookAttempt {
+    /// Attempt number `attempt` of `event`, made at `attempted_at_ms`:
+    /// delivered (200) when no retry follows, else answered 500.
+    pub(crate) fn of_event(
+        event: &WebhookEvent,
+        attempt: u32,
+        attempted_at_ms: i64,
+        next_retry_at_ms: Option<i64>,
+    ) -> WebhookAttempt {
+        let delivered = next_retry_at_ms.is_none();
+        WebhookAttempt {
+            event_id: event.id,
+            merchant_id: event.merchant_id,
+            event: event.event.clone(),
+            url: event.url.clone().unwrap_or_default(),
+            attempt,
+            status_code: Some(if delivered { 200 } else { 500 }),
+            latency_ms: 1,
+            error: None,
+            next_retry_at_ms,
+            delivered,
+            attempted_at_ms,
+            manual: false,
+        }
+    }
+}
+
 /// DESIGN.md 6: the waits after attempts 1, 2, ... before the next; after
 /// the last, the event is given up.
 pub const RETRY_SCHEDULE: [Duration; 10] = [

@@ -228,20 +228,7 @@ mod tests {
         after.attempts += 1;
         after.delivered = next_ms.is_none();
         after.next_attempt_at_ms = next_ms;
-        let attempt = WebhookAttempt {
-            event_id: event.id,
-            merchant_id: event.merchant_id,
-            event: event.event.clone(),
-            url: event.url.clone().unwrap(),
-            attempt: after.attempts,
-            status_code: Some(if next_ms.is_none() { 200 } else { 500 }),
-            latency_ms: 1,
-            error: None,
-            next_retry_at_ms: next_ms,
-            delivered: next_ms.is_none(),
-            attempted_at_ms: 1,
-            manual: false,
-        };
+        let attempt = WebhookAttempt::of_event(event, after.attempts, 1, next_ms);
         JournalRecord::WebhookAttempted {
             event: Box::new(after),
             previously_due_ms: event.next_attempt_at_ms,

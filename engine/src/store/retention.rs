@@ -214,20 +214,7 @@ mod tests {
                 delivered.attempts = 1;
                 delivered.delivered = true;
                 delivered.next_attempt_at_ms = None;
-                let attempt = WebhookAttempt {
-                    event_id: event.id,
-                    merchant_id: event.merchant_id,
-                    event: event.event.clone(),
-                    url: event.url.clone().unwrap(),
-                    attempt: 1,
-                    status_code: Some(200),
-                    latency_ms: 1,
-                    error: None,
-                    next_retry_at_ms: None,
-                    delivered: true,
-                    attempted_at_ms,
-                    manual: false,
-                };
+                let attempt = WebhookAttempt::of_event(event, 1, attempted_at_ms, None);
                 self.apply(JournalRecord::WebhookAttemptRecorded {
                     event_id: event.id,
                     delivery: delivered.delivery(),

@@ -78,20 +78,7 @@ mod tests {
             .iter()
             .enumerate()
             .filter(|(_, event)| event.url.is_some())
-            .map(|(n, event)| WebhookAttempt {
-                event_id: event.id,
-                merchant_id: event.merchant_id,
-                event: event.event.clone(),
-                url: event.url.clone().unwrap(),
-                attempt: 1,
-                status_code: Some(200),
-                latency_ms: 1,
-                error: None,
-                next_retry_at_ms: None,
-                delivered: true,
-                attempted_at_ms: 1_000 + n as i64 / 4,
-                manual: false,
-            })
+            .map(|(n, event)| WebhookAttempt::of_event(event, 1, 1_000 + n as i64 / 4, None))
             .collect()
     }
 
