@@ -26,38 +26,40 @@ const NATIONAL_GUI: &str = "ID.CO.QRIS.WWW";
 /// Merchant category code: miscellaneous retail.
 const MCC: &str = "5999";
 
-/// Builds the dynamic QRIS string of an order, CRC included.
+/// Builds the dynamic QRIS string of an order, CRC included. Written into
+/// one buffer: a QRIS is made for every order created.
 pub fn build(request: &QrisRequest<'_>) -> String {
     let pan = merchant_pan(&request.merchant_id);
-    let merchant_code = format!("PG{}", &request.merchant_id.simple().to_string()[..13].to_uppercase());
-    let acquirer = [
-        tlv("00", ACQUIRER_GUI),
-        tlv("01", &pan),
-        tlv("02", &merchant_code),
-        tlv("03", "UMI"),
-    ]
-    .concat();
-    let national = [
-        tlv("00", NATIONAL_GUI),
-        tlv("02", &format!("ID{}", &pan[4..17])),
-        tlv("03", "UMI"),
-    ]
-    .concat();
-    let additional = tlv("05", request.ref_code);
-    let mut payload = [
-        tlv("00", "01"),
-        tlv("01", "12"),
-        tlv("26", &acquirer),
-        tlv("51", &national),
-        tlv("52", MCC),
-        tlv("53", "360"),
-        tlv("54", &rupiah_amount(request.amount)),
-        tlv("58", "ID"),
-        tlv("59", &field_text(request.merchant_name, 25, "MERCHANT")),
-        tlv("60", &field_text(request.merchant_city, 15, "JAKARTA")),
-        tlv("62", &additional),
-    ]
-    .concat();
+    let mut merchant_code = String::with_capacity(15);
+    merchant_code.push_str("PG");
+    merchant_code.extend(
+        request.merchant_id.simple().to_string()[..13]
+            .chars()
+            .map(|c| c.to_ascii_uppercase()),
+    );
+    let mut acquirer = String::with_capacity(80);
+    put_tlv(&mut acquirer, "00", ACQUIRER_GUI);
+    put_tlv(&mut acquirer, "01", &pan);
+    put_tlv(&mut acquirer, "02", &merchant_code);
+    put_tlv(&mut acquirer, "03", "UMI");
+    let mut national = String::with_capacity(50);
+    put_tlv(&mut national, "00", NATIONAL_GUI);
+    put_tlv(&mut national, "02", &["ID", &pan[4..17]].concat());
+    put_tlv(&mut national, "03", "UMI");
+    let mut additional = String::with_capacity(32);
+    put_tlv(&mut additional, "05", request.ref_code);
+    let mut payload = String::with_capacity(256);
+    put_tlv(&mut payload, "00", "01");
+    put_tlv(&mut payload, "01", "12");
+    put_tlv(&mut payload, "26", &acquirer);
+    put_tlv(&mut payload, "51", &national);
+    put_tlv(&mut payload, "52", MCC);
+    put_tlv(&mut payload, "53", "360");
+    put_tlv(&mut payload, "54", &rupiah_amount(request.amount));
+    put_tlv(&mut payload, "58", "ID");
+    put_tlv(&mut payload, "59", &field_text(request.merchant_name, 25, "MERCHANT"));
+    put_tlv(&mut payload, "60", &field_text(request.merchant_city, 15, "JAKARTA"));
+    put_tlv(&mut payload, "62", &additional);
     payload.push_str("6304");
     let crc = crc16_ccitt_false(payload.as_bytes());
     payload.push_str(&format!("{crc:04X}"));
@@ -81,9 +83,14 @@ pub fn rupiah_amount(amount: MinorUnits) -> String {
     }
 }
 
-fn tlv(tag: &str, value: &str) -> String {
+/// Appends `tag`, the value's length in two digits, and the value.
+fn put_tlv(out: &mut String, tag: &str, value: &str) {
     debug_assert!(value.len() < 100, "EMVCo values are at most 99 bytes");
-    format!("{tag}{:02}{value}", value.len())
+    let length = value.len().min(99) as u8;
+    out.push_str(tag);
+    out.push(char::from(b'0' + length / 10));
+    out.push(char::from(b'0' + length % 10));
+    out.push_str(value);
 }
 
 /// Printable ASCII only (wallets reject anything else), trimmed to `max`.
@@ -156,6 +163,39 @@ mod tests {
         assert_eq!(rupiah_amount(MinorUnits::new(2_500_050)), "25000.50");
         assert_eq!(rupiah_amount(MinorUnits::new(2_500_005)), "25000.05");
         assert_eq!(rupiah_amount(MinorUnits::new(1)), "0.01");
+    }
+
+    /// The exact strings, so a faster way of writing them cannot change a byte.
+    #[test]
+    fn strings_are_the_same_byte_for_byte() {
+        let cases = [
+            (
+                0x0123_4567_89ab_cdef_0123_4567_89ab_cdef_u128,
+                2_500_050,
+                "Toko Sinar Jaya Abadi Sentosa Makmur",
+                "Jakarta Selatan Raya",
+                "ORD-261121183005-AB12",
+                "00020101021226700017ID.CO.PAYGATE.WWW011993605823544065592150215PG0123456789ABC0303UMI51440014ID.CO.QRIS.WWW0215ID58235440655920303UMI520459995303360540825000.505802ID5925Toko Sinar Jaya Abadi Sen6015Jakarta Selatan62250521ORD-261121183005-AB12630483C5",
+            ),
+            (
+                7,
+                1,
+                "",
+                "Bandung",
+                "PAY-1",
+                "00020101021226700017ID.CO.PAYGATE.WWW011993600000000000000070215PG00000000000000303UMI51440014ID.CO.QRIS.WWW0215ID00000000000000303UMI52045999530336054040.015802ID5908MERCHANT6007Bandung62090505PAY-16304E942",
+            ),
+        ];
+        for (id, amount, name, city, reference, expected) in cases {
+            let qris = build(&QrisRequest {
+                merchant_id: Uuid::from_u128(id),
+                merchant_name: name,
+                merchant_city: city,
+                amount: MinorUnits::new(amount),
+                ref_code: reference,
+            });
+            assert_eq!(qris, expected);
+        }
     }
 
     #[test]
