@@ -48,7 +48,7 @@ impl Store {
             match event {
                 Some(mut event) => {
                     event.set_delivery(*delivery);
-                    self.overlay_webhook_event(&mut overlay, &event, *previously_due_ms, None);
+                    self.overlay_webhook_event(&mut overlay, Arc::new(event), *previously_due_ms, None);
                 }
                 // Dropped by retention since: only its due key goes.
                 None => self.overlay_due_key_gone(&mut overlay, *event_id, *previously_due_ms),
@@ -201,7 +201,7 @@ impl Store {
                 self.apply_to_overlay(overlay, record, &[], encoded)?;
                 // Its events' spans follow the inner record's.
                 for event in events {
-                    self.overlay_webhook_event(overlay, event, None, encoded.next());
+                    self.overlay_webhook_event(overlay, event.clone(), None, encoded.next());
                 }
             }
             JournalRecord::WebhookAttempted {
@@ -209,7 +209,7 @@ impl Store {
                 previously_due_ms,
                 attempt,
             } => {
-                self.overlay_webhook_event(overlay, event, *previously_due_ms, None);
+                self.overlay_webhook_event(overlay, Arc::new((**event).clone()), *previously_due_ms, None);
                 self.overlay_webhook_attempt(overlay, attempt);
             }
             _ => {}
@@ -421,14 +421,14 @@ impl Store {
     fn overlay_webhook_event(
         &self,
         overlay: &mut Overlay,
-        event: &WebhookEvent,
+        event: Arc<WebhookEvent>,
         previously_due_ms: Option<i64>,
         encoded: Option<&[u8]>,
     ) {
         let encoded = encoded
-            .map_or_else(|| encode_value(event), <[u8]>::to_vec)
+            .map_or_else(|| encode_value(&*event), <[u8]>::to_vec)
             .into_boxed_slice();
-        overlay.active.put_webhook_event(Arc::new(event.clone()), encoded);
+        overlay.active.put_webhook_event(event.clone(), encoded);
         self.overlay_due_key_gone(overlay, event.id, previously_due_ms);
         if let Some(next) = event.next_attempt_at_ms {
             if self.fresh_keys.load(Ordering::Acquire) {

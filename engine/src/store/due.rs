@@ -272,7 +272,7 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             let evented = |events: &[WebhookEvent]| JournalRecord::Evented {
                 record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(merchant, 0)))),
-                events: events.to_vec(),
+                events: events.iter().cloned().map(std::sync::Arc::new).collect(),
             };
             apply(&store, evented(&events[..40]));
             assert_due_as_on_disk(&store);

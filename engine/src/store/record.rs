@@ -81,8 +81,9 @@ pub enum JournalRecord {
         /// The change.
         #[serde(deserialize_with = "nested_record")]
         record: Box<JournalRecord>,
-        /// Its events, due for delivery.
-        events: Vec<WebhookEvent>,
+        /// Its events, due for delivery; shared with the overlay, as
+        /// disbursements are.
+        events: Vec<Arc<WebhookEvent>>,
     },
     /// A delivery attempt, with the whole event after it (journals written
     /// before `WebhookAttemptRecorded`).
@@ -179,8 +180,12 @@ impl JournalRecord {
     /// `record` with `events`, or `record` alone when there are none. An
     /// event with no URL to go to (no notify URL, no merchant default) is
     /// not kept: nothing could ever deliver it.
-    pub fn with_events(record: JournalRecord, mut events: Vec<WebhookEvent>) -> JournalRecord {
-        events.retain(|event| event.url.is_some());
+    pub fn with_events(record: JournalRecord, events: Vec<WebhookEvent>) -> JournalRecord {
+        let events: Vec<Arc<WebhookEvent>> = events
+            .into_iter()
+            .filter(|event| event.url.is_some())
+            .map(Arc::new)
+            .collect();
         if events.is_empty() {
             record
         } else {

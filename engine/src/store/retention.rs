@@ -202,7 +202,7 @@ mod tests {
                 .collect();
             self.apply(JournalRecord::Evented {
                 record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(merchant, 0)))),
-                events: events.clone(),
+                events: events.iter().cloned().map(std::sync::Arc::new).collect(),
             });
             events
         }
@@ -331,7 +331,7 @@ mod tests {
             .collect();
         let record = JournalRecord::Evented {
             record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(merchant, 0)))),
-            events: events.clone(),
+            events: events.iter().cloned().map(std::sync::Arc::new).collect(),
         };
         store.apply(1, &record, &record.encode()).unwrap();
         store.checkpoint().unwrap();

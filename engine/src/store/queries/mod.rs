@@ -331,7 +331,7 @@ mod tests {
             );
             let created = JournalRecord::Evented {
                 record: Box::new(JournalRecord::DisbursementUpdated(Arc::new(disbursement))),
-                events: vec![event.clone()],
+                events: vec![std::sync::Arc::new(event.clone())],
             };
             store.apply(1, &created, &created.encode()).unwrap();
             assert_eq!(store.webhooks_due(None, 2_000, 10).unwrap(), vec![(1_000, event.id)]);

@@ -132,7 +132,7 @@ mod tests {
             for chunk in events.chunks(100) {
                 let record = JournalRecord::Evented {
                     record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(Uuid::new_v4(), 0)))),
-                    events: chunk.to_vec(),
+                    events: chunk.iter().cloned().map(std::sync::Arc::new).collect(),
                 };
                 apply(&store, record);
             }
@@ -189,7 +189,7 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             let created = JournalRecord::Evented {
                 record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(Uuid::new_v4(), 0)))),
-                events: events.clone(),
+                events: events.iter().cloned().map(std::sync::Arc::new).collect(),
             };
             store.apply(1, &created, &created.encode()).unwrap();
             store.checkpoint().unwrap();
@@ -250,7 +250,7 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             let record = JournalRecord::Evented {
                 record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(Uuid::new_v4(), 0)))),
-                events: events.clone(),
+                events: events.iter().cloned().map(std::sync::Arc::new).collect(),
             };
             let (payload, spans) = record.encode_with_spans();
             assert_eq!(spans.len(), events.len());
