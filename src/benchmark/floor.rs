@@ -11,8 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
-use paygate_api::webhooks::delivery::standard_signature;
-use paygate_engine::signing::hmac_sha256_header;
+use paygate_api::webhooks::delivery::signed_post;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -61,15 +60,7 @@ impl FloorWebhooks {
                 body["event_at"] = json!(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
                 let body = serde_json::to_vec(&body).expect("JSON encodes");
                 let timestamp = chrono::Utc::now().timestamp();
-                let sent = webhooks
-                    .client
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .header("webhook-id", &id)
-                    .header("webhook-timestamp", timestamp.to_string())
-                    .header("webhook-signature", standard_signature(&secret, &id, timestamp, &body))
-                    .header("x-signature", hmac_sha256_header(&secret, &body))
-                    .body(body)
+                let sent = signed_post(&webhooks.client, &url, &id, &secret, timestamp, body)
                     .send()
                     .await;
                 if let Err(error) = sent {

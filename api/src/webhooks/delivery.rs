@@ -120,14 +120,7 @@ async fn post_signed(
         return Err(reason);
     }
     let timestamp = state.engine.clock().now().timestamp();
-    client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("webhook-id", id)
-        .header("webhook-timestamp", timestamp.to_string())
-        .header("webhook-signature", standard_signature(secret, id, timestamp, &body))
-        .header("x-signature", hmac_sha256_header(secret, &body))
-        .body(body)
+    signed_post(client, url, id, secret, timestamp, body)
         .send()
         .await
         .map(|response| response.status().as_u16())
@@ -138,6 +131,27 @@ async fn post_signed(
                 format!("request failed: {}", with_causes(&error))
             }
         })
+}
+
+/// A webhook POST of `body` as every delivery is made: JSON, with the
+/// Standard Webhooks headers (event `id`, `timestamp` in Unix seconds) and
+/// `X-Signature`, both keyed by the merchant's webhook `secret`.
+pub fn signed_post(
+    client: &reqwest::Client,
+    url: &str,
+    id: &str,
+    secret: &str,
+    timestamp: i64,
+    body: Vec<u8>,
+) -> reqwest::RequestBuilder {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("webhook-id", id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", standard_signature(secret, id, timestamp, &body))
+        .header("x-signature", hmac_sha256_header(secret, &body))
+        .body(body)
 }
 
 /// Sends a `test` event to the merchant's default notify URL, signed as a

@@ -14,14 +14,16 @@
 //! A checkpoint adds one run to each, with how the open set changed
 //! (`open_set.rs`, for kinds that keep one).
 
+mod entries;
 mod kinds;
 mod open_set;
 
 use super::blocks::Location;
-use super::keys::KeyPrefix;
 use super::runs::{MergedRun, RunBuilder, RunSet, RunSpec, StagedRun};
 use super::StoreError;
 use crate::sharded::ShardedMap;
+use entries::{created_key, encode_location, merchant_hash_key, uuid_of};
+pub use entries::{created_ms_of, decode_location};
 use foldhash::HashMap;
 pub use kinds::{KindSpec, DISBURSEMENTS, KINDS, LOOKUPS_MAX, ORDERS, WEBHOOK_ATTEMPTS, WEBHOOK_EVENTS};
 use open_set::OpenSet;
@@ -490,10 +492,7 @@ impl HistoryRuns {
         Ok(created
             .range(&self.tree, &from, &to)?
             .into_iter()
-            .map(|(key, _)| {
-                let ms = u64::from_be_bytes(key[16..24].try_into().expect("40-byte key")) ^ (1 << 63);
-                (ms as i64, uuid_of(&key[24..40]))
-            })
+            .map(|(key, _)| (created_ms_of(&key), uuid_of(&key[24..40])))
             .collect())
     }
 
@@ -563,55 +562,6 @@ impl PlannedMerge {
     pub fn finish(&self, replaced: &[u64]) -> Result<(), StoreError> {
         RunSet::finish_merge(self.spec, &self.tree, replaced)
     }
-}
-
-/// A location without its block prefix, which the kind gives.
-fn encode_location(location: Location) -> [u8; 16] {
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&location.checkpoint.to_be_bytes());
-    bytes[8..12].copy_from_slice(&location.part.to_be_bytes());
-    bytes[12..].copy_from_slice(&location.offset.to_be_bytes());
-    bytes
-}
-
-/// The creation time in a created run's key (`created_key`).
-pub fn created_ms_of(key: &[u8]) -> i64 {
-    (u64::from_be_bytes(key[16..24].try_into().expect("a 40-byte created key")) ^ (1 << 63)) as i64
-}
-
-/// The location in a locations run's value.
-pub fn location_of(blocks: KeyPrefix, value: &[u8]) -> Location {
-    decode_location(blocks, value)
-}
-
-fn decode_location(blocks: KeyPrefix, bytes: &[u8]) -> Location {
-    Location {
-        blocks,
-        checkpoint: u64::from_be_bytes(bytes[..8].try_into().expect("16-byte location")),
-        part: u32::from_be_bytes(bytes[8..12].try_into().expect("16-byte location")),
-        offset: u32::from_be_bytes(bytes[12..16].try_into().expect("16-byte location")),
-    }
-}
-
-fn uuid_of(bytes: &[u8]) -> Uuid {
-    Uuid::from_slice(&bytes[..16]).expect("16-byte id")
-}
-
-fn merchant_hash_key(merchant_id: &Uuid, hash: u128) -> [u8; 32] {
-    let mut key = [0u8; 32];
-    key[..16].copy_from_slice(merchant_id.as_bytes());
-    key[16..].copy_from_slice(&hash.to_be_bytes());
-    key
-}
-
-/// Merchant, then creation time in an order-keeping form (sign bit
-/// flipped), then id.
-fn created_key(merchant_id: &Uuid, created_ms: i64, id: &Uuid) -> [u8; 40] {
-    let mut key = [0u8; 40];
-    key[..16].copy_from_slice(merchant_id.as_bytes());
-    key[16..24].copy_from_slice(&((created_ms as u64) ^ (1 << 63)).to_be_bytes());
-    key[24..].copy_from_slice(id.as_bytes());
-    key
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ impl KindIndexes {
             if !retention {
                 true
             } else if tag == spec.locations.tag {
-                let location = history::location_of(spec.blocks, &record[key_len..]);
+                let location = history::decode_location(spec.blocks, &record[key_len..]);
                 (location.checkpoint, location.part) >= retained_from
             } else if Some(tag) == created_tag {
                 history::created_ms_of(record) >= since_ms
