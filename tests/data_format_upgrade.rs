@@ -1,10 +1,15 @@
-//! A data dir of format 3, made by the binary before orders moved into
-//! blocks (`tests/fixtures/make-data-format-3.sh`: orders PENDING, PAID,
-//! partly refunded and EXPIRED, a MANUAL merchant's unsettled order, a
-//! disbursement; a checkpoint, then a journal tail cut by SIGKILL), opens
-//! with this binary over HTTP: every order is found by id, ref code,
-//! listing, `Idempotency-Key` and merchant order id, keeps working, and the
-//! `format` file says 4 once it is upgraded, across restarts.
+//! Data dirs of older formats, made by older binaries, open with this one
+//! over HTTP, keep working, and say `CURRENT_FORMAT` once upgraded, across
+//! restarts:
+//! - format 3, before orders moved into blocks
+//!   (`tests/fixtures/make-data-format-3.sh`: orders PENDING, PAID, partly
+//!   refunded and EXPIRED, a MANUAL merchant's unsettled order, a
+//!   disbursement): every order is found by id, ref code, listing,
+//!   `Idempotency-Key` and merchant order id;
+//! - format 4, before refunds, settlements, beneficiaries and batches did
+//!   (`make-data-format-4.sh`): each is found, listed and replayed.
+//!
+//! Each fixture had a checkpoint, then a journal tail cut by SIGKILL.
 
 mod support;
 
@@ -13,9 +18,13 @@ use serde_json::{json, Value};
 use std::path::Path;
 use support::*;
 
-/// Unpacks the fixture into `into` (it holds `data/` and `expected.json`).
-fn unpack_fixture(into: &Path) -> Value {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/data-format-3.tar.gz");
+/// The format this build writes.
+const CURRENT_FORMAT: &str = "5";
+
+/// Unpacks the fixture of data format `format` into `into` (it holds
+/// `data/` and `expected.json`).
+fn unpack_fixture(into: &Path, format: u32) -> Value {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/data-format-{format}.tar.gz"));
     let status = std::process::Command::new("tar")
         .arg("xzf")
         .arg(&fixture)
@@ -106,7 +115,7 @@ async fn assert_orders_as_left(server: &TestServer, demo_key: &str, manual_key: 
 #[tokio::test]
 async fn a_format_3_data_dir_opens_upgraded_with_every_order_found() {
     let temp = tempfile::tempdir().unwrap();
-    let expected = unpack_fixture(temp.path());
+    let expected = unpack_fixture(temp.path(), 3);
     let data_dir = temp.path().join("data");
     assert_eq!(std::fs::read_to_string(data_dir.join("format")).unwrap().trim(), "3");
     let credentials: Value =
@@ -118,7 +127,7 @@ async fn a_format_3_data_dir_opens_upgraded_with_every_order_found() {
     let mut server = TestServer::start_in(&data_dir, &[]);
     assert_eq!(
         std::fs::read_to_string(data_dir.join("format")).unwrap().trim(),
-        "4",
+        CURRENT_FORMAT,
         "upgraded once open"
     );
     assert_orders_as_left(&server, &demo_key, &manual_key, orders).await;
@@ -174,7 +183,10 @@ async fn a_format_3_data_dir_opens_upgraded_with_every_order_found() {
 
     server.kill();
     server.restart();
-    assert_eq!(std::fs::read_to_string(data_dir.join("format")).unwrap().trim(), "4");
+    assert_eq!(
+        std::fs::read_to_string(data_dir.join("format")).unwrap().trim(),
+        CURRENT_FORMAT
+    );
     let order = get_order(&server, &demo_key, ref_code).await;
     assert_eq!(order["status"], json!("PAID"));
     let order = get_order(&server, &demo_key, refunded_ref).await;
@@ -183,5 +195,140 @@ async fn a_format_3_data_dir_opens_upgraded_with_every_order_found() {
         .call(Method::GET, "/v1/orders?limit=1", Some(&demo_key), None)
         .await;
     assert_eq!(listed.body["meta"]["total"], json!(5));
+    assert_eq!(server.verify().await["balanced"], json!(true));
+}
+
+/// The fixture's refunds, settlement, beneficiaries and batch, as a
+/// merchant reads them: found, listed, and found again by their keys.
+async fn assert_format_4_records(server: &TestServer, demo_key: &str, manual_key: &str, expected: &Value) {
+    let settlement = &expected["settlement-run"]["data"][0];
+    let settlements = server
+        .call(Method::GET, "/v1/settlements", Some(manual_key), None)
+        .await;
+    assert_eq!(settlements.status, StatusCode::OK, "{}", settlements.body);
+    let listed = settlements.body["data"].as_array().expect("settlements");
+    let first = listed
+        .iter()
+        .find(|s| s["id"] == settlement["id"])
+        .expect("the first settlement listed");
+    for field in [
+        "ref_code",
+        "gross_amount_minor",
+        "refund_total_minor",
+        "net_payout_minor",
+        "order_count",
+    ] {
+        assert_eq!(first[field], settlement[field], "{field}");
+    }
+
+    let beneficiaries = server
+        .call(Method::GET, "/v1/beneficiaries", Some(demo_key), None)
+        .await;
+    assert_eq!(beneficiaries.status, StatusCode::OK, "{}", beneficiaries.body);
+    let ids: Vec<&Value> = beneficiaries.body["data"]
+        .as_array()
+        .expect("beneficiaries")
+        .iter()
+        .map(|b| &b["id"])
+        .collect();
+    let made = [
+        &expected["beneficiary-2"]["data"]["id"],
+        &expected["beneficiary-1"]["data"]["id"],
+    ];
+    assert_eq!(ids, made, "both, newest first");
+
+    let batch = &expected["batch-1"]["data"];
+    let path = format!("/v1/disbursements/batch/{}", batch["id"].as_str().unwrap());
+    let found = server.call(Method::GET, &path, Some(demo_key), None).await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.body);
+    assert_eq!(found.body["data"]["id"], batch["id"]);
+    let items = json!([
+        {"idempotency_key":"batch-1-a","channel":"BANK","bank_short_code":"BCA","account_number":"1234567890","account_name":"Budi Santoso","amount_minor":1000000},
+        {"idempotency_key":"batch-1-b","channel":"EWALLET","ewallet_provider":"OVO","ewallet_phone":"081234567890","amount_minor":20},
+    ]);
+    let body = json!({"idempotency_key": "batch-1", "items": items});
+    let replay = server
+        .call(Method::POST, "/v1/disbursements/batch", Some(demo_key), Some(body))
+        .await;
+    assert_eq!(replay.status, StatusCode::CREATED, "{}", replay.body);
+    assert_eq!(replay.body["data"], *batch, "the batch key replays the first answer");
+
+    for (name, api_key, order, amount) in [
+        ("wallet-refund-1", demo_key, "wallet-1", 1_000_000),
+        ("wallet-refund-2", demo_key, "wallet-1", 500_000),
+        ("manual-refund-2", manual_key, "manual-2", 500_000),
+    ] {
+        let ref_code = expected["orders"][order].as_str().unwrap();
+        let body = json!({"amount_minor": amount, "idempotency_key": name});
+        let replay = server
+            .call(
+                Method::POST,
+                &format!("/v1/orders/{ref_code}/refund"),
+                Some(api_key),
+                Some(body),
+            )
+            .await;
+        // A refund's key, once used, answers the refund it made.
+        assert_v1_error(&replay, 409, "DUPLICATE_IDEMPOTENCY_KEY");
+        assert_eq!(
+            replay.body["data"]["id"], expected[name]["data"]["id"],
+            "{name} found by its key"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_format_4_data_dir_opens_upgraded_with_refunds_settlements_beneficiaries_and_batches() {
+    let temp = tempfile::tempdir().unwrap();
+    let expected = unpack_fixture(temp.path(), 4);
+    let data_dir = temp.path().join("data");
+    assert_eq!(std::fs::read_to_string(data_dir.join("format")).unwrap().trim(), "4");
+    let credentials: Value =
+        serde_json::from_str(&std::fs::read_to_string(data_dir.join("demo-credentials.json")).unwrap()).unwrap();
+    let demo_key = credentials["api_key"].as_str().unwrap().to_string();
+    let manual_key = expected["manual_api_key"].as_str().unwrap().to_string();
+
+    let mut server = TestServer::start_in(&data_dir, &[]);
+    assert_eq!(
+        std::fs::read_to_string(data_dir.join("format")).unwrap().trim(),
+        CURRENT_FORMAT,
+        "upgraded once open"
+    );
+    assert_format_4_records(&server, &demo_key, &manual_key, &expected).await;
+    assert_eq!(server.verify().await["balanced"], json!(true));
+
+    // The refunds left PENDING resume and succeed; the MANUAL merchant's
+    // order and refund after its settlement go into the next one.
+    let wallet_order = expected["orders"]["wallet-1"].as_str().unwrap();
+    let mut refunded = Value::Null;
+    for _ in 0..500 {
+        refunded = get_order(&server, &demo_key, wallet_order).await["refunded_amount_minor"].clone();
+        if refunded == json!(1_500_000) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(refunded, json!(1_500_000), "both refunds of the order");
+    let manual_id = expected["manual_merchant_id"].clone();
+    let run = server
+        .admin(
+            Method::POST,
+            "/admin/v1/settlements/run",
+            Some(json!({"merchant_id": manual_id})),
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+    let next = &run.body["data"][0];
+    assert_eq!(next["gross_amount_minor"], json!(3_000_000), "{}", run.body);
+    assert_eq!(next["refund_total_minor"], json!(500_000), "{}", run.body);
+    assert_ne!(next["ref_code"], expected["settlement-run"]["data"][0]["ref_code"]);
+
+    server.kill();
+    server.restart();
+    assert_format_4_records(&server, &demo_key, &manual_key, &expected).await;
+    let settlements = server
+        .call(Method::GET, "/v1/settlements", Some(&manual_key), None)
+        .await;
+    assert_eq!(settlements.body["meta"]["total"], json!(2), "{}", settlements.body);
     assert_eq!(server.verify().await["balanced"], json!(true));
 }

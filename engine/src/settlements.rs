@@ -76,7 +76,7 @@ impl Engine {
             let settlement_date = wib_format(period_end_ms - 1, "%Y-%m-%d");
             let prefix = format!("STL-{}-", wib_format(period_end_ms - 1, "%y%m%d"));
             // The run lock makes the daily sequence race-free.
-            let sequence = self.store().settlement_refs_with_prefix(&prefix)? + 1;
+            let sequence = self.store().settlement_refs_taken(|n| format!("{prefix}{n:05}"))? + 1;
             let draft = SettlementDraft {
                 id: Uuid::new_v4(),
                 ref_code: format!("{prefix}{sequence:05}"),

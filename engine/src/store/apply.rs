@@ -3,7 +3,7 @@
 //! at once and the next checkpoint finds it.
 
 use super::catalog::catalog_key;
-use super::history::{Hashes, Indexed};
+use super::history::{Hashes, Indexed, Kind};
 use super::keys::{prefixed, KeyPrefix};
 use super::overlay::{MerchantLayer, Overlay};
 use super::record::{self, encode_value, JournalRecord};
@@ -158,19 +158,12 @@ impl Store {
             }
             JournalRecord::BeneficiariesSaved(beneficiaries) => {
                 for beneficiary in beneficiaries {
-                    let id = beneficiary.id.as_bytes();
-                    let created = (beneficiary.created_at_ms.max(0) as u64).to_be_bytes();
-                    let writes = [
-                        (prefixed(KeyPrefix::Beneficiary, &[id]), Some(encode_value(beneficiary))),
-                        (
-                            prefixed(
-                                KeyPrefix::BeneficiaryByMerchant,
-                                &[beneficiary.merchant_id.as_bytes(), &created, id],
-                            ),
-                            Some(Vec::new()),
-                        ),
-                    ];
-                    overlay.active.put_resources(writes);
+                    let indexed = super::upgrade::beneficiary_indexed(beneficiary);
+                    let encoded = encode_value(beneficiary).into_boxed_slice();
+                    let version = Arc::new(beneficiary.clone());
+                    self.overlay_version(overlay, Kind::Beneficiaries, version, encoded, indexed, || {
+                        super::history::NO_HASHES
+                    });
                 }
             }
             JournalRecord::SettlementCreated {
@@ -188,13 +181,13 @@ impl Store {
                 for refund in refunds {
                     self.overlay_refund(overlay, refund);
                 }
-                self.overlay_settlement(overlay, settlement);
+                self.overlay_settlement(overlay, settlement, true);
             }
             JournalRecord::SettlementUpdated { settlement, entry } => {
                 if let Some(entry) = entry {
                     self.overlay_entry(overlay, entry, &record::encode_entry(entry))?;
                 }
-                self.overlay_settlement(overlay, settlement);
+                self.overlay_settlement(overlay, settlement, false);
             }
             JournalRecord::Evented { record, events } => {
                 // Only an inner entry record would need its own bytes; none is ever wrapped.
@@ -252,16 +245,40 @@ impl Store {
         encoded: Option<&[u8]>,
         created: bool,
     ) {
-        overlay.active.put_disbursement(disbursement, encoded);
-        let version = Indexed {
+        let indexed = Indexed {
             id: disbursement.id,
             merchant_id: disbursement.merchant_id,
+            listed_under: disbursement.merchant_id,
             created_ms: disbursement.created_at_ms,
             new: created || disbursement.status == crate::domain::DisbursementStatus::Pending,
             terminal: disbursement.status.is_terminal(),
         };
-        let mut index = self.disbursements.recent.write().expect("recent index lock");
-        index.index_version(version, true, || self.disbursement_hashes(disbursement));
+        let encoded = encoded.map_or_else(|| encode_value(&**disbursement), <[u8]>::to_vec);
+        let version = disbursement.clone();
+        self.overlay_version(
+            overlay,
+            Kind::Disbursements,
+            version,
+            encoded.into_boxed_slice(),
+            indexed,
+            || self.disbursement_hashes(disbursement),
+        );
+    }
+
+    /// Puts a version of `kind` in the overlay and indexes it at once
+    /// (readers find it there until a checkpoint has written it to a block).
+    fn overlay_version(
+        &self,
+        overlay: &mut Overlay,
+        kind: Kind,
+        version: Arc<dyn std::any::Any + Send + Sync>,
+        encoded: Box<[u8]>,
+        indexed: Indexed,
+        hashes: impl FnOnce() -> Hashes,
+    ) {
+        overlay.active.put_version(kind, indexed.id, version, encoded);
+        let mut index = self.kind(kind).recent.write().expect("recent index lock");
+        index.index_version(indexed, kind.spec().keeps_open_set, hashes);
     }
 
     /// What a disbursement is found by: its ref code, and its idempotency key.
@@ -305,35 +322,46 @@ impl Store {
             ));
         }
         overlay.active.put_resources(writes);
-        overlay
-            .active
-            .put_order(Arc::new(order.clone()), encode_value(order).into_boxed_slice());
-        let version = super::upgrade::order_indexed(order, created);
-        let mut index = self.orders.recent.write().expect("recent index lock");
-        index.index_version(version, false, || self.order_hashes(order));
+        let encoded = encode_value(order).into_boxed_slice();
+        let indexed = super::upgrade::order_indexed(order, created);
+        self.overlay_version(overlay, Kind::Orders, Arc::new(order.clone()), encoded, indexed, || {
+            self.order_hashes(order)
+        });
     }
 
-    /// A batch and its index by batch key; written once, never changed.
+    /// What a refund is found by: its merchant's idempotency key.
+    pub(super) fn refund_hashes(&self, refund: &Refund) -> Hashes {
+        (None, [Some(self.key_hash(&refund.idempotency_key)), None])
+    }
+
+    /// What a settlement is found by: its ref code.
+    pub(super) fn settlement_hashes(&self, settlement: &Settlement) -> Hashes {
+        (Some(self.key_hash(&settlement.ref_code)), [None, None])
+    }
+
+    /// What a batch is found by: its merchant's batch key.
+    pub(super) fn batch_hashes(&self, batch: &DisbursementBatch) -> Hashes {
+        (None, [Some(self.key_hash(&batch.idempotency_key)), None])
+    }
+
+    /// A batch: written once, never changed.
     fn overlay_batch(&self, overlay: &mut Overlay, batch: &DisbursementBatch) {
-        let id = batch.id.as_bytes();
-        let key_hash = self.key_hash(&batch.idempotency_key).to_be_bytes();
-        let writes = [
-            (prefixed(KeyPrefix::DisbursementBatch, &[id]), Some(encode_value(batch))),
-            (
-                prefixed(
-                    KeyPrefix::DisbursementBatchByKey,
-                    &[batch.merchant_id.as_bytes(), &key_hash],
-                ),
-                Some(id.to_vec()),
-            ),
-        ];
-        overlay.active.put_resources(writes);
+        let encoded = encode_value(batch).into_boxed_slice();
+        let indexed = super::upgrade::batch_indexed(batch);
+        self.overlay_version(
+            overlay,
+            Kind::Batches,
+            Arc::new(batch.clone()),
+            encoded,
+            indexed,
+            || self.batch_hashes(batch),
+        );
     }
 
+    /// A refund's newest version, and the keys that follow its status.
     fn overlay_refund(&self, overlay: &mut Overlay, refund: &Refund) {
         let id = refund.id.as_bytes();
         let created = (refund.created_at_ms.max(0) as u64).to_be_bytes();
-        let key_hash = self.key_hash(&refund.idempotency_key).to_be_bytes();
         let open = (refund.status == RefundStatus::Pending).then(Vec::new);
         // MANUAL refunds (no wallet debit) wait for a settlement to deduct
         // them; one that failed after a settlement deducted it (it has a
@@ -350,43 +378,37 @@ impl Store {
                 ),
                 unsettled,
             ),
-            (prefixed(KeyPrefix::Refund, &[id]), Some(encode_value(refund))),
-            (
-                prefixed(
-                    KeyPrefix::RefundByIdempotencyKey,
-                    &[refund.merchant_id.as_bytes(), &key_hash],
-                ),
-                Some(id.to_vec()),
-            ),
-            (
-                prefixed(KeyPrefix::RefundByOrder, &[refund.order_id.as_bytes(), &created, id]),
-                Some(Vec::new()),
-            ),
             (prefixed(KeyPrefix::PendingRefund, &[id]), open),
         ];
         overlay.active.put_resources(writes);
+        let encoded = encode_value(refund).into_boxed_slice();
+        let indexed = super::upgrade::refund_indexed(refund);
+        self.overlay_version(
+            overlay,
+            Kind::Refunds,
+            Arc::new(refund.clone()),
+            encoded,
+            indexed,
+            || self.refund_hashes(refund),
+        );
     }
 
-    fn overlay_settlement(&self, overlay: &mut Overlay, settlement: &Settlement) {
-        let id = settlement.id.as_bytes();
-        let created = (settlement.created_at_ms.max(0) as u64).to_be_bytes();
+    /// A settlement's newest version, and its open key while not final.
+    fn overlay_settlement(&self, overlay: &mut Overlay, settlement: &Settlement, created: bool) {
         let open = (!settlement.status.is_terminal()).then(Vec::new);
-        let writes = [
-            (prefixed(KeyPrefix::Settlement, &[id]), Some(encode_value(settlement))),
-            (
-                prefixed(
-                    KeyPrefix::SettlementByMerchant,
-                    &[settlement.merchant_id.as_bytes(), &created, id],
-                ),
-                Some(Vec::new()),
-            ),
-            (
-                prefixed(KeyPrefix::SettlementByRefCode, &[settlement.ref_code.as_bytes()]),
-                Some(id.to_vec()),
-            ),
-            (prefixed(KeyPrefix::OpenSettlement, &[id]), open),
-        ];
-        overlay.active.put_resources(writes);
+        overlay
+            .active
+            .put_resources([(prefixed(KeyPrefix::OpenSettlement, &[settlement.id.as_bytes()]), open)]);
+        let encoded = encode_value(settlement).into_boxed_slice();
+        let indexed = super::upgrade::settlement_indexed(settlement, created);
+        self.overlay_version(
+            overlay,
+            Kind::Settlements,
+            Arc::new(settlement.clone()),
+            encoded,
+            indexed,
+            || self.settlement_hashes(settlement),
+        );
     }
 
     /// A delivery attempt: written once, under an id drawn now (see
@@ -394,18 +416,18 @@ impl Store {
     fn overlay_webhook_attempt(&self, overlay: &mut Overlay, attempt: &WebhookAttempt) {
         let id = uuid::Uuid::now_v7();
         let encoded = encode_value(attempt).into_boxed_slice();
-        overlay
-            .active
-            .put_webhook_attempt(id, Arc::new(attempt.clone()), encoded);
-        let version = Indexed {
+        let indexed = Indexed {
             id,
             merchant_id: attempt.merchant_id,
+            listed_under: attempt.merchant_id,
             created_ms: attempt.attempted_at_ms,
             new: true,
             terminal: true,
         };
-        let mut index = self.webhook_attempts.recent.write().expect("recent index lock");
-        index.index_version(version, false, || super::history::NO_HASHES);
+        let version = Arc::new(attempt.clone());
+        self.overlay_version(overlay, Kind::WebhookAttempts, version, encoded, indexed, || {
+            super::history::NO_HASHES
+        });
     }
 
     /// Removes an event's due key of `previously_due_ms`, if it had one.
@@ -428,7 +450,9 @@ impl Store {
         let encoded = encoded
             .map_or_else(|| encode_value(&*event), <[u8]>::to_vec)
             .into_boxed_slice();
-        overlay.active.put_webhook_event(event.clone(), encoded);
+        overlay
+            .active
+            .put_version(Kind::WebhookEvents, event.id, event.clone(), encoded);
         self.overlay_due_key_gone(overlay, event.id, previously_due_ms);
         if let Some(next) = event.next_attempt_at_ms {
             if self.fresh_keys.load(Ordering::Acquire) {

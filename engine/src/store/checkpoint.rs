@@ -3,6 +3,7 @@
 //! and history runs few.
 
 use super::blocks::{self, BlockWriter};
+use super::history::Kind;
 use super::history::{OpenSetWrite, StagedHistory};
 use super::keys::{merchant_key, merchant_seq_key, KeyPrefix, CHECKPOINT_SEQ_KEY};
 use super::overlay::{self, Layer, LayerVersion};
@@ -28,7 +29,7 @@ impl Store {
             let through_seq = overlay.active.through_seq;
             // With the layer, under the overlay's lock as the applier indexes:
             // the recent entries of exactly the versions this layer holds.
-            for kind in self.kinds() {
+            for kind in self.kinds.iter() {
                 kind.recent.write().expect("recent index lock").seal();
             }
             let layer = Arc::new(std::mem::take(&mut overlay.active));
@@ -45,7 +46,7 @@ impl Store {
             // Before the layer leaves the overlay, so no reader misses both:
             // the runs first, then the recent entries they now hold go (freed
             // outside the lock, which the applier waits on).
-            for (kind, staged) in self.kinds().into_iter().zip(staged) {
+            for (kind, staged) in self.kinds.iter().zip(staged) {
                 kind.runs.write().expect("history lock").add(staged);
                 let written = kind.recent.write().expect("recent index lock").forget_sealed();
                 drop(written);
@@ -83,16 +84,6 @@ impl Store {
         Ok(covers_below)
     }
 
-    /// The versioned kinds, in the order a checkpoint writes them.
-    fn kinds(&self) -> [&KindIndexes; 4] {
-        [
-            &self.disbursements,
-            &self.orders,
-            &self.webhook_events,
-            &self.webhook_attempts,
-        ]
-    }
-
     /// Entries applied into the overlay since the last checkpoint.
     pub fn pending_entries(&self) -> usize {
         self.overlay.lock().expect("overlay lock").active.entry_count
@@ -102,7 +93,7 @@ impl Store {
     /// merge is written; it is put in place under the lock. A merge that
     /// fails is left to its intent (finished or undone at the next open).
     fn compact_history(&self) {
-        for kind in self.kinds() {
+        for kind in self.kinds.iter() {
             loop {
                 let plan = kind.runs.write().expect("history lock").plan_merge();
                 let Some(plan) = plan else { break };
@@ -166,17 +157,10 @@ impl Store {
             batch.pending += 1;
             batch.flush(false)?;
         }
-        let staged = vec![
-            self.write_versions(&self.disbursements, &layer.disbursements, covers_below, &mut batch)?,
-            self.write_versions(&self.orders, &layer.orders, covers_below, &mut batch)?,
-            self.write_versions(&self.webhook_events, &layer.webhook_events, covers_below, &mut batch)?,
-            self.write_versions(
-                &self.webhook_attempts,
-                &layer.webhook_attempts,
-                covers_below,
-                &mut batch,
-            )?,
-        ];
+        let mut staged = Vec::with_capacity(self.kinds.len());
+        for (kind, versions) in self.kinds.iter().zip(&layer.versions) {
+            staged.push(self.write_versions(kind, versions, covers_below, &mut batch)?);
+        }
         batch.flush(true)?;
         #[cfg(test)]
         if batch.batches_written >= self.fail_after_batches.load(Ordering::Acquire) {
@@ -186,8 +170,8 @@ impl Store {
         }
         // The runs' metadata and the open set's changes go with the marker:
         // a checkpoint cut short leaves neither behind.
-        let open = self
-            .disbursements
+        let disbursements = self.kind(Kind::Disbursements);
+        let open = disbursements
             .recent
             .write()
             .expect("recent index lock")
@@ -195,7 +179,7 @@ impl Store {
         let finished = self.write_marker(covers_below, &staged, open, compact);
         if finished.is_err() {
             // What of the open set's changes reached sled is not known.
-            self.disbursements
+            disbursements
                 .recent
                 .write()
                 .expect("recent index lock")
@@ -207,10 +191,10 @@ impl Store {
     /// Writes one kind's newest versions of a layer into its blocks, and
     /// stages their index runs: where each went, and the write-once entries
     /// of the recent ones.
-    fn write_versions<T: serde::Serialize>(
+    fn write_versions(
         &self,
         kind: &KindIndexes,
-        versions: &HashMap<Uuid, LayerVersion<T>>,
+        versions: &HashMap<Uuid, LayerVersion>,
         covers_below: u64,
         batch: &mut CheckpointBatch<'_>,
     ) -> Result<StagedHistory, StoreError> {
@@ -228,10 +212,7 @@ impl Store {
             }
         }
         for (id, version) in versions {
-            match &version.encoded {
-                Some(encoded) => blocks.push(*id, encoded),
-                None => blocks.push(*id, &encode_value(&*version.version)),
-            }
+            blocks.push(*id, &version.encoded);
         }
         for (key, block) in blocks.blocks() {
             batch.insert(&key, block);
@@ -264,7 +245,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut marker = sled::Batch::default();
         marker.insert(&CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
-        for (kind, staged) in self.kinds().into_iter().zip(staged) {
+        for (kind, staged) in self.kinds.iter().zip(staged) {
             for (key, value) in kind.runs.read().expect("history lock").marker_entries(staged) {
                 marker.insert(key, value);
             }

@@ -25,7 +25,10 @@ use crate::sharded::ShardedMap;
 use entries::{created_key, encode_location, merchant_hash_key, uuid_of};
 pub use entries::{created_ms_of, decode_location};
 use foldhash::HashMap;
-pub use kinds::{KindSpec, DISBURSEMENTS, KINDS, LOOKUPS_MAX, ORDERS, WEBHOOK_ATTEMPTS, WEBHOOK_EVENTS};
+pub use kinds::{
+    Kind, KindSpec, BATCHES, BENEFICIARIES, DISBURSEMENTS, KINDS, KIND_COUNT, LOOKUPS_MAX, ORDERS, REFUNDS,
+    SETTLEMENTS, WEBHOOK_ATTEMPTS, WEBHOOK_EVENTS,
+};
 use open_set::OpenSet;
 pub use open_set::{Loaded as LoadedOpenSet, OpenSetWrite};
 use std::collections::BTreeSet;
@@ -35,8 +38,11 @@ use uuid::Uuid;
 pub struct Indexed {
     /// Its id.
     pub id: Uuid,
-    /// Its merchant.
+    /// Its merchant (whose lookups find it).
     pub merchant_id: Uuid,
+    /// Whose listing by creation time holds it: its merchant, or for a
+    /// refund its order.
+    pub listed_under: Uuid,
     /// Creation, Unix ms.
     pub created_ms: i64,
     /// New to every index (its creation record, or as far as is known).
@@ -58,12 +64,14 @@ pub const NO_HASHES: Hashes = (None, [None; LOOKUPS_MAX]);
 #[derive(Clone, Copy)]
 struct RecentEntry {
     merchant_id: Uuid,
+    listed_under: Uuid,
     ref_hash: Option<u128>,
     lookups: [Option<u128>; LOOKUPS_MAX],
     created_ms: i64,
 }
 
-/// One merchant's recent versions.
+/// One merchant's recent versions (their lookups), and the ones listed
+/// under it (its merchant's, or an order's refunds).
 #[derive(Default)]
 struct RecentMerchant {
     by_lookup: [HashMap<u128, Uuid>; LOOKUPS_MAX],
@@ -91,7 +99,8 @@ impl Generation {
                 lookup.insert(hash, id);
             }
         }
-        merchant.created.insert((entry.created_ms, id));
+        let listing = self.merchants.entry(entry.listed_under).or_default();
+        listing.created.insert((entry.created_ms, id));
         self.entries.insert(id, entry);
     }
 }
@@ -123,6 +132,7 @@ impl RecentIndex {
             let (ref_hash, lookups) = hashes();
             let entry = RecentEntry {
                 merchant_id: version.merchant_id,
+                listed_under: version.listed_under,
                 ref_hash,
                 lookups,
                 created_ms: version.created_ms,
@@ -183,7 +193,8 @@ impl RecentIndex {
             .collect()
     }
 
-    /// A merchant's recent versions created in `[from_ms, to_ms)`, in no order.
+    /// The recent versions listed under `merchant_id` (see
+    /// `Indexed::listed_under`) created in `[from_ms, to_ms)`, in no order.
     pub fn created_between(&self, merchant_id: &Uuid, from_ms: i64, to_ms: i64) -> Vec<(i64, Uuid)> {
         if from_ms >= to_ms {
             return Vec::new();
@@ -285,6 +296,7 @@ impl HistoryBatch {
         self.push_location(version.id, location);
         let entry = RecentEntry {
             merchant_id: version.merchant_id,
+            listed_under: version.listed_under,
             ref_hash,
             lookups,
             created_ms: version.created_ms,
@@ -302,7 +314,7 @@ impl HistoryBatch {
             }
         }
         if let Some(created) = &mut self.created {
-            created.push(&created_key(&entry.merchant_id, entry.created_ms, &id), &[]);
+            created.push(&created_key(&entry.listed_under, entry.created_ms, &id), &[]);
         }
     }
 }

@@ -34,6 +34,14 @@ pub enum KeyPrefix {
     WebhookEventBlock = b'W',
     /// `Q`+checkpoint+part -> a block of webhook delivery attempts (`blocks.rs`).
     WebhookAttemptBlock = b'Q',
+    /// `R`+checkpoint+part -> a block of refund versions (`blocks.rs`).
+    RefundBlock = b'R',
+    /// `S`+checkpoint+part -> a block of settlement versions (`blocks.rs`).
+    SettlementBlock = b'S',
+    /// `N`+checkpoint+part -> a block of beneficiary versions (`blocks.rs`).
+    BeneficiaryBlock = b'N',
+    /// `T`+checkpoint+part -> a block of disbursement batches (`blocks.rs`).
+    BatchBlock = b'T',
     /// `H`+... -> the versioned kinds' sorted index runs (`runs.rs`:
     /// chunks, run metadata, merge intents) and the open set and formats
     /// beside them (`history.rs`).
@@ -54,26 +62,28 @@ pub enum KeyPrefix {
     /// `k`+merchant+paid ms+order id -> () for a paid order no settlement
     /// has taken (MANUAL merchants).
     UnsettledOrder = b'k',
-    /// `s`+id -> refund.
+    /// `s`+id -> refund, in a data dir that kept refunds, settlements,
+    /// beneficiaries and batches as keys (format 4); brought into their
+    /// blocks when opened (`Store::open`), as are the index keys below.
     Refund = b's',
-    /// `t`+merchant+idempotency key hash -> refund id.
+    /// `t`+merchant+idempotency key hash -> refund id (format 4).
     RefundByIdempotencyKey = b't',
-    /// `n`+order id+created ms+id -> (): an order's refunds.
+    /// `n`+order id+created ms+id -> (): an order's refunds (format 4).
     RefundByOrder = b'n',
     /// `u`+id -> () while the refund is PENDING.
     PendingRefund = b'u',
     /// `v`+merchant+created ms+refund id -> () for a MANUAL refund no
     /// settlement has taken.
     UnsettledRefund = b'v',
-    /// `b`+id -> beneficiary.
+    /// `b`+id -> beneficiary (format 4).
     Beneficiary = b'b',
-    /// `m`+merchant+created ms+id -> (): a merchant's beneficiaries.
+    /// `m`+merchant+created ms+id -> (): a merchant's beneficiaries (format 4).
     BeneficiaryByMerchant = b'm',
-    /// `x`+id -> settlement.
+    /// `x`+id -> settlement (format 4).
     Settlement = b'x',
-    /// `y`+merchant+created ms+id -> (): a merchant's settlements.
+    /// `y`+merchant+created ms+id -> (): a merchant's settlements (format 4).
     SettlementByMerchant = b'y',
-    /// `z`+ref code -> settlement id.
+    /// `z`+ref code -> settlement id (format 4).
     SettlementByRefCode = b'z',
     /// `w`+id -> () while the settlement is not final.
     OpenSettlement = b'w',
@@ -85,9 +95,9 @@ pub enum KeyPrefix {
     /// `q`+merchant+attempted ms+event id+attempt -> delivery attempt, in a
     /// data dir that kept attempts as keys; brought into attempt blocks when opened.
     WebhookAttempt = b'q',
-    /// `d`+id -> disbursement batch (what each item came to).
+    /// `d`+id -> disbursement batch (what each item came to; format 4).
     DisbursementBatch = b'd',
-    /// `i`+merchant+batch idempotency key hash -> batch id.
+    /// `i`+merchant+batch idempotency key hash -> batch id (format 4).
     DisbursementBatchByKey = b'i',
 }
 
@@ -161,14 +171,6 @@ pub fn order_id_suffix(source: Source, merchant_order_id: &str) -> Vec<u8> {
     suffix
 }
 
-/// Every key of `prefix`+owner+…, as a range.
-pub(super) fn merchant_range(prefix: KeyPrefix, owner: &Uuid) -> (Vec<u8>, Vec<u8>) {
-    (
-        prefixed(prefix, &[owner.as_bytes()]),
-        prefixed(prefix, &[owner.as_bytes(), &[0xFF; 40]]),
-    )
-}
-
 /// A big-endian `u64`; 0 when `bytes` is not 8 long.
 pub(super) fn read_u64(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(bytes.try_into().unwrap_or([0; 8]))
@@ -192,6 +194,10 @@ mod tests {
             (OrderBlock, b'O'),
             (WebhookEventBlock, b'W'),
             (WebhookAttemptBlock, b'Q'),
+            (RefundBlock, b'R'),
+            (SettlementBlock, b'S'),
+            (BeneficiaryBlock, b'N'),
+            (BatchBlock, b'T'),
             (IndexRun, b'H'),
             (Order, b'a'),
             (OrderByRefCode, b'c'),

@@ -13,17 +13,19 @@
 //! Every key of the `ledger` tree starts with a `KeyPrefix` (`keys.rs`),
 //! whose variants are the map of what is on disk, each with its key layout.
 //! A checkpoint writes each merchant's book, entry blocks and idempotency
-//! key run; the newest version of each versioned resource (disbursements,
-//! orders, webhook events and delivery attempts) into its kind's blocks, indexed in memory for recent (and open)
-//! ones and in sorted runs on disk for all history (`history.rs`, each
-//! kind declared once by a `KindSpec`); and refunds, beneficiaries,
-//! settlements and webhook due times as keyed resources: a record under its id, with
-//! index keys beside it.
+//! key run; the newest version of every resource (disbursements, orders,
+//! refunds, settlements, beneficiaries, batches, webhook events and
+//! delivery attempts) into its kind's blocks, indexed in memory for recent
+//! (and open) ones and in sorted runs on disk for all history
+//! (`history.rs`, each kind declared once by a `KindSpec` and named by a
+//! `Kind`); and the open-work keys (a PENDING order's expiry, what waits
+//! for a settlement, open refunds and settlements, webhook due times), one
+//! empty value each, removed when the work is done.
 //!
 //! Files: `keys.rs` (key prefixes and key building), `directory.rs` and
 //! `catalog.rs` (kept in memory), `apply.rs` (records to trees and the
 //! overlay), `books.rs` (ledger reads), `checkpoint.rs`, `queries/`
-//! (disbursement, order and resource reads), `upgrade.rs` (older data
+//! (one file of reads per kind, over `versions.rs`), `upgrade.rs` (older data
 //! dirs brought to this layout); beneath them `journal.rs`, `record.rs`,
 //! `overlay.rs`, `blocks.rs`, `history.rs` and `runs.rs`.
 
@@ -51,7 +53,7 @@ pub use queries::OrderLookup;
 
 use crate::domain::{Catalog, Source};
 use crate::limits;
-use history::{HistoryRuns, KindSpec, LoadedOpenSet, RecentIndex};
+use history::{HistoryRuns, Kind, KindSpec, LoadedOpenSet, RecentIndex, KIND_COUNT};
 use keys::{read_u64, CHECKPOINT_SEQ_KEY, HASH_SEED_KEY};
 use overlay::Overlay;
 use record::decode_value;
@@ -95,11 +97,12 @@ pub enum StoreError {
 /// ledger entries carry their resource and the wallet's balance after them,
 /// and each journal frame the first sequence number of its write; format 4
 /// keeps orders, webhook events and delivery attempts in blocks and runs
-/// instead of keys.
-pub const DATA_FORMAT: u32 = 4;
+/// instead of keys, and format 5 every other kind too (refunds,
+/// settlements, beneficiaries, batches).
+pub const DATA_FORMAT: u32 = 5;
 
 /// Formats this build opens and brings to `DATA_FORMAT` (`upgrade.rs`).
-const UPGRADED_FORMATS: [u32; 1] = [3];
+const UPGRADED_FORMATS: [u32; 2] = [3, 4];
 
 /// Checks that `data_dir` holds data this build reads (a directory with a
 /// journal or state but no `format` file is format 1), marks a new one, and
@@ -188,14 +191,8 @@ pub struct Store {
     overlay: Mutex<Overlay>,
     hash_seed: u64,
     key_runs_generation: AtomicU64,
-    /// Disbursements' indexes.
-    disbursements: KindIndexes,
-    /// Orders' indexes.
-    orders: KindIndexes,
-    /// Webhook events' indexes.
-    webhook_events: KindIndexes,
-    /// Webhook delivery attempts' indexes.
-    webhook_attempts: KindIndexes,
+    /// Each versioned kind's indexes, indexed by `Kind`.
+    kinds: [KindIndexes; KIND_COUNT],
     /// The webhook outbox's due keys, in memory while they fit.
     due: Mutex<due::DueIndex>,
     /// Whether new webhook due keys may be marked fresh (`Layer::fresh`):
@@ -221,10 +218,14 @@ impl Store {
                 seed
             }
         };
-        let (disbursements, open) = KindIndexes::load(&ledger, &history::DISBURSEMENTS)?;
-        let (orders, orders_filled) = KindIndexes::load(&ledger, &history::ORDERS)?;
-        let (webhook_events, events_filled) = KindIndexes::load(&ledger, &history::WEBHOOK_EVENTS)?;
-        let (webhook_attempts, attempts_filled) = KindIndexes::load(&ledger, &history::WEBHOOK_ATTEMPTS)?;
+        let mut kinds = Vec::with_capacity(KIND_COUNT);
+        let mut open_sets = Vec::with_capacity(KIND_COUNT);
+        for kind in Kind::ALL {
+            let (indexes, open) = KindIndexes::load(&ledger, kind.spec())?;
+            kinds.push(indexes);
+            open_sets.push(open);
+        }
+        let kinds: [KindIndexes; KIND_COUNT] = kinds.try_into().unwrap_or_else(|_| unreachable!("one per kind"));
         let store = Store {
             path: path.to_path_buf(),
             merchants: db.open_tree("merchants")?,
@@ -237,10 +238,7 @@ impl Store {
             overlay: Mutex::new(Overlay::default()),
             hash_seed,
             key_runs_generation: AtomicU64::new(0),
-            disbursements,
-            orders,
-            webhook_events,
-            webhook_attempts,
+            kinds,
             due: Mutex::default(),
             fresh_keys: AtomicBool::new(false),
             #[cfg(test)]
@@ -259,23 +257,17 @@ impl Store {
         }
         let checkpoint = store.checkpoint_seq()?;
         store.drop_cut_short_blocks(checkpoint)?;
-        match open {
-            Some(open) => store
-                .disbursements
-                .recent
-                .write()
-                .expect("disbursement index lock")
-                .set_open(open),
-            None => store.fill_disbursement_history(checkpoint)?,
-        }
-        if orders_filled.is_none() {
-            store.move_keyed_orders_to_blocks(checkpoint)?;
-        }
-        if events_filled.is_none() {
-            store.move_keyed_events_to_blocks(checkpoint)?;
-        }
-        if attempts_filled.is_none() {
-            store.move_keyed_attempts_to_blocks(checkpoint)?;
+        for (kind, open) in Kind::ALL.into_iter().zip(open_sets) {
+            match open {
+                Some(open) => store
+                    .kind(kind)
+                    .recent
+                    .write()
+                    .expect("recent index lock")
+                    .set_open(open),
+                // Runs never filled: a data dir from before they held the kind.
+                None => store.fill_history(kind, checkpoint)?,
+            }
         }
         store.overlay.lock().expect("overlay lock").active.through_seq = checkpoint.saturating_sub(1);
         Ok(store)
@@ -294,6 +286,11 @@ impl Store {
         }
         self.ledger.apply_batch(batch)?;
         Ok(())
+    }
+
+    /// One versioned kind's indexes.
+    fn kind(&self, kind: Kind) -> &KindIndexes {
+        &self.kinds[kind as usize]
     }
 
     /// Recovery is over and checkpointed: from now on a webhook's new due
@@ -380,8 +377,13 @@ mod tests {
             check_data_format(new.path()).expect("its own format opens again"),
             DATA_FORMAT
         );
-        fs::write(new.path().join("format"), "3\n").unwrap();
-        assert_eq!(check_data_format(new.path()).expect("format 3 is upgraded"), 3);
+        for older in UPGRADED_FORMATS {
+            fs::write(new.path().join("format"), format!("{older}\n")).unwrap();
+            assert_eq!(
+                check_data_format(new.path()).expect("an older format is upgraded"),
+                older
+            );
+        }
 
         let old = tempfile::tempdir().unwrap();
         fs::create_dir(old.path().join("journal")).unwrap();

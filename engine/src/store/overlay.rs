@@ -4,9 +4,10 @@
 //! once; a checkpoint writes them to sled (in small batches, its marker
 //! last), so the hot path never pays a sled insert.
 
-use crate::domain::{Disbursement, Order, WebhookAttempt, WebhookEvent};
+use super::history::{Kind, KIND_COUNT};
 use crate::ledger::{Entry, MerchantBook};
 use foldhash::{HashMap, HashMapExt, HashSet};
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -35,25 +36,18 @@ pub struct Layer {
     pub entry_count: usize,
     /// Per merchant.
     pub merchants: HashMap<Uuid, MerchantLayer>,
-    /// Resource keys (orders, refunds, beneficiaries, settlements, webhook
-    /// events) and their newest values; `None` removes the key.
+    /// Open-work keys (a PENDING order's expiry, what waits for a
+    /// settlement, an open refund or settlement, a webhook's due time) and
+    /// their values; `None` removes the key.
     pub resources: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// Resource keys first written in this layer that neither an older
     /// layer nor sled can hold (a webhook event's new due time): removing
     /// one drops its entry, so no removal of a key sled never had is
     /// carried to the checkpoint or walked over by readers of the range.
     pub fresh: HashSet<Vec<u8>>,
-    /// The newest version of each disbursement changed in this layer
-    /// (written to disbursement blocks, `blocks.rs`).
-    pub disbursements: HashMap<Uuid, LayerVersion<Disbursement>>,
-    /// The newest version of each order changed in this layer (written to
-    /// order blocks).
-    pub orders: HashMap<Uuid, LayerVersion<Order>>,
-    /// The newest version of each webhook event changed in this layer
-    /// (written to webhook event blocks).
-    pub webhook_events: HashMap<Uuid, LayerVersion<WebhookEvent>>,
-    /// The delivery attempts made in this layer (written to attempt blocks).
-    pub webhook_attempts: HashMap<Uuid, LayerVersion<WebhookAttempt>>,
+    /// Per versioned kind (indexed by `Kind`), the newest version of each
+    /// resource changed in this layer, written to the kind's blocks.
+    pub versions: [HashMap<Uuid, LayerVersion>; KIND_COUNT],
 }
 
 impl Layer {
@@ -65,10 +59,7 @@ impl Layer {
             merchants: layer.merchants.clone(),
             resources: layer.resources.clone(),
             fresh: layer.fresh.clone(),
-            disbursements: layer.disbursements.clone(),
-            orders: layer.orders.clone(),
-            webhook_events: layer.webhook_events.clone(),
-            webhook_attempts: layer.webhook_attempts.clone(),
+            versions: layer.versions.clone(),
         }
     }
 
@@ -92,41 +83,23 @@ impl Layer {
         self.entry_count += 1;
     }
 
-    /// Sets the newest version of a disbursement.
-    pub fn put_disbursement(&mut self, disbursement: &Arc<Disbursement>, encoded: Option<&[u8]>) {
-        let version = LayerVersion {
-            version: disbursement.clone(),
-            encoded: encoded.map(Box::from),
-        };
-        self.disbursements.insert(disbursement.id, version);
+    /// Sets the newest version of a resource of `kind`, with its encoding.
+    pub fn put_version(&mut self, kind: Kind, id: Uuid, version: Arc<dyn Any + Send + Sync>, encoded: Box<[u8]>) {
+        self.versions[kind as usize].insert(id, LayerVersion { version, encoded });
         self.entry_count += 1;
     }
 
-    /// Sets the newest version of an order, with its encoding.
-    pub fn put_order(&mut self, order: Arc<Order>, encoded: Box<[u8]>) {
-        let id = order.id;
-        put_version(&mut self.orders, &mut self.entry_count, id, order, encoded);
-    }
-
-    /// Sets the newest version of a webhook event, with its encoding.
-    pub fn put_webhook_event(&mut self, event: Arc<WebhookEvent>, encoded: Box<[u8]>) {
-        let id = event.id;
-        put_version(&mut self.webhook_events, &mut self.entry_count, id, event, encoded);
-    }
-
-    /// Sets a delivery attempt under its id, with its encoding.
-    pub fn put_webhook_attempt(&mut self, id: Uuid, attempt: Arc<WebhookAttempt>, encoded: Box<[u8]>) {
-        put_version(&mut self.webhook_attempts, &mut self.entry_count, id, attempt, encoded);
+    /// The newest version of `id` of `kind` in this layer.
+    pub fn version<T: Clone + 'static>(&self, kind: Kind, id: &Uuid) -> Option<T> {
+        let found = self.versions[kind as usize].get(id)?;
+        found.version.downcast_ref::<T>().cloned()
     }
 
     /// Puts a failed checkpoint's versions under this (newer) layer's.
     pub fn keep_newer_versions_over(&mut self, older: &mut Layer) {
-        older.disbursements.extend(std::mem::take(&mut self.disbursements));
-        older.orders.extend(std::mem::take(&mut self.orders));
-        older.webhook_events.extend(std::mem::take(&mut self.webhook_events));
-        older
-            .webhook_attempts
-            .extend(std::mem::take(&mut self.webhook_attempts));
+        for (newer, older) in self.versions.iter_mut().zip(older.versions.iter_mut()) {
+            older.extend(std::mem::take(newer));
+        }
     }
 
     /// Puts a newer layer of one merchant on top of this one.
@@ -144,31 +117,15 @@ impl Layer {
     }
 }
 
-/// Sets `id`'s newest version in one kind's map of a layer, counted among
-/// the layer's writes.
-fn put_version<T>(
-    versions: &mut HashMap<Uuid, LayerVersion<T>>,
-    entry_count: &mut usize,
-    id: Uuid,
-    version: Arc<T>,
-    encoded: Box<[u8]>,
-) {
-    let version = LayerVersion {
-        version,
-        encoded: Some(encoded),
-    };
-    versions.insert(id, version);
-    *entry_count += 1;
-}
-
-/// A resource's newest version in a layer, with its encoding when the
-/// record that carried it gave one (else the checkpoint encodes it).
+/// A resource's newest version in a layer, with its bytes as
+/// `encode_value` writes them (the span of the journal record that carried
+/// it, when it had one), which the checkpoint writes as they are.
 #[derive(Clone, Debug)]
-pub struct LayerVersion<T> {
-    /// The version.
-    pub version: Arc<T>,
-    /// Its bytes as `encode_value` writes them.
-    pub encoded: Option<Box<[u8]>>,
+pub struct LayerVersion {
+    /// The version: the domain type of its kind.
+    pub version: Arc<dyn Any + Send + Sync>,
+    /// Its encoding.
+    pub encoded: Box<[u8]>,
 }
 
 /// The active layer (being written by the journal's applier) and the layer

@@ -12,7 +12,7 @@
 //! pointing into dropped blocks need no rewrite.
 
 use super::blocks::{self, Location};
-use super::history::{self, KindSpec};
+use super::history::{self, Kind, KindSpec};
 use super::record::decode_value;
 use super::{corrupt_block, KindIndexes, Store, StoreError};
 use crate::domain::{WebhookAttempt, WebhookEvent};
@@ -89,24 +89,24 @@ impl Store {
     /// blocks, oldest first (see the module docs). Call between
     /// checkpoints, never during one. Returns how many blocks went.
     pub fn drop_webhooks_before(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
-        for kind in [&self.webhook_events, &self.webhook_attempts] {
+        for kind in [self.kind(Kind::WebhookEvents), self.kind(Kind::WebhookAttempts)] {
             kind.retained_since_ms.fetch_max(cutoff_ms, Ordering::AcqRel);
         }
-        let events = self.drop_blocks_while(&self.webhook_events, |encoded, location| {
+        let events = self.drop_blocks_while(self.kind(Kind::WebhookEvents), |encoded, location| {
             let event: WebhookEvent = decode_value(encoded)?;
             if event.next_attempt_at_ms.is_none() && event.occurred_at_ms < cutoff_ms {
                 return Ok(true);
             }
             // Kept, unless a later block holds a newer version.
             let newest = self
-                .webhook_events
+                .kind(Kind::WebhookEvents)
                 .runs
                 .read()
                 .expect("history lock")
                 .location(&event.id)?;
             Ok(newest != Some(location))
         })?;
-        let attempts = self.drop_blocks_while(&self.webhook_attempts, |encoded, _| {
+        let attempts = self.drop_blocks_while(self.kind(Kind::WebhookAttempts), |encoded, _| {
             let attempt: WebhookAttempt = decode_value(encoded)?;
             Ok(attempt.attempted_at_ms < cutoff_ms)
         })?;
@@ -297,7 +297,7 @@ mod tests {
             // The next merge leaves out the entries into dropped blocks: of
             // the four newest runs (10 entries each, three of them dead),
             // only the new events' stay beside the oldest run's 30.
-            let entries = || store.webhook_events.runs.read().unwrap().entries();
+            let entries = || store.kind(Kind::WebhookEvents).runs.read().unwrap().entries();
             assert_eq!(entries(), 60);
             let fresh = journal.create(merchant, 10, 30_000);
             store.checkpoint().unwrap();

@@ -1,17 +1,21 @@
 //! Older data dirs brought to this layout when the store opens: the
-//! disbursement runs filled from a dir that kept only blocks, and orders,
-//! webhook events and delivery attempts moved from one sled key per record
-//! and index (data format 3) into their blocks and runs. Each step is whole or not at all: its runs' metadata
+//! disbursement runs filled from a dir that kept only blocks, and every
+//! other kind moved from one sled key per record and index (orders,
+//! webhook events and delivery attempts in data format 3; refunds,
+//! settlements, beneficiaries and batches in format 4) into its blocks and
+//! runs. Each step is whole or not at all: its runs' metadata
 //! and format key go in one sled batch, flushed and fsynced, and a step cut
 //! short is done again from the start at the next open.
 
 use super::blocks::{self, BlockWriter, Location};
 use super::checkpoint::fsync_tree;
-use super::history::{self, Hashes, HistoryRuns, Indexed, LoadedOpenSet, OpenSetWrite};
+use super::history::{self, Hashes, HistoryRuns, Indexed, Kind, LoadedOpenSet, OpenSetWrite};
 use super::keys::KeyPrefix;
 use super::record::decode_value;
-use super::{corrupt_block, KindIndexes, Store, StoreError};
-use crate::domain::{Disbursement, Order, WebhookAttempt, WebhookEvent};
+use super::{corrupt_block, Store, StoreError};
+use crate::domain::{
+    Beneficiary, Disbursement, DisbursementBatch, Order, Refund, Settlement, WebhookAttempt, WebhookEvent,
+};
 use foldhash::HashMap;
 use uuid::Uuid;
 
@@ -28,6 +32,62 @@ const KEYED_ORDER_PREFIXES: [KeyPrefix; 5] = [
 const WRITES_PER_BATCH: usize = 4096;
 
 impl Store {
+    /// Fills the runs of a kind the data dir's runs never held (its format
+    /// key is absent): from its blocks, or from the keys it was kept in.
+    /// A new data dir takes the same path, with nothing to move.
+    pub(super) fn fill_history(&self, kind: Kind, checkpoint: u64) -> Result<(), StoreError> {
+        let (moved, name) = match kind {
+            Kind::Disbursements => return self.fill_disbursement_history(checkpoint),
+            Kind::Orders => return self.move_keyed_orders_to_blocks(checkpoint),
+            Kind::WebhookEvents => return self.move_keyed_events_to_blocks(checkpoint),
+            Kind::WebhookAttempts => return self.move_keyed_attempts_to_blocks(checkpoint),
+            Kind::Refunds => {
+                let moved = self.move_keyed_to_blocks(kind, KeyPrefix::Refund, checkpoint, |refund: &Refund| {
+                    (Some(refund.id), refund_indexed(refund), self.refund_hashes(refund))
+                })?;
+                self.remove_prefixes(&[
+                    KeyPrefix::Refund,
+                    KeyPrefix::RefundByIdempotencyKey,
+                    KeyPrefix::RefundByOrder,
+                ])?;
+                (moved, "refunds")
+            }
+            Kind::Settlements => {
+                let moved = self.move_keyed_to_blocks(kind, KeyPrefix::Settlement, checkpoint, |s: &Settlement| {
+                    (Some(s.id), settlement_indexed(s, true), self.settlement_hashes(s))
+                })?;
+                self.remove_prefixes(&[
+                    KeyPrefix::Settlement,
+                    KeyPrefix::SettlementByMerchant,
+                    KeyPrefix::SettlementByRefCode,
+                ])?;
+                (moved, "settlements")
+            }
+            Kind::Beneficiaries => {
+                let moved =
+                    self.move_keyed_to_blocks(kind, KeyPrefix::Beneficiary, checkpoint, |b: &Beneficiary| {
+                        (Some(b.id), beneficiary_indexed(b), history::NO_HASHES)
+                    })?;
+                self.remove_prefixes(&[KeyPrefix::Beneficiary, KeyPrefix::BeneficiaryByMerchant])?;
+                (moved, "beneficiaries")
+            }
+            Kind::Batches => {
+                let moved = self.move_keyed_to_blocks(
+                    kind,
+                    KeyPrefix::DisbursementBatch,
+                    checkpoint,
+                    |batch: &DisbursementBatch| (Some(batch.id), batch_indexed(batch), self.batch_hashes(batch)),
+                )?;
+                self.remove_prefixes(&[KeyPrefix::DisbursementBatch, KeyPrefix::DisbursementBatchByKey])?;
+                (moved, "disbursement batches")
+            }
+        };
+        if moved > 0 {
+            tracing::info!(moved, kind = name, "records kept as keys moved into blocks");
+        }
+        Ok(())
+    }
+
     /// Writes every checkpointed disbursement's index entries as the
     /// history's first runs, with the open set: the one time every block
     /// is read.
@@ -59,12 +119,14 @@ impl Store {
             .filter(|(disbursement, _)| !disbursement.status.is_terminal())
             .map(|(disbursement, _)| disbursement.id)
             .collect();
-        let mut runs = self.disbursements.runs.write().expect("history lock");
+        let disbursements = self.kind(Kind::Disbursements);
+        let mut runs = disbursements.runs.write().expect("history lock");
         let mut batch = runs.batch();
         for (disbursement, location) in newest.values() {
             let version = Indexed {
                 id: disbursement.id,
                 merchant_id: disbursement.merchant_id,
+                listed_under: disbursement.merchant_id,
                 created_ms: disbursement.created_at_ms,
                 new: true,
                 terminal: disbursement.status.is_terminal(),
@@ -74,7 +136,7 @@ impl Store {
         let whole_open = OpenSetWrite::whole(&open);
         self.write_first_runs(&mut runs, batch, whole_open)?;
         drop(runs);
-        self.disbursements
+        disbursements
             .recent
             .write()
             .expect("disbursement index lock")
@@ -89,7 +151,7 @@ impl Store {
     /// into order blocks, indexed in the order runs, then removes the old
     /// keys.
     pub(super) fn move_keyed_orders_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
-        let moved = self.move_keyed_to_blocks(&self.orders, KeyPrefix::Order, checkpoint, |order: &Order| {
+        let moved = self.move_keyed_to_blocks(Kind::Orders, KeyPrefix::Order, checkpoint, |order: &Order| {
             (Some(order.id), order_indexed(order, true), self.order_hashes(order))
         })?;
         self.remove_prefixes(&KEYED_ORDER_PREFIXES)?;
@@ -102,13 +164,14 @@ impl Store {
     /// The same for the webhook events of a data dir that kept them as keys.
     pub(super) fn move_keyed_events_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
         let moved = self.move_keyed_to_blocks(
-            &self.webhook_events,
+            Kind::WebhookEvents,
             KeyPrefix::WebhookEvent,
             checkpoint,
             |event: &WebhookEvent| {
                 let version = Indexed {
                     id: event.id,
                     merchant_id: event.merchant_id,
+                    listed_under: event.merchant_id,
                     created_ms: event.occurred_at_ms,
                     new: false,
                     terminal: false,
@@ -128,13 +191,14 @@ impl Store {
     /// attempts of one millisecond keep their order.
     pub(super) fn move_keyed_attempts_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
         let moved = self.move_keyed_to_blocks(
-            &self.webhook_attempts,
+            Kind::WebhookAttempts,
             KeyPrefix::WebhookAttempt,
             checkpoint,
             |attempt: &WebhookAttempt| {
                 let version = Indexed {
                     id: Uuid::now_v7(),
                     merchant_id: attempt.merchant_id,
+                    listed_under: attempt.merchant_id,
                     created_ms: attempt.attempted_at_ms,
                     new: true,
                     terminal: true,
@@ -159,11 +223,12 @@ impl Store {
     /// Returns how many moved.
     fn move_keyed_to_blocks<T: serde::de::DeserializeOwned>(
         &self,
-        kind: &KindIndexes,
+        kind: Kind,
         record_prefix: KeyPrefix,
         checkpoint: u64,
         index: impl Fn(&T) -> (Option<Uuid>, Indexed, Hashes),
     ) -> Result<usize, StoreError> {
+        let kind = self.kind(kind);
         let prefix = kind.spec().blocks;
         // Only a move cut short can have left blocks of the kind behind.
         let mut stale = sled::Batch::default();
@@ -255,8 +320,59 @@ pub(super) fn order_indexed(order: &Order, new: bool) -> Indexed {
     Indexed {
         id: order.id,
         merchant_id: order.merchant_id,
+        listed_under: order.merchant_id,
         created_ms: order.created_at_ms,
         new,
+        terminal: false,
+    }
+}
+
+/// A refund as the recent index and the runs take it: listed under its
+/// order. New to the index with every version (a refund's first version is
+/// not always PENDING); one already indexed only writes the same entries.
+pub(super) fn refund_indexed(refund: &Refund) -> Indexed {
+    Indexed {
+        id: refund.id,
+        merchant_id: refund.merchant_id,
+        listed_under: refund.order_id,
+        created_ms: refund.created_at_ms,
+        new: true,
+        terminal: false,
+    }
+}
+
+/// A settlement as the index takes it (`new`: its creation record).
+pub(super) fn settlement_indexed(settlement: &Settlement, new: bool) -> Indexed {
+    Indexed {
+        id: settlement.id,
+        merchant_id: settlement.merchant_id,
+        listed_under: settlement.merchant_id,
+        created_ms: settlement.created_at_ms,
+        new,
+        terminal: false,
+    }
+}
+
+/// A beneficiary as the index takes it: every version is saved alike.
+pub(super) fn beneficiary_indexed(beneficiary: &Beneficiary) -> Indexed {
+    Indexed {
+        id: beneficiary.id,
+        merchant_id: beneficiary.merchant_id,
+        listed_under: beneficiary.merchant_id,
+        created_ms: beneficiary.created_at_ms,
+        new: true,
+        terminal: false,
+    }
+}
+
+/// A batch as the index takes it (written once).
+pub(super) fn batch_indexed(batch: &DisbursementBatch) -> Indexed {
+    Indexed {
+        id: batch.id,
+        merchant_id: batch.merchant_id,
+        listed_under: batch.merchant_id,
+        created_ms: batch.created_at_ms,
+        new: true,
         terminal: false,
     }
 }

@@ -109,8 +109,121 @@ pub static WEBHOOK_ATTEMPTS: KindSpec = KindSpec {
     retention_key: Some(&ATTEMPTS_RETAINED_KEY),
 };
 
-/// Every versioned kind.
-pub static KINDS: [&KindSpec; 4] = [&DISBURSEMENTS, &ORDERS, &WEBHOOK_EVENTS, &WEBHOOK_ATTEMPTS];
+/// Refunds: lookup 0 is the merchant's idempotency key; they are listed by
+/// their order (`Indexed::listed_under`), not their merchant. Whether one is
+/// open (PENDING, or waiting for a settlement) is kept in resource keys.
+pub static REFUNDS: KindSpec = KindSpec {
+    blocks: KeyPrefix::RefundBlock,
+    locations: run(b'n', 16, 16, Some(0)),
+    refs: None,
+    lookups: &[run(b't', 32, 16, Some(16))],
+    created: Some(run(b'u', 40, 0, None)),
+    format_key: &REFUNDS_FORMAT_KEY,
+    format: b"refunds-1",
+    formats_read: &[],
+    keeps_open_set: false,
+    retention_key: None,
+};
+
+/// Settlements: found by ref code, listed by merchant. Whether one is open
+/// is kept in a resource key.
+pub static SETTLEMENTS: KindSpec = KindSpec {
+    blocks: KeyPrefix::SettlementBlock,
+    locations: run(b's', 16, 16, Some(0)),
+    refs: Some(run(b'z', 16, 16, Some(0))),
+    lookups: &[],
+    created: Some(run(b'v', 40, 0, None)),
+    format_key: &SETTLEMENTS_FORMAT_KEY,
+    format: b"settlements-1",
+    formats_read: &[],
+    keeps_open_set: false,
+    retention_key: None,
+};
+
+/// Beneficiaries: listed by merchant (deleted ones are versions too).
+pub static BENEFICIARIES: KindSpec = KindSpec {
+    blocks: KeyPrefix::BeneficiaryBlock,
+    locations: run(b'g', 16, 16, Some(0)),
+    refs: None,
+    lookups: &[],
+    created: Some(run(b'h', 40, 0, None)),
+    format_key: &BENEFICIARIES_FORMAT_KEY,
+    format: b"beneficiaries-1",
+    formats_read: &[],
+    keeps_open_set: false,
+    retention_key: None,
+};
+
+/// Disbursement batches (what each item first came to): lookup 0 is the
+/// batch's idempotency key. Written once, never changed.
+pub static BATCHES: KindSpec = KindSpec {
+    blocks: KeyPrefix::BatchBlock,
+    locations: run(b'd', 16, 16, Some(0)),
+    refs: None,
+    lookups: &[run(b'j', 32, 16, Some(16))],
+    created: None,
+    format_key: &BATCHES_FORMAT_KEY,
+    format: b"batches-1",
+    formats_read: &[],
+    keeps_open_set: false,
+    retention_key: None,
+};
+
+/// The versioned kinds: each names its `KindSpec` in `KINDS` and its
+/// state in the store and the overlay (indexed by the variant's number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `DISBURSEMENTS`.
+    Disbursements,
+    /// `ORDERS`.
+    Orders,
+    /// `WEBHOOK_EVENTS`.
+    WebhookEvents,
+    /// `WEBHOOK_ATTEMPTS`.
+    WebhookAttempts,
+    /// `REFUNDS`.
+    Refunds,
+    /// `SETTLEMENTS`.
+    Settlements,
+    /// `BENEFICIARIES`.
+    Beneficiaries,
+    /// `BATCHES`.
+    Batches,
+}
+
+/// How many versioned kinds there are.
+pub const KIND_COUNT: usize = 8;
+
+impl Kind {
+    /// Every kind, in the order a checkpoint writes them.
+    pub const ALL: [Kind; KIND_COUNT] = [
+        Kind::Disbursements,
+        Kind::Orders,
+        Kind::WebhookEvents,
+        Kind::WebhookAttempts,
+        Kind::Refunds,
+        Kind::Settlements,
+        Kind::Beneficiaries,
+        Kind::Batches,
+    ];
+
+    /// How the kind is kept at rest.
+    pub fn spec(self) -> &'static KindSpec {
+        KINDS[self as usize]
+    }
+}
+
+/// Every versioned kind's spec, in `Kind`'s order.
+pub static KINDS: [&KindSpec; KIND_COUNT] = [
+    &DISBURSEMENTS,
+    &ORDERS,
+    &WEBHOOK_EVENTS,
+    &WEBHOOK_ATTEMPTS,
+    &REFUNDS,
+    &SETTLEMENTS,
+    &BENEFICIARIES,
+    &BATCHES,
+];
 
 /// The sled key saying the disbursement runs hold every checkpointed
 /// disbursement (absent in a data dir written before the runs existed).
@@ -121,7 +234,44 @@ const ORDERS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-orde
 const EVENTS_FORMAT_KEY: [u8; 14] = named_key(KeyPrefix::IndexRun, b"format-events");
 /// The same for webhook delivery attempts.
 const ATTEMPTS_FORMAT_KEY: [u8; 16] = named_key(KeyPrefix::IndexRun, b"format-attempts");
+/// The same for refunds, settlements, beneficiaries and batches (absent in
+/// a data dir that kept them as keys).
+const REFUNDS_FORMAT_KEY: [u8; 15] = named_key(KeyPrefix::IndexRun, b"format-refunds");
+const SETTLEMENTS_FORMAT_KEY: [u8; 19] = named_key(KeyPrefix::IndexRun, b"format-settlements");
+const BENEFICIARIES_FORMAT_KEY: [u8; 21] = named_key(KeyPrefix::IndexRun, b"format-beneficiaries");
+const BATCHES_FORMAT_KEY: [u8; 15] = named_key(KeyPrefix::IndexRun, b"format-batches");
 /// Where webhook event blocks start after retention dropped older ones.
 const EVENTS_RETAINED_KEY: [u8; 16] = named_key(KeyPrefix::IndexRun, b"retained-events");
 /// The same for delivery attempt blocks.
 const ATTEMPTS_RETAINED_KEY: [u8; 18] = named_key(KeyPrefix::IndexRun, b"retained-attempts");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run tags tell the indexes' sled keys apart, block prefixes the
+    /// kinds' blocks: no two may share one, and `Kind` names each spec.
+    #[test]
+    fn every_kind_has_its_own_tags_and_blocks() {
+        let mut tags = Vec::new();
+        let mut blocks = Vec::new();
+        for (number, kind) in Kind::ALL.iter().enumerate() {
+            assert_eq!(*kind as usize, number);
+            let spec = kind.spec();
+            blocks.push(spec.blocks.byte());
+            tags.extend(
+                [Some(spec.locations), spec.refs, spec.created]
+                    .into_iter()
+                    .flatten()
+                    .map(|run| run.tag),
+            );
+            tags.extend(spec.lookups.iter().map(|run| run.tag));
+        }
+        let (tag_count, block_count) = (tags.len(), blocks.len());
+        tags.sort_unstable();
+        tags.dedup();
+        blocks.sort_unstable();
+        blocks.dedup();
+        assert_eq!((tags.len(), blocks.len()), (tag_count, block_count));
+    }
+}

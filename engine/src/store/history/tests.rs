@@ -44,11 +44,16 @@ fn history_is_found_after_reopening_without_reading_the_blocks() {
         let store = Store::open(dir.path()).unwrap();
         let disbursements = fill(&store, &mut seq, merchant);
         assert_eq!(
-            store.disbursements.recent.read().unwrap().recent_count(),
+            store
+                .kind(super::Kind::Disbursements)
+                .recent
+                .read()
+                .unwrap()
+                .recent_count(),
             0,
             "all in the runs"
         );
-        let runs = store.disbursements.runs.read().unwrap().run_count();
+        let runs = store.kind(super::Kind::Disbursements).runs.read().unwrap().run_count();
         assert!(runs <= 4 * 8, "merged: {runs} runs for 31 checkpoints");
         assert_disbursements_stored(&store, &disbursements);
         disbursements
@@ -68,7 +73,12 @@ fn history_is_found_after_reopening_without_reading_the_blocks() {
         store.disbursement_key_hashes(&merchant, 2999).is_none(),
         "over the limit"
     );
-    let memory = store.disbursements.runs.read().unwrap().memory_bytes();
+    let memory = store
+        .kind(super::Kind::Disbursements)
+        .runs
+        .read()
+        .unwrap()
+        .memory_bytes();
     assert!(memory < 3000 * 12, "{memory} bytes in memory for 3,000 disbursements");
     // Opening reads no block: one made unreadable is found only when read.
     let first_block = store.ledger.scan_prefix([KeyPrefix::DisbursementBlock.byte()]).next();
@@ -108,7 +118,7 @@ fn a_data_dir_from_before_the_runs_is_filled_from_its_blocks_once() {
     };
     let store = Store::open(dir.path()).unwrap();
     assert_disbursements_stored(&store, &disbursements);
-    assert!(store.disbursements.runs.read().unwrap().run_count() > 0);
+    assert!(store.kind(super::Kind::Disbursements).runs.read().unwrap().run_count() > 0);
     drop(store);
     let store = Store::open(dir.path()).unwrap();
     assert_disbursements_stored(&store, &disbursements);
@@ -155,17 +165,38 @@ fn a_failed_checkpoint_keeps_its_recent_disbursements_for_the_next() {
         store.fail_checkpoints_after(1);
         assert!(store.checkpoint().is_err());
         assert!(store.checkpoint().is_err(), "a second failure seals nothing twice");
-        assert_eq!(store.disbursements.recent.read().unwrap().recent_count(), 1000);
+        assert_eq!(
+            store
+                .kind(super::Kind::Disbursements)
+                .recent
+                .read()
+                .unwrap()
+                .recent_count(),
+            1000
+        );
         check(&store, 2000);
         for disbursement in &disbursements[2000..] {
             apply(&store, &mut seq, disbursement);
         }
-        assert_eq!(store.disbursements.recent.read().unwrap().recent_count(), 2000);
+        assert_eq!(
+            store
+                .kind(super::Kind::Disbursements)
+                .recent
+                .read()
+                .unwrap()
+                .recent_count(),
+            2000
+        );
         check(&store, 3000);
         store.fail_checkpoints_after(usize::MAX);
         store.checkpoint().unwrap();
         assert_eq!(
-            store.disbursements.recent.read().unwrap().recent_count(),
+            store
+                .kind(super::Kind::Disbursements)
+                .recent
+                .read()
+                .unwrap()
+                .recent_count(),
             0,
             "all in the runs"
         );

@@ -2,6 +2,7 @@
 //! to, by ref code and idempotency key, listings and the open set.
 
 use crate::domain::Disbursement;
+use crate::store::history::Kind;
 use crate::store::{Store, StoreError};
 use uuid::Uuid;
 
@@ -12,12 +13,12 @@ impl Store {
     /// A disbursement by id: the overlay's newest version, else the block
     /// the index points to.
     pub fn disbursement(&self, id: &Uuid) -> Result<Option<Disbursement>, StoreError> {
-        self.newest_version(&self.disbursements, id, |layer| &layer.disbursements)
+        self.newest_version(Kind::Disbursements, id)
     }
 
     /// A disbursement by ref code.
     pub fn disbursement_by_ref(&self, ref_code: &str) -> Result<Option<Disbursement>, StoreError> {
-        match self.id_by_ref(&self.disbursements, ref_code)? {
+        match self.id_by_ref(Kind::Disbursements, ref_code)? {
             Some(id) => Ok(self.disbursement(&id)?.filter(|d| d.ref_code == ref_code)),
             None => Ok(None),
         }
@@ -25,13 +26,13 @@ impl Store {
 
     /// True when a ref code is taken (or shares its 128-bit hash with one that is).
     pub fn disbursement_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
-        Ok(self.id_by_ref(&self.disbursements, ref_code)?.is_some())
+        Ok(self.id_by_ref(Kind::Disbursements, ref_code)?.is_some())
     }
 
     /// The disbursement a merchant created with an idempotency key.
     pub fn disbursement_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Disbursement>, StoreError> {
         let hash = self.key_hash(key);
-        match self.id_by_lookup(&self.disbursements, KEY_LOOKUP, merchant_id, hash)? {
+        match self.id_by_lookup(Kind::Disbursements, KEY_LOOKUP, merchant_id, hash)? {
             Some(id) => Ok(self.disbursement(&id)?.filter(|d| d.idempotency_key == key)),
             None => Ok(None),
         }
@@ -46,7 +47,7 @@ impl Store {
     ) -> Option<crate::sharded::ShardedSet<u128>> {
         // An unreadable history only means "not all known": keys are then
         // looked up one by one.
-        match self.lookup_hashes(&self.disbursements, KEY_LOOKUP, merchant_id, limit) {
+        match self.lookup_hashes(Kind::Disbursements, KEY_LOOKUP, merchant_id, limit) {
             Ok(hashes) => hashes,
             Err(error) => {
                 tracing::error!(%error, "disbursement key history unreadable");
@@ -66,13 +67,13 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Disbursement>, usize), StoreError> {
-        let ids = self.created_between(&self.disbursements, merchant_id, from_ms, to_ms)?;
+        let ids = self.created_between(Kind::Disbursements, merchant_id, from_ms, to_ms)?;
         super::versions::newest_page(ids, |id| self.disbursement(id), keep, offset, limit)
     }
 
     /// How many durable disbursements are not yet final.
     pub fn open_disbursement_count(&self) -> usize {
-        self.disbursements
+        self.kind(Kind::Disbursements)
             .recent
             .read()
             .expect("recent index lock")
@@ -81,7 +82,12 @@ impl Store {
 
     /// Disbursements not yet in a final status, to resume after a restart.
     pub fn open_disbursements(&self) -> Result<Vec<Disbursement>, StoreError> {
-        let ids = self.disbursements.recent.read().expect("recent index lock").open();
+        let ids = self
+            .kind(Kind::Disbursements)
+            .recent
+            .read()
+            .expect("recent index lock")
+            .open();
         let mut open = Vec::with_capacity(ids.len());
         for id in ids {
             open.extend(self.disbursement(&id)?.filter(|d| !d.status.is_terminal()));

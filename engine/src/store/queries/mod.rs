@@ -1,7 +1,8 @@
-//! Reading resources (orders, refunds, beneficiaries, settlements, webhooks,
-//! disbursement batches; disbursements have their own indexes): the
-//! overlay's newest values laid over sled's, and the lookups every family
-//! shares (by key, through an index, by time range, a page of the newest).
+//! Reading resources: every versioned kind through one path
+//! (`versions.rs`: the overlay's newest version, else its block), one file
+//! of reads per kind; and the open-work keys (a PENDING order's expiry,
+//! what waits for a settlement, open refunds and settlements, webhook due
+//! times), the overlay's newest values laid over sled's.
 
 mod batches;
 mod beneficiaries;
@@ -11,26 +12,16 @@ mod settlements;
 mod versions;
 mod webhooks;
 
+#[cfg(test)]
+mod kinds_tests;
+
 pub use orders::OrderLookup;
 
 use super::keys::{prefixed, KeyPrefix, KeyValue};
-use super::record::decode_value;
 use super::{Store, StoreError};
 use uuid::Uuid;
 
 impl Store {
-    /// A resource value: the overlay's newest, else sled's.
-    fn resource(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        {
-            let overlay = self.overlay.lock().expect("overlay lock");
-            let flushing = overlay.flushing.as_ref().and_then(|f| f.resources.get(key));
-            if let Some(value) = overlay.active.resources.get(key).or(flushing) {
-                return Ok(value.clone());
-            }
-        }
-        Ok(self.ledger.get(key)?.map(|value| value.to_vec()))
-    }
-
     /// The first `limit` live resource keys and values in `[start, end)`,
     /// ascending, read lazily: the overlay's two layers are merged (the
     /// active one wins) only up to the `limit`-th key they hold a value for,
@@ -128,24 +119,6 @@ impl Store {
         self.resource_range_first(start, end, usize::MAX)
     }
 
-    fn decoded<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StoreError> {
-        match self.resource(key)? {
-            Some(bytes) => Ok(Some(decode_value(&bytes)?)),
-            None => Ok(None),
-        }
-    }
-
-    fn by_index<T: serde::de::DeserializeOwned>(
-        &self,
-        index_key: &[u8],
-        prefix: KeyPrefix,
-    ) -> Result<Option<T>, StoreError> {
-        match self.resource(index_key)? {
-            Some(id) => self.decoded(&prefixed(prefix, &[&id])),
-            None => Ok(None),
-        }
-    }
-
     /// The ids ending the index keys in `[start, end)`, in key order.
     fn indexed_ids(&self, start: &[u8], end: &[u8]) -> Result<Vec<Uuid>, StoreError> {
         Ok(self
@@ -171,46 +144,17 @@ impl Store {
         )
     }
 
-    /// The records `record_prefix`+id of `ids`, in order; ids without one are skipped.
-    fn load_all<T: serde::de::DeserializeOwned>(
+    /// The versions of `ids` (read by `load`), in order; ids without one are skipped.
+    fn load_all<T>(
         &self,
-        record_prefix: KeyPrefix,
         ids: impl IntoIterator<Item = Uuid>,
+        load: impl Fn(&Uuid) -> Result<Option<T>, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
         let mut found = Vec::new();
         for id in ids {
-            if let Some(record) = self.decoded(&prefixed(record_prefix, &[id.as_bytes()]))? {
-                found.push(record);
-            }
+            found.extend(load(&id)?);
         }
         Ok(found)
-    }
-
-    /// Of the records of `ids_oldest_first` that pass `keep`, newest first:
-    /// the `offset`..`offset + limit` slice and how many passed.
-    fn newest_page<T: serde::de::DeserializeOwned>(
-        &self,
-        record_prefix: KeyPrefix,
-        ids_oldest_first: Vec<Uuid>,
-        keep: impl Fn(&T) -> bool,
-        offset: usize,
-        limit: usize,
-    ) -> Result<(Vec<T>, usize), StoreError> {
-        let mut page = Vec::new();
-        let mut total = 0;
-        for id in ids_oldest_first.into_iter().rev() {
-            let Some(record) = self.decoded::<T>(&prefixed(record_prefix, &[id.as_bytes()]))? else {
-                continue;
-            };
-            if !keep(&record) {
-                continue;
-            }
-            if total >= offset && page.len() < limit {
-                page.push(record);
-            }
-            total += 1;
-        }
-        Ok((page, total))
     }
 }
 

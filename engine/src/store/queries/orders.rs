@@ -3,13 +3,16 @@
 //! expiry sweep; refunds by id and key, an order's, and the open ones.
 
 use crate::domain::{Order, Refund, Source};
-use crate::store::keys::{merchant_range, prefix_range, prefixed, KeyPrefix};
+use crate::store::history::Kind;
+use crate::store::keys::{prefix_range, prefixed, KeyPrefix};
 use crate::store::{Store, StoreError};
 use uuid::Uuid;
 
 /// The orders' lookups, as `history::ORDERS` declares them.
 const ORDER_KEY_LOOKUP: usize = 0;
 const ORDER_ID_LOOKUP: usize = 1;
+/// The refunds' lookup, as `history::REFUNDS` declares it.
+const REFUND_KEY_LOOKUP: usize = 0;
 
 /// Which of a merchant's order keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,12 +27,12 @@ impl Store {
     /// An order by id: the overlay's newest version, else the block the
     /// index points to.
     pub fn order(&self, id: &Uuid) -> Result<Option<Order>, StoreError> {
-        self.newest_version(&self.orders, id, |layer| &layer.orders)
+        self.newest_version(Kind::Orders, id)
     }
 
     /// An order by ref code.
     pub fn order_by_ref(&self, ref_code: &str) -> Result<Option<Order>, StoreError> {
-        match self.id_by_ref(&self.orders, ref_code)? {
+        match self.id_by_ref(Kind::Orders, ref_code)? {
             Some(id) => Ok(self.order(&id)?.filter(|o| o.ref_code == ref_code)),
             None => Ok(None),
         }
@@ -37,7 +40,7 @@ impl Store {
 
     /// True when an order ref code is taken (or shares its 128-bit hash with one that is).
     pub fn order_ref_exists(&self, ref_code: &str) -> Result<bool, StoreError> {
-        Ok(self.id_by_ref(&self.orders, ref_code)?.is_some())
+        Ok(self.id_by_ref(Kind::Orders, ref_code)?.is_some())
     }
 
     /// A merchant's order by its own id, in one API.
@@ -48,7 +51,7 @@ impl Store {
         merchant_order_id: &str,
     ) -> Result<Option<Order>, StoreError> {
         let hash = self.order_id_hash(source, merchant_order_id);
-        match self.id_by_lookup(&self.orders, ORDER_ID_LOOKUP, merchant_id, hash)? {
+        match self.id_by_lookup(Kind::Orders, ORDER_ID_LOOKUP, merchant_id, hash)? {
             Some(id) => Ok(self
                 .order(&id)?
                 .filter(|o| o.source == source && o.merchant_order_id == merchant_order_id)),
@@ -59,7 +62,7 @@ impl Store {
     /// The order a merchant created with an `Idempotency-Key`.
     pub fn order_by_idempotency_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Order>, StoreError> {
         let hash = self.key_hash(key);
-        match self.id_by_lookup(&self.orders, ORDER_KEY_LOOKUP, merchant_id, hash)? {
+        match self.id_by_lookup(Kind::Orders, ORDER_KEY_LOOKUP, merchant_id, hash)? {
             Some(id) => Ok(self
                 .order(&id)?
                 .filter(|o| o.idempotency.as_ref().is_some_and(|(k, _)| k == key))),
@@ -78,7 +81,7 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Order>, usize), StoreError> {
-        let ids = self.created_between(&self.orders, merchant_id, from_ms, to_ms)?;
+        let ids = self.created_between(Kind::Orders, merchant_id, from_ms, to_ms)?;
         super::versions::newest_page(ids, |id| self.order(id), keep, offset, limit)
     }
 
@@ -106,36 +109,36 @@ impl Store {
             OrderLookup::IdempotencyKey => ORDER_KEY_LOOKUP,
             OrderLookup::OrderId => ORDER_ID_LOOKUP,
         };
-        self.lookup_hashes(&self.orders, lookup, merchant_id, limit)
+        self.lookup_hashes(Kind::Orders, lookup, merchant_id, limit)
     }
 
     /// A refund by id.
     pub fn refund(&self, id: &Uuid) -> Result<Option<Refund>, StoreError> {
-        self.decoded(&prefixed(KeyPrefix::Refund, &[id.as_bytes()]))
+        self.newest_version(Kind::Refunds, id)
     }
 
     /// The refund a merchant created with an idempotency key.
     pub fn refund_by_key(&self, merchant_id: &Uuid, key: &str) -> Result<Option<Refund>, StoreError> {
-        let key_hash = self.key_hash(key).to_be_bytes();
-        let found: Option<Refund> = self.by_index(
-            &prefixed(KeyPrefix::RefundByIdempotencyKey, &[merchant_id.as_bytes(), &key_hash]),
-            KeyPrefix::Refund,
-        )?;
-        Ok(found.filter(|r| r.idempotency_key == key))
+        let hash = self.key_hash(key);
+        match self.id_by_lookup(Kind::Refunds, REFUND_KEY_LOOKUP, merchant_id, hash)? {
+            Some(id) => Ok(self
+                .refund(&id)?
+                .filter(|r| r.merchant_id == *merchant_id && r.idempotency_key == key)),
+            None => Ok(None),
+        }
     }
 
     /// An order's refunds, oldest first.
     pub fn order_refunds(&self, order_id: &Uuid) -> Result<Vec<Refund>, StoreError> {
-        let (start, end) = merchant_range(KeyPrefix::RefundByOrder, order_id);
-        let ids = self.indexed_ids(&start, &end)?;
-        self.load_all(KeyPrefix::Refund, ids)
+        let ids = self.created_between(Kind::Refunds, order_id, i64::MIN, i64::MAX)?;
+        self.load_all(ids, |id| self.refund(id))
     }
 
     /// Refunds still PENDING, to resume after a restart.
     pub fn open_refunds(&self) -> Result<Vec<Refund>, StoreError> {
         let (start, end) = prefix_range(KeyPrefix::PendingRefund);
         let ids = self.indexed_ids(&start, &end)?;
-        self.load_all(KeyPrefix::Refund, ids)
+        self.load_all(ids, |id| self.refund(id))
     }
 }
 

@@ -3,26 +3,25 @@
 //! the recent index first, then the runs.
 
 use crate::sharded::ShardedSet;
-use crate::store::overlay::{Layer, LayerVersion};
+use crate::store::history::Kind;
 use crate::store::record::decode_value;
-use crate::store::{blocks, corrupt_block, KindIndexes, Store, StoreError};
-use foldhash::HashMap;
+use crate::store::{blocks, corrupt_block, Store, StoreError};
 use uuid::Uuid;
 
 impl Store {
-    /// A version by id: the overlay's newest (`in_layer` finds the kind's
-    /// versions in a layer), else the block its location names.
-    pub(super) fn newest_version<T: Clone + serde::de::DeserializeOwned>(
+    /// A version of `kind` (whose domain type is `T`) by id: the overlay's
+    /// newest, else the block its location names.
+    pub(super) fn newest_version<T: Clone + serde::de::DeserializeOwned + 'static>(
         &self,
-        kind: &KindIndexes,
+        kind: Kind,
         id: &Uuid,
-        in_layer: impl Fn(&Layer) -> &HashMap<Uuid, LayerVersion<T>>,
     ) -> Result<Option<T>, StoreError> {
         {
             let overlay = self.overlay.lock().expect("overlay lock");
-            let flushing = overlay.flushing.as_deref().and_then(|layer| in_layer(layer).get(id));
-            if let Some(found) = in_layer(&overlay.active).get(id).or(flushing) {
-                return Ok(Some(T::clone(&found.version)));
+            let found = overlay.active.version::<T>(kind, id);
+            let found = found.or_else(|| overlay.flushing.as_deref()?.version::<T>(kind, id));
+            if found.is_some() {
+                return Ok(found);
             }
         }
         self.checkpointed_version(kind, id)
@@ -31,9 +30,10 @@ impl Store {
     /// A version a checkpoint wrote: from the block its location names.
     pub(super) fn checkpointed_version<T: serde::de::DeserializeOwned>(
         &self,
-        kind: &KindIndexes,
+        kind: Kind,
         id: &Uuid,
     ) -> Result<Option<T>, StoreError> {
+        let kind = self.kind(kind);
         let location = kind.runs.read().expect("history lock").location(id)?;
         let Some(location) = location.filter(|location| kind.retains(location)) else {
             return Ok(None);
@@ -50,7 +50,8 @@ impl Store {
     }
 
     /// The id of the version with a ref code (or one sharing its 128-bit hash).
-    pub(super) fn id_by_ref(&self, kind: &KindIndexes, ref_code: &str) -> Result<Option<Uuid>, StoreError> {
+    pub(super) fn id_by_ref(&self, kind: Kind, ref_code: &str) -> Result<Option<Uuid>, StoreError> {
+        let kind = self.kind(kind);
         let hash = self.key_hash(ref_code);
         let recent = kind.recent.read().expect("recent index lock").id_by_ref(hash);
         match recent {
@@ -62,11 +63,12 @@ impl Store {
     /// The id of the version a merchant made with a hash of lookup `lookup`.
     pub(super) fn id_by_lookup(
         &self,
-        kind: &KindIndexes,
+        kind: Kind,
         lookup: usize,
         merchant_id: &Uuid,
         hash: u128,
     ) -> Result<Option<Uuid>, StoreError> {
+        let kind = self.kind(kind);
         let recent = kind
             .recent
             .read()
@@ -86,11 +88,12 @@ impl Store {
     /// are more than `limit`.
     pub(super) fn lookup_hashes(
         &self,
-        kind: &KindIndexes,
+        kind: Kind,
         lookup: usize,
         merchant_id: &Uuid,
         limit: usize,
     ) -> Result<Option<ShardedSet<u128>>, StoreError> {
+        let kind = self.kind(kind);
         let recent = kind
             .recent
             .read()
@@ -112,11 +115,12 @@ impl Store {
     /// oldest first.
     pub(super) fn created_between(
         &self,
-        kind: &KindIndexes,
+        kind: Kind,
         merchant_id: &Uuid,
         from_ms: i64,
         to_ms: i64,
     ) -> Result<Vec<Uuid>, StoreError> {
+        let kind = self.kind(kind);
         let mut created = kind
             .recent
             .read()

@@ -2,6 +2,7 @@
 //! `history::WEBHOOK_EVENTS`) and a merchant's delivery attempts (in blocks too, `history::WEBHOOK_ATTEMPTS`).
 
 use crate::domain::{WebhookAttempt, WebhookEvent};
+use crate::store::history::Kind;
 use crate::store::{Store, StoreError};
 use uuid::Uuid;
 
@@ -9,7 +10,7 @@ impl Store {
     /// A webhook event by id: the overlay's newest version, else the block
     /// the index points to.
     pub fn webhook_event(&self, id: &Uuid) -> Result<Option<WebhookEvent>, StoreError> {
-        self.newest_version(&self.webhook_events, id, |layer| &layer.webhook_events)
+        self.newest_version(Kind::WebhookEvents, id)
     }
 
     /// A merchant's delivery attempts made at or after `since_ms` (the
@@ -23,13 +24,13 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<WebhookAttempt>, usize), StoreError> {
-        let ids = self.created_between(&self.webhook_attempts, merchant_id, since_ms, i64::MAX)?;
+        let ids = self.created_between(Kind::WebhookAttempts, merchant_id, since_ms, i64::MAX)?;
         super::versions::newest_page(ids, |id| self.webhook_attempt(id), keep, offset, limit)
     }
 
     /// A delivery attempt by the id it was stored under.
     fn webhook_attempt(&self, id: &Uuid) -> Result<Option<WebhookAttempt>, StoreError> {
-        self.newest_version(&self.webhook_attempts, id, |layer| &layer.webhook_attempts)
+        self.newest_version(Kind::WebhookAttempts, id)
     }
 }
 
