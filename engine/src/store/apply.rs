@@ -4,6 +4,7 @@
 
 use super::catalog::catalog_key;
 use super::history::{Hashes, Indexed, Kind};
+use super::indexing;
 use super::keys::{prefixed, KeyPrefix};
 use super::overlay::{MerchantLayer, Overlay};
 use super::record::{self, encode_value, JournalRecord};
@@ -158,7 +159,7 @@ impl Store {
             }
             JournalRecord::BeneficiariesSaved(beneficiaries) => {
                 for beneficiary in beneficiaries {
-                    let indexed = super::upgrade::beneficiary_indexed(beneficiary);
+                    let indexed = indexing::beneficiary_indexed(beneficiary);
                     let encoded = encode_value(beneficiary).into_boxed_slice();
                     let version = Arc::new(beneficiary.clone());
                     self.overlay_version(overlay, Kind::Beneficiaries, version, encoded, indexed, || {
@@ -245,14 +246,8 @@ impl Store {
         encoded: Option<&[u8]>,
         created: bool,
     ) {
-        let indexed = Indexed {
-            id: disbursement.id,
-            merchant_id: disbursement.merchant_id,
-            listed_under: disbursement.merchant_id,
-            created_ms: disbursement.created_at_ms,
-            new: created || disbursement.status == crate::domain::DisbursementStatus::Pending,
-            terminal: disbursement.status.is_terminal(),
-        };
+        let new = created || disbursement.status == crate::domain::DisbursementStatus::Pending;
+        let indexed = indexing::disbursement_indexed(disbursement, new);
         let encoded = encoded.map_or_else(|| encode_value(&**disbursement), <[u8]>::to_vec);
         let version = disbursement.clone();
         self.overlay_version(
@@ -281,26 +276,6 @@ impl Store {
         index.index_version(indexed, kind.spec().keeps_open_set, hashes);
     }
 
-    /// What a disbursement is found by: its ref code, and its idempotency key.
-    pub(super) fn disbursement_hashes(&self, disbursement: &Disbursement) -> Hashes {
-        (
-            Some(self.key_hash(&disbursement.ref_code)),
-            [Some(self.key_hash(&disbursement.idempotency_key)), None],
-        )
-    }
-
-    /// What an order is found by: its ref code, its `Idempotency-Key` if it
-    /// had one, and the merchant's own id for it in its API.
-    pub(super) fn order_hashes(&self, order: &Order) -> Hashes {
-        (
-            Some(self.key_hash(&order.ref_code)),
-            [
-                order.idempotency.as_ref().map(|(key, _)| self.key_hash(key)),
-                Some(self.order_id_hash(order.source, &order.merchant_order_id)),
-            ],
-        )
-    }
-
     /// An order's newest version, indexed at once as a disbursement's is,
     /// and the keys that follow its status (expiry while PENDING, unsettled
     /// while paid and not taken by a settlement).
@@ -323,31 +298,16 @@ impl Store {
         }
         overlay.active.put_resources(writes);
         let encoded = encode_value(order).into_boxed_slice();
-        let indexed = super::upgrade::order_indexed(order, created);
+        let indexed = indexing::order_indexed(order, created);
         self.overlay_version(overlay, Kind::Orders, Arc::new(order.clone()), encoded, indexed, || {
             self.order_hashes(order)
         });
     }
 
-    /// What a refund is found by: its merchant's idempotency key.
-    pub(super) fn refund_hashes(&self, refund: &Refund) -> Hashes {
-        (None, [Some(self.key_hash(&refund.idempotency_key)), None])
-    }
-
-    /// What a settlement is found by: its ref code.
-    pub(super) fn settlement_hashes(&self, settlement: &Settlement) -> Hashes {
-        (Some(self.key_hash(&settlement.ref_code)), [None, None])
-    }
-
-    /// What a batch is found by: its merchant's batch key.
-    pub(super) fn batch_hashes(&self, batch: &DisbursementBatch) -> Hashes {
-        (None, [Some(self.key_hash(&batch.idempotency_key)), None])
-    }
-
     /// A batch: written once, never changed.
     fn overlay_batch(&self, overlay: &mut Overlay, batch: &DisbursementBatch) {
         let encoded = encode_value(batch).into_boxed_slice();
-        let indexed = super::upgrade::batch_indexed(batch);
+        let indexed = indexing::batch_indexed(batch);
         self.overlay_version(
             overlay,
             Kind::Batches,
@@ -382,7 +342,7 @@ impl Store {
         ];
         overlay.active.put_resources(writes);
         let encoded = encode_value(refund).into_boxed_slice();
-        let indexed = super::upgrade::refund_indexed(refund);
+        let indexed = indexing::refund_indexed(refund);
         self.overlay_version(
             overlay,
             Kind::Refunds,
@@ -400,7 +360,7 @@ impl Store {
             .active
             .put_resources([(prefixed(KeyPrefix::OpenSettlement, &[settlement.id.as_bytes()]), open)]);
         let encoded = encode_value(settlement).into_boxed_slice();
-        let indexed = super::upgrade::settlement_indexed(settlement, created);
+        let indexed = indexing::settlement_indexed(settlement, created);
         self.overlay_version(
             overlay,
             Kind::Settlements,
@@ -416,14 +376,7 @@ impl Store {
     fn overlay_webhook_attempt(&self, overlay: &mut Overlay, attempt: &WebhookAttempt) {
         let id = uuid::Uuid::now_v7();
         let encoded = encode_value(attempt).into_boxed_slice();
-        let indexed = Indexed {
-            id,
-            merchant_id: attempt.merchant_id,
-            listed_under: attempt.merchant_id,
-            created_ms: attempt.attempted_at_ms,
-            new: true,
-            terminal: true,
-        };
+        let indexed = indexing::attempt_indexed(id, attempt);
         let version = Arc::new(attempt.clone());
         self.overlay_version(overlay, Kind::WebhookAttempts, version, encoded, indexed, || {
             super::history::NO_HASHES

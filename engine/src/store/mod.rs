@@ -24,7 +24,7 @@
 //!
 //! Files: `keys.rs` (key prefixes and key building), `directory.rs` and
 //! `catalog.rs` (kept in memory), `apply.rs` (records to trees and the
-//! overlay), `books.rs` (ledger reads), `checkpoint.rs`, `queries/`
+//! overlay), `indexing.rs` (what each kind is indexed under), `books.rs` (ledger reads), `checkpoint.rs`, `queries/`
 //! (one file of reads per kind, over `versions.rs`), `upgrade.rs` (older data
 //! dirs brought to this layout); beneath them `journal.rs`, `record.rs`,
 //! `overlay.rs`, `blocks.rs`, `history.rs` and `runs.rs`.
@@ -37,6 +37,7 @@ mod checkpoint;
 mod directory;
 mod due;
 pub mod history;
+mod indexing;
 pub mod journal;
 mod keys;
 pub mod overlay;

@@ -10,6 +10,10 @@
 use super::blocks::{self, BlockWriter, Location};
 use super::checkpoint::fsync_tree;
 use super::history::{self, Hashes, HistoryRuns, Indexed, Kind, LoadedOpenSet, OpenSetWrite};
+use super::indexing::{
+    attempt_indexed, batch_indexed, beneficiary_indexed, disbursement_indexed, event_indexed, order_indexed,
+    refund_indexed, settlement_indexed,
+};
 use super::keys::KeyPrefix;
 use super::record::decode_value;
 use super::{corrupt_block, Store, StoreError};
@@ -38,9 +42,34 @@ impl Store {
     pub(super) fn fill_history(&self, kind: Kind, checkpoint: u64) -> Result<(), StoreError> {
         let (moved, name) = match kind {
             Kind::Disbursements => return self.fill_disbursement_history(checkpoint),
-            Kind::Orders => return self.move_keyed_orders_to_blocks(checkpoint),
-            Kind::WebhookEvents => return self.move_keyed_events_to_blocks(checkpoint),
-            Kind::WebhookAttempts => return self.move_keyed_attempts_to_blocks(checkpoint),
+            Kind::Orders => {
+                let moved = self.move_keyed_to_blocks(kind, KeyPrefix::Order, checkpoint, |order: &Order| {
+                    (Some(order.id), order_indexed(order, true), self.order_hashes(order))
+                })?;
+                self.remove_prefixes(&KEYED_ORDER_PREFIXES)?;
+                (moved, "orders")
+            }
+            Kind::WebhookEvents => {
+                let moved =
+                    self.move_keyed_to_blocks(kind, KeyPrefix::WebhookEvent, checkpoint, |event: &WebhookEvent| {
+                        (Some(event.id), event_indexed(event), history::NO_HASHES)
+                    })?;
+                self.remove_prefixes(&[KeyPrefix::WebhookEvent])?;
+                (moved, "webhook events")
+            }
+            Kind::WebhookAttempts => {
+                // Keyed by merchant, time, event and attempt: each gets an
+                // id as the applier draws one, in key order, so attempts of
+                // one millisecond keep their order.
+                let moved = self.move_keyed_to_blocks(
+                    kind,
+                    KeyPrefix::WebhookAttempt,
+                    checkpoint,
+                    |attempt: &WebhookAttempt| (None, attempt_indexed(Uuid::now_v7(), attempt), history::NO_HASHES),
+                )?;
+                self.remove_prefixes(&[KeyPrefix::WebhookAttempt])?;
+                (moved, "webhook delivery attempts")
+            }
             Kind::Refunds => {
                 let moved = self.move_keyed_to_blocks(kind, KeyPrefix::Refund, checkpoint, |refund: &Refund| {
                     (Some(refund.id), refund_indexed(refund), self.refund_hashes(refund))
@@ -123,14 +152,7 @@ impl Store {
         let mut runs = disbursements.runs.write().expect("history lock");
         let mut batch = runs.batch();
         for (disbursement, location) in newest.values() {
-            let version = Indexed {
-                id: disbursement.id,
-                merchant_id: disbursement.merchant_id,
-                listed_under: disbursement.merchant_id,
-                created_ms: disbursement.created_at_ms,
-                new: true,
-                terminal: disbursement.status.is_terminal(),
-            };
+            let version = disbursement_indexed(disbursement, true);
             batch.push_new(&version, self.disbursement_hashes(disbursement), *location);
         }
         let whole_open = OpenSetWrite::whole(&open);
@@ -144,75 +166,6 @@ impl Store {
                 ids: open,
                 ..Default::default()
             });
-        Ok(())
-    }
-
-    /// Moves the orders of a data dir that kept them as keys (format 3)
-    /// into order blocks, indexed in the order runs, then removes the old
-    /// keys.
-    pub(super) fn move_keyed_orders_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
-        let moved = self.move_keyed_to_blocks(Kind::Orders, KeyPrefix::Order, checkpoint, |order: &Order| {
-            (Some(order.id), order_indexed(order, true), self.order_hashes(order))
-        })?;
-        self.remove_prefixes(&KEYED_ORDER_PREFIXES)?;
-        if moved > 0 {
-            tracing::info!(orders = moved, "orders kept as keys moved into order blocks");
-        }
-        Ok(())
-    }
-
-    /// The same for the webhook events of a data dir that kept them as keys.
-    pub(super) fn move_keyed_events_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
-        let moved = self.move_keyed_to_blocks(
-            Kind::WebhookEvents,
-            KeyPrefix::WebhookEvent,
-            checkpoint,
-            |event: &WebhookEvent| {
-                let version = Indexed {
-                    id: event.id,
-                    merchant_id: event.merchant_id,
-                    listed_under: event.merchant_id,
-                    created_ms: event.occurred_at_ms,
-                    new: false,
-                    terminal: false,
-                };
-                (Some(event.id), version, history::NO_HASHES)
-            },
-        )?;
-        self.remove_prefixes(&[KeyPrefix::WebhookEvent])?;
-        if moved > 0 {
-            tracing::info!(events = moved, "webhook events kept as keys moved into event blocks");
-        }
-        Ok(())
-    }
-
-    /// The same for delivery attempts, keyed by merchant, time, event and
-    /// attempt: each gets an id as the applier draws one, in key order, so
-    /// attempts of one millisecond keep their order.
-    pub(super) fn move_keyed_attempts_to_blocks(&self, checkpoint: u64) -> Result<(), StoreError> {
-        let moved = self.move_keyed_to_blocks(
-            Kind::WebhookAttempts,
-            KeyPrefix::WebhookAttempt,
-            checkpoint,
-            |attempt: &WebhookAttempt| {
-                let version = Indexed {
-                    id: Uuid::now_v7(),
-                    merchant_id: attempt.merchant_id,
-                    listed_under: attempt.merchant_id,
-                    created_ms: attempt.attempted_at_ms,
-                    new: true,
-                    terminal: true,
-                };
-                (None, version, history::NO_HASHES)
-            },
-        )?;
-        self.remove_prefixes(&[KeyPrefix::WebhookAttempt])?;
-        if moved > 0 {
-            tracing::info!(
-                attempts = moved,
-                "webhook delivery attempts kept as keys moved into attempt blocks"
-            );
-        }
         Ok(())
     }
 
@@ -312,67 +265,5 @@ impl Store {
         fsync_tree(&self.path)?;
         runs.add(staged);
         Ok(())
-    }
-}
-
-/// An order as the recent index and the runs take it.
-pub(super) fn order_indexed(order: &Order, new: bool) -> Indexed {
-    Indexed {
-        id: order.id,
-        merchant_id: order.merchant_id,
-        listed_under: order.merchant_id,
-        created_ms: order.created_at_ms,
-        new,
-        terminal: false,
-    }
-}
-
-/// A refund as the recent index and the runs take it: listed under its
-/// order. New to the index with every version (a refund's first version is
-/// not always PENDING); one already indexed only writes the same entries.
-pub(super) fn refund_indexed(refund: &Refund) -> Indexed {
-    Indexed {
-        id: refund.id,
-        merchant_id: refund.merchant_id,
-        listed_under: refund.order_id,
-        created_ms: refund.created_at_ms,
-        new: true,
-        terminal: false,
-    }
-}
-
-/// A settlement as the index takes it (`new`: its creation record).
-pub(super) fn settlement_indexed(settlement: &Settlement, new: bool) -> Indexed {
-    Indexed {
-        id: settlement.id,
-        merchant_id: settlement.merchant_id,
-        listed_under: settlement.merchant_id,
-        created_ms: settlement.created_at_ms,
-        new,
-        terminal: false,
-    }
-}
-
-/// A beneficiary as the index takes it: every version is saved alike.
-pub(super) fn beneficiary_indexed(beneficiary: &Beneficiary) -> Indexed {
-    Indexed {
-        id: beneficiary.id,
-        merchant_id: beneficiary.merchant_id,
-        listed_under: beneficiary.merchant_id,
-        created_ms: beneficiary.created_at_ms,
-        new: true,
-        terminal: false,
-    }
-}
-
-/// A batch as the index takes it (written once).
-pub(super) fn batch_indexed(batch: &DisbursementBatch) -> Indexed {
-    Indexed {
-        id: batch.id,
-        merchant_id: batch.merchant_id,
-        listed_under: batch.merchant_id,
-        created_ms: batch.created_at_ms,
-        new: true,
-        terminal: false,
     }
 }
