@@ -23,4 +23,4 @@ pub use merchant::{
 pub use order::{FeeSplit, Order, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};
 pub use settlement::{Settlement, SettlementStatus};
 pub use user::MerchantUser;
-pub use webhook::{EventDelivery, EventResource, WebhookAttempt, WebhookEvent};
+pub use webhook::{EventDelivery, EventDeliveryVersion, EventResource, WebhookAttempt, WebhookEvent};

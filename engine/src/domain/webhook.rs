@@ -78,6 +78,16 @@ pub struct EventDelivery {
     pub next_attempt_at_ms: Option<i64>,
 }
 
+/// An event's delivery as kept apart from the event: the event is written
+/// once, and each attempt writes only this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventDeliveryVersion {
+    /// Whose delivery.
+    pub event_id: Uuid,
+    /// Where it stands.
+    pub delivery: EventDelivery,
+}
+
 impl WebhookEvent {
     /// Where its delivery stands.
     pub fn delivery(&self) -> EventDelivery {

@@ -10,7 +10,8 @@ use super::overlay::{MerchantLayer, Overlay};
 use super::record::{self, encode_value, JournalRecord};
 use super::{Store, StoreError};
 use crate::domain::{
-    Disbursement, DisbursementBatch, Order, OrderStatus, Refund, RefundStatus, Settlement, WebhookAttempt, WebhookEvent,
+    Disbursement, DisbursementBatch, EventDeliveryVersion, Order, OrderStatus, Refund, RefundStatus, Settlement,
+    WebhookAttempt, WebhookEvent,
 };
 use crate::ledger::Entry;
 use std::sync::atomic::Ordering;
@@ -42,17 +43,20 @@ impl Store {
             attempt,
         } = record
         {
-            // Read before the overlay's lock (the runs are never taken under
-            // it); only the applier changes events, so it is still current.
-            let event = self.webhook_event(event_id)?;
+            // The event itself is not written again: only where its
+            // delivery stands, which reads lay over it.
+            let version = EventDeliveryVersion {
+                event_id: *event_id,
+                delivery: *delivery,
+            };
+            let encoded = encode_value(&version).into_boxed_slice();
             let mut overlay = self.overlay.lock().expect("overlay lock");
-            match event {
-                Some(mut event) => {
-                    event.set_delivery(*delivery);
-                    self.overlay_webhook_event(&mut overlay, Arc::new(event), *previously_due_ms, None);
-                }
-                // Dropped by retention since: only its due key goes.
-                None => self.overlay_due_key_gone(&mut overlay, *event_id, *previously_due_ms),
+            overlay
+                .active
+                .put_version(Kind::WebhookDeliveries, *event_id, Arc::new(version), encoded);
+            self.overlay_due_key_gone(&mut overlay, *event_id, *previously_due_ms);
+            if let Some(next) = delivery.next_attempt_at_ms {
+                self.overlay_due_key(&mut overlay, next, *event_id);
             }
             self.overlay_webhook_attempt(&mut overlay, attempt);
             overlay.active.through_seq = overlay.active.through_seq.max(seq);
@@ -408,15 +412,22 @@ impl Store {
             .put_version(Kind::WebhookEvents, event.id, event.clone(), encoded);
         self.overlay_due_key_gone(overlay, event.id, previously_due_ms);
         if let Some(next) = event.next_attempt_at_ms {
-            if self.fresh_keys.load(Ordering::Acquire) {
-                overlay.active.put_fresh_resource(due_key(next, &event.id), Vec::new());
-            } else {
-                overlay
-                    .active
-                    .put_resources([(due_key(next, &event.id), Some(Vec::new()))]);
-            }
-            self.note_due(next, event.id);
+            self.overlay_due_key(overlay, next, event.id);
         }
+    }
+
+    /// Puts an event's due key of `due_ms` in the outbox.
+    fn overlay_due_key(&self, overlay: &mut Overlay, due_ms: i64, event_id: uuid::Uuid) {
+        if self.fresh_keys.load(Ordering::Acquire) {
+            overlay
+                .active
+                .put_fresh_resource(due_key(due_ms, &event_id), Vec::new());
+        } else {
+            overlay
+                .active
+                .put_resources([(due_key(due_ms, &event_id), Some(Vec::new()))]);
+        }
+        self.note_due(due_ms, event_id);
     }
 }
 

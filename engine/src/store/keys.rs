@@ -34,6 +34,8 @@ pub enum KeyPrefix {
     WebhookEventBlock = b'W',
     /// `Q`+checkpoint+part -> a block of webhook delivery attempts (`blocks.rs`).
     WebhookAttemptBlock = b'Q',
+    /// `V`+checkpoint+part -> a block of webhook event deliveries (`blocks.rs`).
+    WebhookDeliveryBlock = b'V',
     /// `R`+checkpoint+part -> a block of refund versions (`blocks.rs`).
     RefundBlock = b'R',
     /// `S`+checkpoint+part -> a block of settlement versions (`blocks.rs`).
@@ -194,6 +196,7 @@ mod tests {
             (OrderBlock, b'O'),
             (WebhookEventBlock, b'W'),
             (WebhookAttemptBlock, b'Q'),
+            (WebhookDeliveryBlock, b'V'),
             (RefundBlock, b'R'),
             (SettlementBlock, b'S'),
             (BeneficiaryBlock, b'N'),

@@ -14,8 +14,8 @@
 //! whose variants are the map of what is on disk, each with its key layout.
 //! A checkpoint writes each merchant's book, entry blocks and idempotency
 //! key run; the newest version of every resource (disbursements, orders,
-//! refunds, settlements, beneficiaries, batches, webhook events and
-//! delivery attempts) into its kind's blocks, indexed in memory for recent
+//! refunds, settlements, beneficiaries, batches, webhook events, where each
+//! event's delivery stands, and delivery attempts) into its kind's blocks, indexed in memory for recent
 //! (and open) ones and in sorted runs on disk for all history
 //! (`history.rs`, each kind declared once by a `KindSpec` and named by a
 //! `Kind`); and the open-work keys (a PENDING order's expiry, what waits

@@ -15,7 +15,7 @@ use super::blocks::{self, Location};
 use super::history::{self, Kind, KindSpec};
 use super::record::decode_value;
 use super::{corrupt_block, KindIndexes, Store, StoreError};
-use crate::domain::{WebhookAttempt, WebhookEvent};
+use crate::domain::{EventDeliveryVersion, WebhookAttempt, WebhookEvent};
 use std::sync::atomic::Ordering;
 
 /// A block's place in its kind's order: (checkpoint, part).
@@ -89,11 +89,15 @@ impl Store {
     /// blocks, oldest first (see the module docs). Call between
     /// checkpoints, never during one. Returns how many blocks went.
     pub fn drop_webhooks_before(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
-        for kind in [self.kind(Kind::WebhookEvents), self.kind(Kind::WebhookAttempts)] {
-            kind.retained_since_ms.fetch_max(cutoff_ms, Ordering::AcqRel);
+        let webhook_kinds = [Kind::WebhookEvents, Kind::WebhookDeliveries, Kind::WebhookAttempts];
+        for kind in webhook_kinds {
+            self.kind(kind).retained_since_ms.fetch_max(cutoff_ms, Ordering::AcqRel);
         }
         let events = self.drop_blocks_while(self.kind(Kind::WebhookEvents), |encoded, location| {
-            let event: WebhookEvent = decode_value(encoded)?;
+            let mut event: WebhookEvent = decode_value(encoded)?;
+            if let Some(delivery) = self.event_delivery(&event.id)? {
+                event.set_delivery(delivery);
+            }
             if event.next_attempt_at_ms.is_none() && event.occurred_at_ms < cutoff_ms {
                 return Ok(true);
             }
@@ -106,11 +110,29 @@ impl Store {
                 .location(&event.id)?;
             Ok(newest != Some(location))
         })?;
+        // A delivery goes with its event, or once a later block holds a
+        // newer one (its events are all checkpointed: each delivery's
+        // checkpoint is its event's or a later one).
+        let deliveries = self.drop_blocks_while(self.kind(Kind::WebhookDeliveries), |encoded, location| {
+            let version: EventDeliveryVersion = decode_value(encoded)?;
+            let events = self.kind(Kind::WebhookEvents);
+            let event_at = events.runs.read().expect("history lock").location(&version.event_id)?;
+            if !event_at.is_some_and(|event_at| events.retains(&event_at)) {
+                return Ok(true);
+            }
+            let newest = self
+                .kind(Kind::WebhookDeliveries)
+                .runs
+                .read()
+                .expect("history lock")
+                .location(&version.event_id)?;
+            Ok(newest != Some(location))
+        })?;
         let attempts = self.drop_blocks_while(self.kind(Kind::WebhookAttempts), |encoded, _| {
             let attempt: WebhookAttempt = decode_value(encoded)?;
             Ok(attempt.attempted_at_ms < cutoff_ms)
         })?;
-        Ok(events + attempts)
+        Ok(events + deliveries + attempts)
     }
 
     /// Drops `kind`'s oldest blocks while every version in them passes
@@ -246,8 +268,8 @@ mod tests {
 
     /// Old delivered events and old attempts go; an old event still
     /// retrying holds back every block from its own, and goes once it is
-    /// delivered (its first version superseded); what was dropped stays
-    /// dropped after reopening.
+    /// delivered, its deliveries with it; what was dropped stays dropped
+    /// after reopening.
     #[test]
     fn events_past_the_window_go_whole_blocks_from_the_oldest_and_stay_gone() {
         let dir = tempfile::tempdir().unwrap();
@@ -265,12 +287,17 @@ mod tests {
             journal.deliver(&delivered_new, 10_100);
             store.checkpoint().unwrap();
             let all_blocks = blocks(&store, KeyPrefix::WebhookEventBlock);
+            let delivery_blocks = blocks(&store, KeyPrefix::WebhookDeliveryBlock);
 
             assert!(store.drop_webhooks_before(5_000).unwrap() > 0);
             assert_eq!(found(&store, &delivered_old), 0);
             assert_eq!(found(&store, &retrying_old), 10);
             assert_eq!(found(&store, &delivered_new), 10);
             assert!(blocks(&store, KeyPrefix::WebhookEventBlock) < all_blocks);
+            assert!(
+                blocks(&store, KeyPrefix::WebhookDeliveryBlock) < delivery_blocks,
+                "the dropped events' deliveries go"
+            );
             assert_eq!(attempts_listed(&store, &merchant), vec![10_100; 10]);
             assert_eq!(
                 store.drop_webhooks_before(5_000).unwrap(),
@@ -278,31 +305,34 @@ mod tests {
                 "nothing more is past the window"
             );
 
+            // Delivered now, they are past the window too: their block
+            // goes, their deliveries with them.
             journal.deliver(&retrying_old, 20_000);
             store.checkpoint().unwrap();
-            assert!(
-                store.drop_webhooks_before(5_000).unwrap() > 0,
-                "the superseded versions go"
-            );
-            assert_eq!(found(&store, &retrying_old), 10, "their delivered versions are kept");
+            assert!(store.drop_webhooks_before(5_000).unwrap() > 0);
+            assert_eq!(found(&store, &retrying_old), 0);
             assert_eq!(found(&store, &delivered_new), 10);
             assert!(store.drop_webhooks_before(15_000).unwrap() > 0);
-            assert_eq!(found(&store, &retrying_old) + found(&store, &delivered_new), 0);
+            assert_eq!(found(&store, &delivered_new), 0);
             assert_eq!(blocks(&store, KeyPrefix::WebhookEventBlock), 0);
+            assert_eq!(blocks(&store, KeyPrefix::WebhookDeliveryBlock), 0);
             assert_eq!(attempts_listed(&store, &merchant), vec![20_000; 10]);
             // Reads of dropped versions still answer while their index
             // entries stay (they point below the kept blocks).
             assert!(store.webhook_event(&delivered_old[0].id).unwrap().is_none());
 
             // The next merge leaves out the entries into dropped blocks: of
-            // the four newest runs (10 entries each, three of them dead),
+            // the four newest runs (10 entries each, two of them dead),
             // only the new events' stay beside the oldest run's 30.
             let entries = || store.kind(Kind::WebhookEvents).runs.read().unwrap().entries();
-            assert_eq!(entries(), 60);
+            assert_eq!(entries(), 50);
             let fresh = journal.create(merchant, 10, 30_000);
             store.checkpoint().unwrap();
-            assert_eq!(entries(), 40);
-            assert_eq!(found(&store, &fresh), 10);
+            assert_eq!(entries(), 60);
+            let fresher = journal.create(merchant, 10, 30_000);
+            store.checkpoint().unwrap();
+            assert_eq!(entries(), 50);
+            assert_eq!(found(&store, &fresh) + found(&store, &fresher), 20);
         }
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(

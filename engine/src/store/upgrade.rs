@@ -70,6 +70,13 @@ impl Store {
                 self.remove_prefixes(&[KeyPrefix::WebhookAttempt])?;
                 (moved, "webhook delivery attempts")
             }
+            Kind::WebhookDeliveries => {
+                // Never kept as keys: its first runs are empty.
+                let mut runs = self.kind(kind).runs.write().expect("history lock");
+                let batch = runs.batch();
+                self.write_first_runs(&mut runs, batch, OpenSetWrite::Nothing)?;
+                (0, "webhook deliveries")
+            }
             Kind::Refunds => {
                 let moved = self.move_keyed_to_blocks(kind, KeyPrefix::Refund, checkpoint, |refund: &Refund| {
                     (Some(refund.id), refund_indexed(refund), self.refund_hashes(refund))

@@ -92,6 +92,22 @@ pub static WEBHOOK_EVENTS: KindSpec = KindSpec {
     retention_key: Some(&EVENTS_RETAINED_KEY),
 };
 
+/// Where each webhook event's delivery stands (`EventDeliveryVersion`),
+/// written by every attempt so the event itself is written once; found by
+/// the event's id, dropped with it.
+pub static WEBHOOK_DELIVERIES: KindSpec = KindSpec {
+    blocks: KeyPrefix::WebhookDeliveryBlock,
+    locations: run(b'p', 16, 16, Some(0)),
+    refs: None,
+    lookups: &[],
+    created: None,
+    format_key: &DELIVERIES_FORMAT_KEY,
+    format: b"deliveries-1",
+    formats_read: &[],
+    keeps_open_set: false,
+    retention_key: Some(&DELIVERIES_RETAINED_KEY),
+};
+
 /// Webhook delivery attempts: written once, listed per merchant by the time
 /// of the attempt. Their ids are drawn when applied (`Uuid::now_v7`, in the
 /// order the journal holds them), so attempts of one millisecond list in
@@ -189,10 +205,12 @@ pub enum Kind {
     Beneficiaries,
     /// `BATCHES`.
     Batches,
+    /// `WEBHOOK_DELIVERIES`.
+    WebhookDeliveries,
 }
 
 /// How many versioned kinds there are.
-pub const KIND_COUNT: usize = 8;
+pub const KIND_COUNT: usize = 9;
 
 impl Kind {
     /// Every kind, in the order a checkpoint writes them.
@@ -205,6 +223,7 @@ impl Kind {
         Kind::Settlements,
         Kind::Beneficiaries,
         Kind::Batches,
+        Kind::WebhookDeliveries,
     ];
 
     /// How the kind is kept at rest.
@@ -223,6 +242,7 @@ pub static KINDS: [&KindSpec; KIND_COUNT] = [
     &SETTLEMENTS,
     &BENEFICIARIES,
     &BATCHES,
+    &WEBHOOK_DELIVERIES,
 ];
 
 /// The sled key saying the disbursement runs hold every checkpointed
@@ -242,6 +262,9 @@ const BENEFICIARIES_FORMAT_KEY: [u8; 21] = named_key(KeyPrefix::IndexRun, b"form
 const BATCHES_FORMAT_KEY: [u8; 15] = named_key(KeyPrefix::IndexRun, b"format-batches");
 /// Where webhook event blocks start after retention dropped older ones.
 const EVENTS_RETAINED_KEY: [u8; 16] = named_key(KeyPrefix::IndexRun, b"retained-events");
+/// The same for webhook delivery blocks.
+const DELIVERIES_FORMAT_KEY: [u8; 18] = named_key(KeyPrefix::IndexRun, b"format-deliveries");
+const DELIVERIES_RETAINED_KEY: [u8; 20] = named_key(KeyPrefix::IndexRun, b"retained-deliveries");
 /// The same for delivery attempt blocks.
 const ATTEMPTS_RETAINED_KEY: [u8; 18] = named_key(KeyPrefix::IndexRun, b"retained-attempts");
 

@@ -1,7 +1,7 @@
 //! Webhook reads: events by id (versions in blocks,
 //! `history::WEBHOOK_EVENTS`) and a merchant's delivery attempts (in blocks too, `history::WEBHOOK_ATTEMPTS`).
 
-use crate::domain::{WebhookAttempt, WebhookEvent};
+use crate::domain::{EventDelivery, EventDeliveryVersion, WebhookAttempt, WebhookEvent};
 use crate::store::history::Kind;
 use crate::store::{Store, StoreError};
 use uuid::Uuid;
@@ -9,8 +9,23 @@ use uuid::Uuid;
 impl Store {
     /// A webhook event by id: the overlay's newest version, else the block
     /// the index points to.
+    /// An event's delivery is kept apart (`history::WEBHOOK_DELIVERIES`,
+    /// written by each attempt) and laid over the event as it was written.
     pub fn webhook_event(&self, id: &Uuid) -> Result<Option<WebhookEvent>, StoreError> {
-        self.newest_version(Kind::WebhookEvents, id)
+        let Some(mut event) = self.newest_version::<WebhookEvent>(Kind::WebhookEvents, id)? else {
+            return Ok(None);
+        };
+        if let Some(delivery) = self.event_delivery(id)? {
+            event.set_delivery(delivery);
+        }
+        Ok(Some(event))
+    }
+
+    /// Where an event's delivery stands, as its newest attempt left it
+    /// (`None` before its first attempt recorded this way).
+    pub(in crate::store) fn event_delivery(&self, id: &Uuid) -> Result<Option<EventDelivery>, StoreError> {
+        let version = self.newest_version::<EventDeliveryVersion>(Kind::WebhookDeliveries, id)?;
+        Ok(version.map(|version| version.delivery))
     }
 
     /// A merchant's delivery attempts made at or after `since_ms` (the
@@ -167,7 +182,7 @@ mod tests {
     }
 
     /// An attempt record of a few fields (the event's delivery, not the
-    /// event again) updates the event wherever it is stored, clears its due
+    /// event again, nor at the checkpoint) updates the event wherever it is stored, clears its due
     /// key and lists the attempt; one for an event no longer stored (past
     /// retention) still clears the due key and keeps the attempt.
     #[test]
@@ -194,6 +209,11 @@ mod tests {
             };
             store.apply(1, &created, &created.encode()).unwrap();
             store.checkpoint().unwrap();
+            let event_blocks = || {
+                let prefix = crate::store::keys::KeyPrefix::WebhookEventBlock.byte();
+                store.ledger.scan_prefix([prefix]).count()
+            };
+            let written_once = event_blocks();
             assert_eq!(store.webhooks_due(None, 1_000_000, 10).unwrap().len(), 2);
             // The first event from its block, the second from the overlay.
             let first = record_for(due[0]);
@@ -221,6 +241,11 @@ mod tests {
                 .unwrap();
             assert_eq!((listed.len(), total), (2, 2));
             store.checkpoint().unwrap();
+            assert_eq!(
+                event_blocks(),
+                written_once,
+                "an attempt writes where the delivery stands, not the event"
+            );
             // An event no longer stored: its due key still goes.
             let mut gone = events[0].clone();
             gone.id = Uuid::new_v4();
