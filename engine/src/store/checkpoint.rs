@@ -352,7 +352,8 @@ mod tests {
     /// journal's records over it gives exactly the state of an unbroken run.
     #[test]
     fn a_checkpoint_cut_between_batches_is_repaired_by_replay() {
-        use crate::domain::{Beneficiary, Destination, VerificationStatus};
+        use crate::domain::Beneficiary;
+        use crate::store::tests::test_beneficiary;
         let dir = tempfile::tempdir().unwrap();
         let merchants = [Uuid::new_v4(), Uuid::new_v4()];
         // The journal, as the records it would hold.
@@ -366,25 +367,7 @@ mod tests {
                 records.push(JournalRecord::EntryPosted(entry));
             }
         }
-        let beneficiaries: Vec<Beneficiary> = (0..1500)
-            .map(|n| Beneficiary {
-                id: Uuid::new_v4(),
-                organization_id: Uuid::nil(),
-                merchant_id: merchants[n % 2],
-                label: None,
-                destination: Destination::Ewallet {
-                    provider: "OVO".into(),
-                    phone: format!("62812{n:08}"),
-                },
-                verification_status: VerificationStatus::Pending,
-                verified_name: None,
-                is_default: false,
-                is_enabled: true,
-                deleted_at_ms: None,
-                created_at_ms: n as i64,
-                updated_at_ms: n as i64,
-            })
-            .collect();
+        let beneficiaries: Vec<Beneficiary> = (0..1500).map(|n| test_beneficiary(merchants[n % 2], n)).collect();
         records.extend(
             beneficiaries
                 .chunks(10)

@@ -428,6 +428,27 @@ mod tests {
         }
     }
 
+    /// A beneficiary of `merchant_id`, the `n`th made.
+    pub(super) fn test_beneficiary(merchant_id: Uuid, n: usize) -> crate::domain::Beneficiary {
+        crate::domain::Beneficiary {
+            id: Uuid::new_v4(),
+            organization_id: Uuid::nil(),
+            merchant_id,
+            label: None,
+            destination: crate::domain::Destination::Ewallet {
+                provider: "OVO".into(),
+                phone: format!("62812{n:08}"),
+            },
+            verification_status: crate::domain::VerificationStatus::Pending,
+            verified_name: None,
+            is_default: false,
+            is_enabled: true,
+            deleted_at_ms: None,
+            created_at_ms: n as i64,
+            updated_at_ms: n as i64,
+        }
+    }
+
     /// Every disbursement is found by id, ref code and key, in its newest
     /// version (every third SUCCESS), and exactly the others are open.
     pub(super) fn assert_disbursements_stored(store: &Store, disbursements: &[Disbursement]) {

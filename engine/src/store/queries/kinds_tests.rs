@@ -4,13 +4,11 @@
 //! sled key of their own but their open-work keys.
 
 use super::orders::tests::test_order;
-use crate::domain::{
-    BatchItem, Beneficiary, Destination, DisbursementBatch, Refund, RefundStatus, Settlement, SettlementStatus,
-    VerificationStatus,
-};
+use crate::domain::{BatchItem, Beneficiary, DisbursementBatch, Refund, RefundStatus, Settlement, SettlementStatus};
 use crate::money::MinorUnits;
 use crate::store::keys::KeyPrefix;
 use crate::store::record::JournalRecord;
+use crate::store::tests::test_beneficiary;
 use crate::store::Store;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -62,26 +60,6 @@ fn settlement(merchant_id: Uuid, n: usize) -> Settlement {
         carry_out: MinorUnits::ZERO,
         entry_seq: None,
         reversal_seq: None,
-        created_at_ms: n as i64,
-        updated_at_ms: n as i64,
-    }
-}
-
-fn beneficiary(merchant_id: Uuid, n: usize) -> Beneficiary {
-    Beneficiary {
-        id: Uuid::new_v4(),
-        organization_id: Uuid::nil(),
-        merchant_id,
-        label: Some(format!("b-{n}")),
-        destination: Destination::Ewallet {
-            provider: "OVO".into(),
-            phone: format!("62812{n:08}"),
-        },
-        verification_status: VerificationStatus::Pending,
-        verified_name: None,
-        is_default: false,
-        is_enabled: true,
-        deleted_at_ms: None,
         created_at_ms: n as i64,
         updated_at_ms: n as i64,
     }
@@ -165,7 +143,7 @@ fn refunds_settlements_beneficiaries_and_batches_are_found_in_the_overlay_in_blo
         merchant,
         refunds: (0..300).map(|n| refund(&order, n)).collect(),
         settlements: (1..=40).map(|n| settlement(merchant, n)).collect(),
-        beneficiaries: (0..30).map(|n| beneficiary(merchant, n)).collect(),
+        beneficiaries: (0..30).map(|n| test_beneficiary(merchant, n)).collect(),
         batch: DisbursementBatch {
             id: Uuid::new_v4(),
             merchant_id: merchant,
