@@ -1,6 +1,6 @@
-//! Retention: webhook events delivered (or given up) and delivery attempts
-//! are kept for a window, then dropped at checkpoints; money records are
-//! kept forever.
+//! Retention: webhook events delivered (or given up), where their delivery
+//! stands, and delivery attempts are kept for a window, then dropped at
+//! checkpoints; money records are kept forever.
 //!
 //! Blocks are written in checkpoint order, so what falls out of the window
 //! is a prefix of a kind's blocks. A sweep drops whole blocks from the
