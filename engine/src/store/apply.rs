@@ -36,32 +36,6 @@ impl Store {
         spans: &[std::ops::Range<usize>],
     ) -> Result<(), StoreError> {
         self.apply_to_trees(record, payload)?;
-        if let JournalRecord::WebhookAttemptRecorded {
-            event_id,
-            delivery,
-            previously_due_ms,
-            attempt,
-        } = record
-        {
-            // The event itself is not written again: only where its
-            // delivery stands, which reads lay over it.
-            let version = EventDeliveryVersion {
-                event_id: *event_id,
-                delivery: *delivery,
-            };
-            let encoded = encode_value(&version).into_boxed_slice();
-            let mut overlay = self.overlay.lock().expect("overlay lock");
-            overlay
-                .active
-                .put_version(Kind::WebhookDeliveries, *event_id, Arc::new(version), encoded);
-            self.overlay_due_key_gone(&mut overlay, *event_id, *previously_due_ms);
-            if let Some(next) = delivery.next_attempt_at_ms {
-                self.overlay_due_key(&mut overlay, next, *event_id);
-            }
-            self.overlay_webhook_attempt(&mut overlay, attempt);
-            overlay.active.through_seq = overlay.active.through_seq.max(seq);
-            return Ok(());
-        }
         let mut overlay = self.overlay.lock().expect("overlay lock");
         let mut encoded = EncodedVersions {
             payload,
@@ -201,6 +175,28 @@ impl Store {
                 for event in events {
                     self.overlay_webhook_event(overlay, event.clone(), None, encoded.next());
                 }
+            }
+            JournalRecord::WebhookAttemptRecorded {
+                event_id,
+                delivery,
+                previously_due_ms,
+                attempt,
+            } => {
+                // The event itself is not written again: only where its
+                // delivery stands, which reads lay over it.
+                let version = EventDeliveryVersion {
+                    event_id: *event_id,
+                    delivery: *delivery,
+                };
+                let encoded = encode_value(&version).into_boxed_slice();
+                overlay
+                    .active
+                    .put_version(Kind::WebhookDeliveries, *event_id, Arc::new(version), encoded);
+                self.overlay_due_key_gone(overlay, *event_id, *previously_due_ms);
+                if let Some(next) = delivery.next_attempt_at_ms {
+                    self.overlay_due_key(overlay, next, *event_id);
+                }
+                self.overlay_webhook_attempt(overlay, attempt);
             }
             JournalRecord::WebhookAttempted {
                 event,
