@@ -7,7 +7,8 @@
 //!   disbursement): every order is found by id, ref code, listing,
 //!   `Idempotency-Key` and merchant order id;
 //! - format 4, before refunds, settlements, beneficiaries and batches did
-//!   (`make-data-format-4.sh`): each is found, listed and replayed.
+//!   (`make-data-format-4-and-5.sh`): each is found, listed and replayed;
+//! - format 5, the same records before stored values carried their layout.
 //!
 //! Each fixture had a checkpoint, then a journal tail cut by SIGKILL.
 
@@ -19,7 +20,7 @@ use std::path::Path;
 use support::*;
 
 /// The format this build writes.
-const CURRENT_FORMAT: &str = "5";
+const CURRENT_FORMAT: &str = "6";
 
 /// Unpacks the fixture of data format `format` into `into` (it holds
 /// `data/` and `expected.json`).
@@ -200,7 +201,7 @@ async fn a_format_3_data_dir_opens_upgraded_with_every_order_found() {
 
 /// The fixture's refunds, settlement, beneficiaries and batch, as a
 /// merchant reads them: found, listed, and found again by their keys.
-async fn assert_format_4_records(server: &TestServer, demo_key: &str, manual_key: &str, expected: &Value) {
+async fn assert_records_found(server: &TestServer, demo_key: &str, manual_key: &str, expected: &Value) {
     let settlement = &expected["settlement-run"]["data"][0];
     let settlements = server
         .call(Method::GET, "/v1/settlements", Some(manual_key), None)
@@ -279,10 +280,29 @@ async fn assert_format_4_records(server: &TestServer, demo_key: &str, manual_key
 
 #[tokio::test]
 async fn a_format_4_data_dir_opens_upgraded_with_refunds_settlements_beneficiaries_and_batches() {
+    assert_records_survive_the_upgrade_from(4).await;
+}
+
+/// Format 5 values carry no layout tags: every one is read as layout 1
+/// where it lies (blocks, sled values, the journal tail) while new ones are
+/// written tagged beside them.
+#[tokio::test]
+async fn a_format_5_data_dir_opens_with_its_untagged_values_read_as_layout_1() {
+    assert_records_survive_the_upgrade_from(5).await;
+}
+
+/// Opens the fixture of `format` (`make-data-format-4-and-5.sh`): its
+/// records are found and replayed, its open work finishes, the next
+/// settlement takes what came after the first, and all of it holds after
+/// SIGKILL and a restart.
+async fn assert_records_survive_the_upgrade_from(format: u32) {
     let temp = tempfile::tempdir().unwrap();
-    let expected = unpack_fixture(temp.path(), 4);
+    let expected = unpack_fixture(temp.path(), format);
     let data_dir = temp.path().join("data");
-    assert_eq!(std::fs::read_to_string(data_dir.join("format")).unwrap().trim(), "4");
+    assert_eq!(
+        std::fs::read_to_string(data_dir.join("format")).unwrap().trim(),
+        format.to_string()
+    );
     let credentials: Value =
         serde_json::from_str(&std::fs::read_to_string(data_dir.join("demo-credentials.json")).unwrap()).unwrap();
     let demo_key = credentials["api_key"].as_str().unwrap().to_string();
@@ -294,7 +314,7 @@ async fn a_format_4_data_dir_opens_upgraded_with_refunds_settlements_beneficiari
         CURRENT_FORMAT,
         "upgraded once open"
     );
-    assert_format_4_records(&server, &demo_key, &manual_key, &expected).await;
+    assert_records_found(&server, &demo_key, &manual_key, &expected).await;
     assert_eq!(server.verify().await["balanced"], json!(true));
 
     // The refunds left PENDING resume and succeed; the MANUAL merchant's
@@ -325,7 +345,7 @@ async fn a_format_4_data_dir_opens_upgraded_with_refunds_settlements_beneficiari
 
     server.kill();
     server.restart();
-    assert_format_4_records(&server, &demo_key, &manual_key, &expected).await;
+    assert_records_found(&server, &demo_key, &manual_key, &expected).await;
     let settlements = server
         .call(Method::GET, "/v1/settlements", Some(&manual_key), None)
         .await;

@@ -2,7 +2,6 @@
 //! request under one batch key, each created or refused on its own, and
 //! what each item came to, kept so the same batch key answers the same.
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// Items one batch may hold (DESIGN.md 11).
@@ -10,7 +9,7 @@ pub const BATCH_ITEMS_MAX: usize = 1000;
 
 /// A batch as stored: who asked, under which key, and what each item came
 /// to, in request order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DisbursementBatch {
     /// Id.
     pub id: Uuid,
@@ -35,7 +34,7 @@ impl DisbursementBatch {
 }
 
 /// What one item of a batch came to.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BatchItem {
     /// It created the disbursement with this id.
     Created(Uuid),
@@ -47,7 +46,7 @@ pub enum BatchItem {
 /// can meet, as data, so a replay answers with the same code and message.
 /// (`EngineError` holds what cannot be stored, such as whole disbursements;
 /// `EngineError::refusal` and `EngineError::from_refusal` convert.)
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BatchRefusal {
     /// A field failed validation.
     Invalid {

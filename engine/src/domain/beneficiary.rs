@@ -31,7 +31,7 @@ impl VerificationStatus {
 }
 
 /// A saved beneficiary as stored.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Beneficiary {
     /// Id.
     pub id: Uuid,

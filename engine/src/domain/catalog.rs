@@ -3,7 +3,7 @@
 
 use crate::domain::disbursement::Channel;
 use crate::domain::order::PaymentMethod;
-use serde::{Deserialize, Serialize};
+
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -12,7 +12,7 @@ use uuid::Uuid;
 const CATALOG_NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2a4e_9d3b_4c55_8e21_7a0b_3c9d_5e10);
 
 /// A bank that disbursements can pay into.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bank {
     /// Stable id.
     pub id: Uuid,
@@ -25,7 +25,7 @@ pub struct Bank {
 }
 
 /// An e-wallet that disbursements can pay into.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ewallet {
     /// Stable id.
     pub id: Uuid,
@@ -40,7 +40,7 @@ pub struct Ewallet {
 }
 
 /// A white-label aggregator owning merchants.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Organization {
     /// Id.
     pub id: Uuid,
@@ -51,7 +51,7 @@ pub struct Organization {
 }
 
 /// How the platform reaches a vendor (DESIGN.md 7 and 8).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VendorKind {
     /// The in-process sandbox vendor (sandbox mode only).
     Sandbox,
@@ -69,7 +69,7 @@ pub enum VendorKind {
 
 /// A vendor the platform can route orders (and, with `payouts`,
 /// disbursements) to, by unique name.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaymentVendorConfig {
     /// Unique, URL-safe; callbacks arrive at `/callbacks/{name}`.
     pub name: String,
@@ -82,7 +82,7 @@ pub struct PaymentVendorConfig {
 }
 
 /// The vendors an organization's orders of one payment method go to, tried in order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VendorRouting {
     /// Whose.
     pub organization_id: Uuid,
@@ -93,7 +93,7 @@ pub struct VendorRouting {
 }
 
 /// The payout vendors an organization's disbursements on one channel go to, tried in order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PayoutRouting {
     /// Whose.
     pub organization_id: Uuid,

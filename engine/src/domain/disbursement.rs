@@ -104,7 +104,7 @@ pub enum Source {
 }
 
 /// A destination account, validated.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Destination {
     /// A bank account.
     Bank {
@@ -162,7 +162,7 @@ pub struct DisbursementRequest {
 }
 
 /// A disbursement as stored.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Disbursement {
     /// Id.
     pub id: Uuid,

@@ -114,7 +114,7 @@ pub struct Credentials {
 
 /// Credentials as kept: the API key only as its SHA-256. The secrets are kept
 /// whole because the Legacy signatures and webhook HMACs need them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredCredentials {
     /// SHA-256 of the API key.
     pub api_key_sha256: [u8; 32],
@@ -186,7 +186,7 @@ impl StoredCredentials {
 }
 
 /// Everything the platform knows about a merchant except its money.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MerchantRecord {
     /// Merchant id.
     pub id: Uuid,

@@ -141,7 +141,7 @@ impl RefundStatus {
 }
 
 /// A bank transfer order's virtual account.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VirtualAccount {
     /// The bank that holds it.
     pub bank_short_code: String,
@@ -150,7 +150,7 @@ pub struct VirtualAccount {
 }
 
 /// What the merchant earns from a paid order and what the platform keeps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FeeSplit {
     /// MDR (percentage for QRIS, flat for bank transfer).
     pub mdr: MinorUnits,
@@ -188,7 +188,7 @@ impl FeeSplit {
 }
 
 /// An order as stored.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Order {
     /// Id.
     pub id: Uuid,
@@ -288,7 +288,7 @@ impl Order {
 }
 
 /// A refund as stored.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refund {
     /// Id.
     pub id: Uuid,

@@ -70,7 +70,7 @@ impl SettlementStatus {
 }
 
 /// A settlement as stored.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settlement {
     /// Id.
     pub id: Uuid,

@@ -1,11 +1,10 @@
 //! A merchant's dashboard user (DESIGN.md 9): signs in with an email and a
 //! password, kept only as an argon2id hash.
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// A person who signs in to a merchant's dashboard.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MerchantUser {
     /// Identifier.
     pub id: Uuid,

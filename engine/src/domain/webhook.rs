@@ -3,12 +3,12 @@
 //! in the same journal record as the change, and delivered at least once.
 
 use crate::domain::{Disbursement, Order, Refund};
-use serde::{Deserialize, Serialize};
+
 use std::time::Duration;
 use uuid::Uuid;
 
 /// The resource as it was right after the change.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventResource {
     /// An order.
     Order(Box<Order>),
@@ -19,7 +19,7 @@ pub enum EventResource {
 }
 
 /// One event and the state of its delivery.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WebhookEvent {
     /// `webhook-id`, the same on every attempt.
     pub id: Uuid,
@@ -68,7 +68,7 @@ impl WebhookEvent {
 }
 
 /// Where an event's delivery stands: what an attempt changes of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventDelivery {
     /// Attempts made so far.
     pub attempts: u32,
@@ -80,7 +80,7 @@ pub struct EventDelivery {
 
 /// An event's delivery as kept apart from the event: the event is written
 /// once, and each attempt writes only this.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventDeliveryVersion {
     /// Whose delivery.
     pub event_id: Uuid,
@@ -107,7 +107,7 @@ impl WebhookEvent {
 }
 
 /// One delivery attempt, as `GET /v1/webhooks/deliveries` lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WebhookAttempt {
     /// The event.
     pub event_id: Uuid,

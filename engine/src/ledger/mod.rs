@@ -99,7 +99,7 @@ impl Side {
 }
 
 /// One line of an entry: a positive amount on one side of one account.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Posting {
     /// The account touched.
     pub account: Account,
@@ -172,7 +172,7 @@ pub enum ResourceKind {
 
 /// The resource an entry moved money for, as a statement line names it:
 /// kept on the entry so a statement is read from entries alone.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryResource {
     /// Which kind.
     pub kind: ResourceKind,
@@ -200,7 +200,7 @@ pub struct EntryProposal {
 }
 
 /// A recorded, balanced movement of money belonging to one merchant.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     /// The merchant whose actor wrote it.
     pub merchant_id: Uuid,
@@ -302,7 +302,7 @@ pub enum LedgerError {
 
 /// One merchant's balances: its own accounts and its contribution to the
 /// platform accounts. Built by folding that merchant's entries in order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MerchantBook {
     /// Whose book.
     pub merchant_id: Uuid,

@@ -65,7 +65,8 @@ impl Store {
     fn apply_to_trees(&self, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
             JournalRecord::MerchantSaved(merchant) => {
-                self.merchants.insert(merchant.id.as_bytes(), encode_value(merchant))?;
+                self.merchants
+                    .insert(merchant.id.as_bytes(), encode_value(&**merchant))?;
                 self.directory
                     .write()
                     .expect("directory lock")

@@ -22,11 +22,16 @@
 //! for a settlement, open refunds and settlements, webhook due times), one
 //! empty value each, removed when the work is done.
 //!
+//! What the journal, blocks and sled values hold are the store's own
+//! versioned types (`stored/`), not the domain structs: each value carries
+//! its layout, and a domain field changed has to say how it is stored.
+//!
 //! Files: `keys.rs` (key prefixes and key building), `directory.rs` and
 //! `catalog.rs` (kept in memory), `apply.rs` (records to trees and the
 //! overlay), `indexing.rs` (what each kind is indexed under), `books.rs` (ledger reads), `checkpoint.rs`, `queries/`
 //! (one file of reads per kind, over `versions.rs`), `upgrade.rs` (older data
 //! dirs brought to this layout); beneath them `journal.rs`, `record.rs`,
+//! `stored/` (each record's layouts),
 //! `overlay.rs`, `blocks.rs`, `history.rs` and `runs.rs`.
 
 mod apply;
@@ -45,6 +50,7 @@ mod queries;
 pub mod record;
 mod retention;
 pub mod runs;
+pub mod stored;
 mod upgrade;
 
 pub use books::EntriesNewestFirst;
@@ -99,11 +105,13 @@ pub enum StoreError {
 /// and each journal frame the first sequence number of its write; format 4
 /// keeps orders, webhook events and delivery attempts in blocks and runs
 /// instead of keys, and format 5 every other kind too (refunds,
-/// settlements, beneficiaries, batches).
-pub const DATA_FORMAT: u32 = 5;
+/// settlements, beneficiaries, batches). Format 6 tags each stored value
+/// with its layout (`stored`); what older formats wrote reads as layout 1
+/// where it lies, so opening one rewrites nothing.
+pub const DATA_FORMAT: u32 = 6;
 
 /// Formats this build opens and brings to `DATA_FORMAT` (`upgrade.rs`).
-const UPGRADED_FORMATS: [u32; 2] = [3, 4];
+const UPGRADED_FORMATS: [u32; 3] = [3, 4, 5];
 
 /// Checks that `data_dir` holds data this build reads (a directory with a
 /// journal or state but no `format` file is format 1), marks a new one, and

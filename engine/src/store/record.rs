@@ -1,5 +1,6 @@
 //! The journal's record types and their bincode 2 encoding.
 
+use super::stored::{self, EventDeliveryV1, Stored, Versioned, LAYOUT_TAG};
 use crate::domain::catalog::{PaymentVendorConfig, PayoutRouting, VendorRouting};
 use crate::domain::order::{Order, Refund};
 use crate::domain::settlement::Settlement;
@@ -7,6 +8,9 @@ use crate::domain::webhook::{EventDelivery, WebhookAttempt, WebhookEvent};
 use crate::domain::{Bank, Beneficiary, Disbursement, DisbursementBatch, Ewallet, MerchantRecord, Organization};
 use crate::ledger::Entry;
 use serde::{Deserialize, Serialize};
+use serde_with::de::DeserializeAsWrap;
+use serde_with::ser::SerializeAsWrap;
+use serde_with::serde_as;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -19,60 +23,70 @@ const RECORD_CAPACITY_HINT: usize = 768;
 /// recovery may replay records sled already holds. Disbursements are shared
 /// (`Arc`, encoded as the value itself) with the merchant actor's memory and
 /// the store's overlay, so a version is built once, not copied to each.
+#[serde_as]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JournalRecord {
     /// An organization was created.
-    OrganizationSaved(Organization),
+    OrganizationSaved(#[serde_as(as = "Versioned")] Organization),
     /// A bank was added or changed.
-    BankSaved(Bank),
+    BankSaved(#[serde_as(as = "Versioned")] Bank),
     /// An e-wallet was added or changed.
-    EwalletSaved(Ewallet),
+    EwalletSaved(#[serde_as(as = "Versioned")] Ewallet),
     /// A merchant was created or changed (credentials, key, settings).
-    MerchantSaved(Box<MerchantRecord>),
+    MerchantSaved(#[serde_as(as = "Box<Versioned>")] Box<MerchantRecord>),
     /// Money moved.
-    EntryPosted(Entry),
+    EntryPosted(#[serde_as(as = "Versioned")] Entry),
     /// A disbursement was created together with the entry debiting the wallet.
     DisbursementCreated {
         /// The new disbursement.
+        #[serde_as(as = "Arc<Versioned>")]
         disbursement: Arc<Disbursement>,
         /// Its debit.
+        #[serde_as(as = "Versioned")]
         entry: Entry,
     },
     /// Beneficiaries created or changed together (a new default unsets the old one).
-    BeneficiariesSaved(Vec<Beneficiary>),
+    BeneficiariesSaved(#[serde_as(as = "Vec<Versioned>")] Vec<Beneficiary>),
     /// A disbursement changed status without moving money.
-    DisbursementUpdated(Arc<Disbursement>),
+    DisbursementUpdated(#[serde_as(as = "Arc<Versioned>")] Arc<Disbursement>),
     /// A disbursement failed or was rejected, with the entry giving the
     /// full amount back.
     DisbursementReversed {
         /// The disbursement in its final status.
+        #[serde_as(as = "Arc<Versioned>")]
         disbursement: Arc<Disbursement>,
         /// Its reversal.
+        #[serde_as(as = "Versioned")]
         entry: Entry,
     },
     /// A payment vendor was added or changed.
-    PaymentVendorSaved(PaymentVendorConfig),
+    PaymentVendorSaved(#[serde_as(as = "Versioned")] PaymentVendorConfig),
     /// An organization's vendors for a payment method were set.
-    VendorRoutingSaved(VendorRouting),
+    VendorRoutingSaved(#[serde_as(as = "Versioned")] VendorRouting),
     /// An order was created.
-    OrderCreated(Box<Order>),
+    OrderCreated(#[serde_as(as = "Box<Versioned>")] Box<Order>),
     /// An order changed without moving money (expired, failed).
-    OrderUpdated(Box<Order>),
+    OrderUpdated(#[serde_as(as = "Box<Versioned>")] Box<Order>),
     /// An order was paid, with the entry crediting its net.
     OrderPaid {
         /// The order, PAID.
+        #[serde_as(as = "Box<Versioned>")]
         order: Box<Order>,
         /// The payment's entry.
+        #[serde_as(as = "Versioned")]
         entry: Entry,
     },
     /// A refund was created or settled, with its order's new refunded
     /// amount and status, and the entry that moved money (if any).
     RefundSaved {
         /// The order after the change.
+        #[serde_as(as = "Box<Versioned>")]
         order: Box<Order>,
         /// The refund after the change.
+        #[serde_as(as = "Box<Versioned>")]
         refund: Box<Refund>,
         /// The wallet debit at creation, or the credit back after a failure.
+        #[serde_as(as = "Option<Versioned>")]
         entry: Option<Entry>,
     },
     /// A change together with the webhook events it causes: no change
@@ -83,53 +97,64 @@ pub enum JournalRecord {
         record: Box<JournalRecord>,
         /// Its events, due for delivery; shared with the overlay, as
         /// disbursements are.
+        #[serde_as(as = "Vec<Arc<Versioned>>")]
         events: Vec<Arc<WebhookEvent>>,
     },
     /// A delivery attempt, with the whole event after it (journals written
     /// before `WebhookAttemptRecorded`).
     WebhookAttempted {
         /// The event after the attempt.
+        #[serde_as(as = "Box<Versioned>")]
         event: Box<WebhookEvent>,
         /// When it was due before the attempt (its index entry goes).
         previously_due_ms: Option<i64>,
         /// The attempt.
+        #[serde_as(as = "Box<Versioned>")]
         attempt: Box<WebhookAttempt>,
     },
     /// A settlement was created with the orders and refunds it took (now
     /// settled) and the entry moving the money out of pending settlement.
     SettlementCreated {
         /// The new settlement.
+        #[serde_as(as = "Box<Versioned>")]
         settlement: Box<Settlement>,
         /// Its orders, `is_settled` now.
+        #[serde_as(as = "Vec<Versioned>")]
         orders: Vec<Order>,
         /// Its refunds, marked with it.
+        #[serde_as(as = "Vec<Versioned>")]
         refunds: Vec<Refund>,
         /// The money, if any moved.
+        #[serde_as(as = "Option<Versioned>")]
         entry: Option<Entry>,
     },
     /// A settlement changed status, with the entry giving a failed transfer back.
     SettlementUpdated {
         /// The settlement after the change.
+        #[serde_as(as = "Box<Versioned>")]
         settlement: Box<Settlement>,
         /// The reversal, for FAILED.
+        #[serde_as(as = "Option<Versioned>")]
         entry: Option<Entry>,
     },
     /// Disbursements changed status together without moving money (a batch
     /// handed to the vendor).
-    DisbursementsUpdated(Vec<Arc<Disbursement>>),
+    DisbursementsUpdated(#[serde_as(as = "Vec<Arc<Versioned>>")] Vec<Arc<Disbursement>>),
     /// An organization's payout vendors for a channel were set.
-    PayoutRoutingSaved(PayoutRouting),
+    PayoutRoutingSaved(#[serde_as(as = "Versioned")] PayoutRouting),
     /// One batch request's disbursements, created together, each with the
     /// entry debiting the wallet, and the batch with what every item came
     /// to: one record however many items, so a batch is durable whole.
     DisbursementBatchCreated {
         /// The new disbursements, in the batch's order, with their debits.
+        #[serde_as(as = "Vec<(Arc<Versioned>, Versioned)>")]
         disbursements: Vec<(Arc<Disbursement>, Entry)>,
         /// The batch.
+        #[serde_as(as = "Arc<Versioned>")]
         batch: Arc<DisbursementBatch>,
     },
     /// A dashboard user was created.
-    MerchantUserSaved(crate::domain::MerchantUser),
+    MerchantUserSaved(#[serde_as(as = "Versioned")] crate::domain::MerchantUser),
     /// A delivery attempt, with where the event's delivery stands after
     /// it: a few fields, applied over the stored event, which alone
     /// carries its resource. (`WebhookAttempted`, which carried the whole
@@ -138,10 +163,12 @@ pub enum JournalRecord {
         /// The event.
         event_id: uuid::Uuid,
         /// Its delivery after the attempt.
+        #[serde_as(as = "EventDeliveryV1")]
         delivery: EventDelivery,
         /// When it was due before the attempt (its due key goes).
         previously_due_ms: Option<i64>,
         /// The attempt.
+        #[serde_as(as = "Box<Versioned>")]
         attempt: Box<WebhookAttempt>,
     },
 }
@@ -199,6 +226,7 @@ impl JournalRecord {
 
 /// Variant indexes of `JournalRecord`, as serde's derive numbers them.
 mod variant {
+    pub const ENTRY_POSTED: u32 = 4;
     pub const DISBURSEMENT_CREATED: u32 = 5;
     pub const DISBURSEMENT_UPDATED: u32 = 7;
     pub const DISBURSEMENT_REVERSED: u32 = 8;
@@ -207,24 +235,13 @@ mod variant {
     pub const DISBURSEMENT_BATCH_CREATED: u32 = 21;
 }
 
-/// `JournalRecord` by reference: the same variants in the same order, so it
-/// encodes to the same bytes without cloning what it encodes.
-#[derive(Serialize)]
-enum JournalRecordRef<'a> {
-    #[allow(dead_code)]
-    OrganizationSaved(&'a Organization),
-    #[allow(dead_code)]
-    BankSaved(&'a Bank),
-    #[allow(dead_code)]
-    EwalletSaved(&'a Ewallet),
-    #[allow(dead_code)]
-    MerchantSaved(&'a MerchantRecord),
-    EntryPosted(&'a Entry),
-}
-
 /// Encodes `JournalRecord::EntryPosted(entry)` without cloning `entry`.
 pub fn encode_entry(entry: &Entry) -> Vec<u8> {
-    bincode::serde::encode_to_vec(JournalRecordRef::EntryPosted(entry), config()).expect("entries always encode")
+    let mut out = Vec::with_capacity(RECORD_CAPACITY_HINT);
+    begin_record(&mut out);
+    tag(&mut out, variant::ENTRY_POSTED);
+    put(&mut out, &SerializeAsWrap::<Entry, Versioned>::new(entry));
+    out
 }
 
 fn config() -> impl bincode::config::Config {
@@ -244,84 +261,96 @@ fn read_config() -> impl bincode::config::Config {
 #[error("undecodable record: {0}")]
 pub struct DecodeError(String);
 
+fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    bincode::serde::encode_into_std_write(value, out, config()).expect("journal records always encode");
+}
+
+fn tag(out: &mut Vec<u8>, index: u32) {
+    bincode::encode_into_std_write(index, out, config()).expect("journal records always encode");
+}
+
+/// A journal record's layout tag and number, before its variant.
+fn begin_record(out: &mut Vec<u8>) {
+    out.push(LAYOUT_TAG);
+    tag(out, <JournalRecord as Stored>::NEWEST);
+}
+
+/// Writes a stored version where a span can find it: tagged, so a block
+/// holding the span's bytes reads it in its own layout.
+fn put_spanned<T: Stored>(out: &mut Vec<u8>, spans: &mut Vec<Range<usize>>, value: &T) {
+    let start = out.len();
+    put(out, &SerializeAsWrap::<T, Versioned>::new(value));
+    spans.push(start..out.len());
+}
+
+fn put_versioned<T: Stored>(out: &mut Vec<u8>, value: &T) {
+    put(out, &SerializeAsWrap::<T, Versioned>::new(value));
+}
+
 impl JournalRecord {
     /// The bytes written to the journal and sled.
     pub fn encode(&self) -> Vec<u8> {
         // Most records are a few hundred bytes: one allocation, no regrowth.
         let mut out = Vec::with_capacity(RECORD_CAPACITY_HINT);
-        bincode::serde::encode_into_std_write(self, &mut out, config()).expect("journal records always encode");
+        put_versioned(&mut out, self);
         out
     }
 
     /// The same bytes as `encode`, and where in them each version the
     /// record carries is: its disbursements, then its webhook events, in
     /// the order the record lists them. The overlay and checkpoints keep
-    /// those bytes as they are instead of encoding each version again. Written field by field the way serde's
-    /// derive encodes them in bincode (variant index, then the fields in
-    /// order; a sequence is its length, then its items); the tests hold
-    /// the two encodings equal.
+    /// those bytes as they are instead of encoding each version again.
+    /// Written field by field the way serde's derive encodes them in
+    /// bincode (variant index, then the fields in order; a sequence is its
+    /// length, then its items); the tests hold the two encodings equal.
     pub fn encode_with_spans(&self) -> (Vec<u8>, Vec<Range<usize>>) {
         let mut out = Vec::with_capacity(RECORD_CAPACITY_HINT);
         let mut spans = Vec::new();
+        begin_record(&mut out);
         self.encode_spanned(&mut out, &mut spans);
         (out, spans)
     }
 
+    /// The record's variant and fields, in its newest layout.
     fn encode_spanned(&self, out: &mut Vec<u8>, spans: &mut Vec<Range<usize>>) {
-        fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-            bincode::serde::encode_into_std_write(value, out, config()).expect("journal records always encode");
-        }
-        fn tag(out: &mut Vec<u8>, index: u32) {
-            bincode::encode_into_std_write(index, out, config()).expect("journal records always encode");
-        }
-        fn spanned(out: &mut Vec<u8>, spans: &mut Vec<Range<usize>>, disbursement: &Disbursement) {
-            let start = out.len();
-            put(out, disbursement);
-            spans.push(start..out.len());
-        }
         match self {
             JournalRecord::DisbursementCreated { disbursement, entry } => {
                 tag(out, variant::DISBURSEMENT_CREATED);
-                spanned(out, spans, disbursement);
-                put(out, entry);
+                put_spanned(out, spans, &**disbursement);
+                put_versioned(out, entry);
             }
             JournalRecord::DisbursementUpdated(disbursement) => {
                 tag(out, variant::DISBURSEMENT_UPDATED);
-                spanned(out, spans, disbursement);
+                put_spanned(out, spans, &**disbursement);
             }
             JournalRecord::DisbursementReversed { disbursement, entry } => {
                 tag(out, variant::DISBURSEMENT_REVERSED);
-                spanned(out, spans, disbursement);
-                put(out, entry);
+                put_spanned(out, spans, &**disbursement);
+                put_versioned(out, entry);
             }
             JournalRecord::DisbursementsUpdated(disbursements) => {
                 tag(out, variant::DISBURSEMENTS_UPDATED);
-                bincode::encode_into_std_write(disbursements.len() as u64, out, config())
-                    .expect("journal records always encode");
+                put(out, &(disbursements.len() as u64));
                 for disbursement in disbursements {
-                    spanned(out, spans, disbursement);
+                    put_spanned(out, spans, &**disbursement);
                 }
             }
             JournalRecord::DisbursementBatchCreated { disbursements, batch } => {
                 tag(out, variant::DISBURSEMENT_BATCH_CREATED);
-                bincode::encode_into_std_write(disbursements.len() as u64, out, config())
-                    .expect("journal records always encode");
+                put(out, &(disbursements.len() as u64));
                 // A tuple is its fields one after the other.
                 for (disbursement, entry) in disbursements {
-                    spanned(out, spans, disbursement);
-                    put(out, entry);
+                    put_spanned(out, spans, &**disbursement);
+                    put_versioned(out, entry);
                 }
-                put(out, batch);
+                put_versioned(out, &**batch);
             }
             JournalRecord::Evented { record, events } => {
                 tag(out, variant::EVENTED);
                 record.encode_spanned(out, spans);
-                bincode::encode_into_std_write(events.len() as u64, out, config())
-                    .expect("journal records always encode");
+                put(out, &(events.len() as u64));
                 for event in events {
-                    let start = out.len();
-                    put(out, event);
-                    spans.push(start..out.len());
+                    put_spanned(out, spans, &**event);
                 }
             }
             other => put(out, other),
@@ -334,13 +363,51 @@ impl JournalRecord {
     }
 }
 
-/// Encodes any stored value with the journal's configuration.
-pub fn encode_value<T: Serialize>(value: &T) -> Vec<u8> {
+impl Stored for JournalRecord {
+    const NEWEST: u32 = 1;
+
+    fn serialize_newest<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.serialize(serializer)
+    }
+
+    fn next_in_layout<'de, A: serde::de::SeqAccess<'de>>(layout: u32, seq: &mut A) -> Result<Option<Self>, A::Error> {
+        match layout {
+            1 => seq.next_element::<JournalRecord>(),
+            newer => Err(stored::unknown_layout::<A::Error>("a journal record", newer)),
+        }
+    }
+
+    fn deserialize_untagged<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        JournalRecord::deserialize(deserializer)
+    }
+}
+
+/// Encodes a stored value, tagged with its newest layout.
+pub fn encode_value<T: Stored>(value: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_versioned(&mut out, value);
+    out
+}
+
+/// Decodes a stored value in the layout it was written in (untagged:
+/// layout 1, from data format 5 or older).
+pub fn decode_value<T: Stored>(bytes: &[u8]) -> Result<T, DecodeError> {
+    stored::decode_top_level(bytes, || decode_exactly::<DeserializeAsWrap<T, Versioned>>(bytes))
+        .map(DeserializeAsWrap::into_inner)
+}
+
+/// Encodes one of the store's own bookkeeping values (run metadata, open
+/// sets): store types, not records, so kept in plain bincode.
+pub fn encode_plain<T: Serialize>(value: &T) -> Vec<u8> {
     bincode::serde::encode_to_vec(value, config()).expect("stored values always encode")
 }
 
-/// Decodes any stored value with the journal's configuration.
-pub fn decode_value<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+/// Decodes what `encode_plain` wrote.
+pub fn decode_plain<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+    decode_exactly(bytes)
+}
+
+fn decode_exactly<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     let (value, used) =
         bincode::serde::decode_from_slice::<T, _>(bytes, read_config()).map_err(|e| DecodeError(e.to_string()))?;
     if used != bytes.len() {
@@ -368,9 +435,13 @@ mod tests {
             name: "nested".into(),
             created_at_ms: 1,
         };
-        // Three levels, each with no events: `[Evented]*3 record [0]*3`.
-        let mut bytes = vec![variant::EVENTED as u8; 3];
-        bytes.extend(JournalRecord::OrganizationSaved(organization.clone()).encode());
+        let mut tagged_deep = vec![LAYOUT_TAG, 1];
+        tagged_deep.extend(vec![variant::EVENTED as u8; 4096]);
+        assert!(JournalRecord::decode(&tagged_deep).is_err());
+        // Three levels, each with no events: `tag 1 [Evented]*3 record [0]*3`.
+        let mut bytes = vec![LAYOUT_TAG, 1];
+        bytes.extend([variant::EVENTED as u8; 3]);
+        bytes.extend(&JournalRecord::OrganizationSaved(organization.clone()).encode()[2..]);
         bytes.extend([0u8; 3]);
         let decoded = JournalRecord::decode(&bytes).expect("three levels decode");
         let mut expected = JournalRecord::OrganizationSaved(organization);

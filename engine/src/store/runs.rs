@@ -20,7 +20,7 @@
 //! undone when the set is loaded (`merge.rs`).
 
 use super::keys::KeyPrefix;
-use super::record::{decode_value, encode_value};
+use super::record::{decode_plain, encode_plain};
 use super::StoreError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -232,7 +232,7 @@ impl RunSet {
     /// merge a crash interrupted.
     pub fn load(tree: &sled::Tree, spec: RunSpec) -> Result<RunSet, StoreError> {
         if let Some(intent) = tree.get(intent_key(spec.tag))? {
-            let intent: Intent = decode_value(&intent)?;
+            let intent: Intent = decode_plain(&intent)?;
             if tree.get(meta_key(spec.tag, intent.writes))?.is_some() {
                 for id in intent.replaces {
                     remove_chunks(tree, spec.tag, id)?;
@@ -248,7 +248,7 @@ impl RunSet {
             let id = u64::from_be_bytes(key[3..11].try_into().map_err(|_| bad_key(&key))?);
             runs.push(Arc::new(Run {
                 id,
-                meta: decode_value(&value)?,
+                meta: decode_plain(&value)?,
             }));
         }
         // Big-endian ids: the scan is oldest first already.
@@ -383,7 +383,7 @@ impl StagedRun {
 
     /// The sled entry that makes it part of its index.
     pub fn meta_entry(&self) -> (Vec<u8>, Vec<u8>) {
-        (meta_key(self.tag, self.run.id).to_vec(), encode_value(&self.run.meta))
+        (meta_key(self.tag, self.run.id).to_vec(), encode_plain(&self.run.meta))
     }
 }
 

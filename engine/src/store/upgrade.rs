@@ -181,7 +181,7 @@ impl Store {
     /// the id its key must hold, `prefix`+id, when it is keyed by id);
     /// replay after the marker lays newer versions over them as usual.
     /// Returns how many moved.
-    fn move_keyed_to_blocks<T: serde::de::DeserializeOwned>(
+    fn move_keyed_to_blocks<T: super::stored::Stored>(
         &self,
         kind: Kind,
         record_prefix: KeyPrefix,

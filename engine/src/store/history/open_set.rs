@@ -8,7 +8,7 @@
 //! written at all.
 
 use super::super::keys::{named_key, KeyPrefix};
-use super::super::record::{decode_value, encode_value};
+use super::super::record::{decode_plain, encode_plain};
 use super::super::StoreError;
 use crate::sharded::ShardedSet;
 use foldhash::{HashMap, HashMapExt};
@@ -111,7 +111,7 @@ impl OpenSet {
                 closed.push(id)
             }
         }
-        let value = encode_value(&(opened, closed));
+        let value = encode_plain(&(opened, closed));
         let key = changes_key(self.next_number);
         self.next_number += 1;
         OpenSetWrite::Changes { key, value }
@@ -138,7 +138,7 @@ impl OpenSetWrite {
     /// A whole copy of `ids`.
     pub fn whole(ids: &[Uuid]) -> OpenSetWrite {
         // A slice encodes as the `Vec<Uuid>` that `load` reads.
-        OpenSetWrite::Whole(encode_value(&ids))
+        OpenSetWrite::Whole(encode_plain(&ids))
     }
 
     /// Adds it to `marker`, a batch for `tree`; a whole copy removes the
@@ -174,7 +174,7 @@ pub struct Loaded {
 /// set) with the changes after it applied in order.
 pub fn load(tree: &sled::Tree) -> Result<Loaded, StoreError> {
     let mut ids: std::collections::HashSet<Uuid> = match tree.get(WHOLE_KEY)? {
-        Some(bytes) => decode_value::<Vec<Uuid>>(&bytes)?.into_iter().collect(),
+        Some(bytes) => decode_plain::<Vec<Uuid>>(&bytes)?.into_iter().collect(),
         None => Default::default(),
     };
     let mut written = 0;
@@ -186,7 +186,7 @@ pub fn load(tree: &sled::Tree) -> Result<Loaded, StoreError> {
             .map(u64::from_be_bytes)
             .map_err(|_| StoreError::Format(format!("unreadable open set changes key {key:?}")))?;
         next_number = number + 1;
-        let (opened, closed): (Vec<Uuid>, Vec<Uuid>) = decode_value(&value)?;
+        let (opened, closed): (Vec<Uuid>, Vec<Uuid>) = decode_plain(&value)?;
         written += opened.len() + closed.len();
         ids.extend(opened);
         for id in &closed {
@@ -272,7 +272,7 @@ mod tests {
         }
         assert!(!checkpoint(&mut set, &tree));
         let (_, value) = tree.scan_prefix(CHANGES_PREFIX).next().unwrap().unwrap();
-        let (opened, closed): (Vec<Uuid>, Vec<Uuid>) = decode_value(&value).unwrap();
+        let (opened, closed): (Vec<Uuid>, Vec<Uuid>) = decode_plain(&value).unwrap();
         assert_eq!((opened, closed), (vec![kept], vec![]));
         // Closed after a checkpoint wrote it open: written as closed.
         set.close(kept);

@@ -5,13 +5,14 @@
 use crate::sharded::ShardedSet;
 use crate::store::history::Kind;
 use crate::store::record::decode_value;
+use crate::store::stored::Stored;
 use crate::store::{blocks, corrupt_block, Store, StoreError};
 use uuid::Uuid;
 
 impl Store {
     /// A version of `kind` (whose domain type is `T`) by id: the overlay's
     /// newest, else the block its location names.
-    pub(super) fn newest_version<T: Clone + serde::de::DeserializeOwned + 'static>(
+    pub(super) fn newest_version<T: Clone + Stored + 'static>(
         &self,
         kind: Kind,
         id: &Uuid,
@@ -28,11 +29,7 @@ impl Store {
     }
 
     /// A version a checkpoint wrote: from the block its location names.
-    pub(super) fn checkpointed_version<T: serde::de::DeserializeOwned>(
-        &self,
-        kind: Kind,
-        id: &Uuid,
-    ) -> Result<Option<T>, StoreError> {
+    pub(super) fn checkpointed_version<T: Stored>(&self, kind: Kind, id: &Uuid) -> Result<Option<T>, StoreError> {
         let kind = self.kind(kind);
         let location = kind.runs.read().expect("history lock").location(id)?;
         let Some(location) = location.filter(|location| kind.retains(location)) else {

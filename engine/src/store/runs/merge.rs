@@ -6,7 +6,7 @@
 //! finish or undo one a crash cut short.
 
 use super::{intent_key, meta_key, read_chunk, remove_chunks, Intent, Run, RunSet, RunSpec, RunWriter, FANOUT};
-use crate::store::record::encode_value;
+use crate::store::record::encode_plain;
 use crate::store::StoreError;
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ impl RunSet {
             writes: id,
             replaces: runs.iter().map(|run| run.id).collect(),
         };
-        tree.insert(intent_key(spec.tag), encode_value(&intent))?;
+        tree.insert(intent_key(spec.tag), encode_plain(&intent))?;
         let expected = runs.iter().map(|run| run.meta.len).sum();
         let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
             tree.insert(key, chunk)?;
@@ -97,7 +97,7 @@ impl RunSet {
         let mut swap = sled::Batch::default();
         swap.insert(
             meta_key(self.spec.tag, merged.run.id).to_vec(),
-            encode_value(&merged.run.meta),
+            encode_plain(&merged.run.meta),
         );
         for old in &merged.replaces {
             swap.remove(meta_key(self.spec.tag, *old).to_vec());

@@ -150,7 +150,7 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
             writes: new_id,
             replaces: old.clone(),
         };
-        tree.insert(intent_key(LOOKUP.tag), encode_value(&intent)).unwrap();
+        tree.insert(intent_key(LOOKUP.tag), encode_plain(&intent)).unwrap();
         let mut chunk = Vec::new();
         for (n, version) in &model {
             chunk.extend_from_slice(&key(*n));
@@ -171,7 +171,7 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
                     .collect(),
             };
             let mut swap = sled::Batch::default();
-            swap.insert(meta_key(LOOKUP.tag, new_id).to_vec(), encode_value(&meta));
+            swap.insert(meta_key(LOOKUP.tag, new_id).to_vec(), encode_plain(&meta));
             for id in &old {
                 swap.remove(meta_key(LOOKUP.tag, *id).to_vec());
             }

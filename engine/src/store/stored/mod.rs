@@ -1,0 +1,212 @@
+//! Stored records as their own versioned types: what the journal, blocks
+//! and sled values hold, declared apart from the domain structs.
+//!
+//! Each stored type has its layouts here, layout 1 first, each a serde
+//! remote mirror of the domain type (`accounts.rs`, `resources.rs`). A
+//! mirror names every field, so adding, removing or retyping a domain field
+//! does not compile until the stored side says how it is kept: a new layout
+//! (read beside the old ones, converted into the domain type) or a change
+//! the old bytes still decode to.
+//!
+//! A value is written as `LAYOUT_TAG`, its layout number, then its fields
+//! in that layout; a journal record is tagged so, and so is every resource
+//! it carries (a block holds those spans of the record as they are). Data
+//! formats up to 5 wrote no tags: what they wrote is layout 1 exactly. A
+//! top-level value that does not begin with the tag is such an old one, and
+//! everything in it is read as layout 1. No old value can begin with the
+//! tag: each begins with a uuid (its length, 16) or a bincode varint, and
+//! no varint begins with 0xFF.
+
+mod accounts;
+mod resources;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use accounts::*;
+pub(crate) use resources::*;
+
+use crate::domain::catalog::PayoutRouting;
+use crate::domain::webhook::{EventDeliveryVersion, WebhookAttempt, WebhookEvent};
+use crate::domain::{Bank, Beneficiary, Disbursement, DisbursementBatch, Ewallet, MerchantRecord, MerchantUser};
+use crate::domain::{Order, Organization, PaymentVendorConfig, Refund, Settlement, VendorRouting};
+use crate::ledger::{Entry, MerchantBook};
+use crate::money::MinorUnits;
+use serde::de::{self, SeqAccess, Visitor};
+use serde::ser::SerializeTuple;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_with::{DeserializeAs, SerializeAs};
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// The first byte of every tagged value.
+pub const LAYOUT_TAG: u8 = 0xFF;
+
+std::thread_local! {
+    /// Set while a value from before layout tags (data format 5 or older)
+    /// is decoded: its nested values carry no tags either.
+    static UNTAGGED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A type kept on disk through its own layouts.
+pub trait Stored: Sized {
+    /// The layout new values are written in.
+    const NEWEST: u32;
+
+    /// Writes `self`'s fields in layout `NEWEST`.
+    fn serialize_newest<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error>;
+
+    /// Reads the fields of layout `layout` as the next element of `seq`:
+    /// `Err` for a layout this build does not know.
+    fn next_in_layout<'de, A: SeqAccess<'de>>(layout: u32, seq: &mut A) -> Result<Option<Self>, A::Error>;
+
+    /// Reads the fields of layout 1, from a value written before tags.
+    fn deserialize_untagged<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error>;
+}
+
+/// A `Stored` value as `serde_as` writes it into a record: tagged, in its
+/// newest layout; read in whichever layout it was written.
+pub struct Versioned;
+
+impl<T: Stored> SerializeAs<T> for Versioned {
+    fn serialize_as<S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Fields<'a, T>(&'a T);
+        impl<T: Stored> Serialize for Fields<'_, T> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.0.serialize_newest(serializer)
+            }
+        }
+        let mut tuple = serializer.serialize_tuple(3)?;
+        tuple.serialize_element(&LAYOUT_TAG)?;
+        tuple.serialize_element(&T::NEWEST)?;
+        tuple.serialize_element(&Fields(value))?;
+        tuple.end()
+    }
+}
+
+impl<'de, T: Stored> DeserializeAs<'de, T> for Versioned {
+    fn deserialize_as<D: Deserializer<'de>>(deserializer: D) -> Result<T, D::Error> {
+        if UNTAGGED.get() {
+            return T::deserialize_untagged(deserializer);
+        }
+        deserializer.deserialize_tuple(3, TaggedVisitor(PhantomData))
+    }
+}
+
+struct TaggedVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Stored> Visitor<'de> for TaggedVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a layout tag, a layout number and the fields")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        let tag: u8 = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        if tag != LAYOUT_TAG {
+            return Err(de::Error::custom(format_args!(
+                "a stored value begins with {tag:#04x}, not the layout tag"
+            )));
+        }
+        let layout: u32 = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        T::next_in_layout(layout, &mut seq)?.ok_or_else(|| de::Error::invalid_length(2, &self))
+    }
+}
+
+/// Decodes a top-level value with `decode` (tagged, or untagged from an
+/// older format when `bytes` does not begin with the tag).
+pub fn decode_top_level<R>(bytes: &[u8], decode: impl FnOnce() -> R) -> R {
+    let untagged = bytes.first() != Some(&LAYOUT_TAG);
+    let outer = UNTAGGED.replace(untagged);
+    let result = decode();
+    UNTAGGED.set(outer);
+    result
+}
+
+/// Lets a layout mirror stand for its domain type in `serde_as` (as a
+/// field of another mirror, or inside `Versioned`).
+macro_rules! layout_of {
+    ($($domain:ty => $layout:ty),* $(,)?) => {$(
+        impl ::serde_with::SerializeAs<$domain> for $layout {
+            fn serialize_as<S: ::serde::Serializer>(value: &$domain, serializer: S) -> Result<S::Ok, S::Error> {
+                <$layout>::serialize(value, serializer)
+            }
+        }
+        impl<'de> ::serde_with::DeserializeAs<'de, $domain> for $layout {
+            fn deserialize_as<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<$domain, D::Error> {
+                <$layout>::deserialize(deserializer)
+            }
+        }
+    )*};
+}
+
+/// `Stored` for types with one layout so far.
+macro_rules! stored_in_layout_1 {
+    ($($domain:ty => $layout:ty),* $(,)?) => {$(
+        impl Stored for $domain {
+            const NEWEST: u32 = 1;
+
+            fn serialize_newest<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                <$layout>::serialize(self, serializer)
+            }
+
+            fn next_in_layout<'de, A: SeqAccess<'de>>(layout: u32, seq: &mut A) -> Result<Option<Self>, A::Error> {
+                match layout {
+                    1 => Ok(seq
+                        .next_element::<serde_with::de::DeserializeAsWrap<$domain, $layout>>()?
+                        .map(serde_with::de::DeserializeAsWrap::into_inner)),
+                    newer => Err(unknown_layout::<A::Error>(stringify!($domain), newer)),
+                }
+            }
+
+            fn deserialize_untagged<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                <$layout>::deserialize(deserializer)
+            }
+        }
+    )*};
+}
+
+pub(crate) use layout_of;
+
+/// A layout this build does not read: written by a newer one.
+pub fn unknown_layout<E: de::Error>(what: &str, layout: u32) -> E {
+    E::custom(format_args!("{what} in layout {layout}, newer than this build reads"))
+}
+
+/// Layout 1 of `MinorUnits`: the amount in minor units.
+pub(crate) struct MinorUnitsV1;
+
+impl SerializeAs<MinorUnits> for MinorUnitsV1 {
+    fn serialize_as<S: Serializer>(value: &MinorUnits, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_i64(value.get())
+    }
+}
+
+impl<'de> DeserializeAs<'de, MinorUnits> for MinorUnitsV1 {
+    fn deserialize_as<D: Deserializer<'de>>(deserializer: D) -> Result<MinorUnits, D::Error> {
+        i64::deserialize(deserializer).map(MinorUnits::new)
+    }
+}
+
+stored_in_layout_1! {
+    Disbursement => DisbursementV1,
+    Order => OrderV1,
+    Refund => RefundV1,
+    Settlement => SettlementV1,
+    Beneficiary => BeneficiaryV1,
+    DisbursementBatch => DisbursementBatchV1,
+    WebhookEvent => WebhookEventV1,
+    EventDeliveryVersion => EventDeliveryVersionV1,
+    WebhookAttempt => WebhookAttemptV1,
+    Entry => EntryV1,
+    MerchantBook => MerchantBookV1,
+    MerchantRecord => MerchantRecordV1,
+    Organization => OrganizationV1,
+    Bank => BankV1,
+    Ewallet => EwalletV1,
+    PaymentVendorConfig => PaymentVendorConfigV1,
+    VendorRouting => VendorRoutingV1,
+    PayoutRouting => PayoutRoutingV1,
+    MerchantUser => MerchantUserV1,
+}

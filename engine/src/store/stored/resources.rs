@@ -1,0 +1,393 @@
+//! Layout 1 of the resources merchants create: disbursements, orders and
+//! refunds, batches, beneficiaries and webhook events, field for field as
+//! data formats 3 to 5 wrote them.
+
+use super::MinorUnitsV1;
+use crate::domain::batch::{BatchItem, BatchRefusal};
+use crate::domain::beneficiary::VerificationStatus;
+use crate::domain::disbursement::{Destination, DisbursementStatus, Source};
+use crate::domain::order::{FeeSplit, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};
+use crate::domain::webhook::{EventDelivery, EventDeliveryVersion, EventResource, WebhookAttempt, WebhookEvent};
+use crate::domain::{Beneficiary, Channel, Disbursement, DisbursementBatch, Order};
+use crate::money::MinorUnits;
+use serde::{Deserialize, Serialize};
+use serde_with::serde_as;
+use uuid::Uuid;
+
+/// Layout 1 of [`Channel`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Channel")]
+pub(crate) enum ChannelV1 {
+    Bank,
+    Ewallet,
+}
+
+/// Layout 1 of [`DisbursementStatus`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "DisbursementStatus")]
+pub(crate) enum DisbursementStatusV1 {
+    Pending,
+    InReview,
+    OnProcess,
+    Success,
+    Failed,
+    Rejected,
+}
+
+/// Layout 1 of [`Source`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Source")]
+pub(crate) enum SourceV1 {
+    Api,
+    Legacy,
+}
+
+/// Layout 1 of [`Destination`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Destination")]
+pub(crate) enum DestinationV1 {
+    Bank {
+        bank_short_code: String,
+        bank_id: Uuid,
+        account_number: String,
+        account_name: String,
+    },
+    Ewallet {
+        provider: String,
+        phone: String,
+    },
+}
+
+/// Layout 1 of [`Disbursement`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Disbursement")]
+pub(crate) struct DisbursementV1 {
+    id: Uuid,
+    ref_code: String,
+    merchant_id: Uuid,
+    idempotency_key: String,
+    #[serde_as(as = "DestinationV1")]
+    destination: Destination,
+    #[serde_as(as = "MinorUnitsV1")]
+    request_amount: MinorUnits,
+    #[serde_as(as = "MinorUnitsV1")]
+    fee: MinorUnits,
+    #[serde_as(as = "MinorUnitsV1")]
+    final_amount: MinorUnits,
+    vendor_disbursement_id: Option<String>,
+    payout_vendor: Option<String>,
+    on_process_at_ms: Option<i64>,
+    #[serde_as(as = "SourceV1")]
+    source: Source,
+    #[serde_as(as = "DisbursementStatusV1")]
+    status: DisbursementStatus,
+    notify_url: Option<String>,
+    beneficiary_id: Option<Uuid>,
+    failure_reason: Option<String>,
+    debit_seq: u64,
+    reversal_seq: Option<u64>,
+    wib_day: i64,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+}
+
+/// Layout 1 of [`PaymentMethod`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "PaymentMethod")]
+pub(crate) enum PaymentMethodV1 {
+    Qris,
+    BankTransfer,
+}
+
+/// Layout 1 of [`OrderStatus`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "OrderStatus")]
+pub(crate) enum OrderStatusV1 {
+    Pending,
+    Paid,
+    PartiallyRefunded,
+    Refunded,
+    Expired,
+    Failed,
+}
+
+/// Layout 1 of [`RefundStatus`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "RefundStatus")]
+pub(crate) enum RefundStatusV1 {
+    Pending,
+    Success,
+    Failed,
+}
+
+/// Layout 1 of [`VirtualAccount`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "VirtualAccount")]
+pub(crate) struct VirtualAccountV1 {
+    bank_short_code: String,
+    account_number: String,
+}
+
+/// Layout 1 of [`FeeSplit`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "FeeSplit")]
+pub(crate) struct FeeSplitV1 {
+    #[serde_as(as = "MinorUnitsV1")]
+    mdr: MinorUnits,
+    #[serde_as(as = "MinorUnitsV1")]
+    platform_fee: MinorUnits,
+    #[serde_as(as = "MinorUnitsV1")]
+    aggregator_fee: MinorUnits,
+    #[serde_as(as = "MinorUnitsV1")]
+    net: MinorUnits,
+}
+
+/// Layout 1 of [`Order`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Order")]
+pub(crate) struct OrderV1 {
+    id: Uuid,
+    ref_code: String,
+    merchant_id: Uuid,
+    merchant_order_id: String,
+    #[serde_as(as = "SourceV1")]
+    source: Source,
+    #[serde_as(as = "PaymentMethodV1")]
+    payment_method: PaymentMethod,
+    #[serde_as(as = "MinorUnitsV1")]
+    amount: MinorUnits,
+    #[serde_as(as = "OrderStatusV1")]
+    status: OrderStatus,
+    qris_string: Option<String>,
+    #[serde_as(as = "Option<VirtualAccountV1>")]
+    virtual_account: Option<VirtualAccount>,
+    vendor: String,
+    vendor_reference: Option<String>,
+    expires_at_ms: Option<i64>,
+    paid_at_ms: Option<i64>,
+    vendor_rrn: Option<String>,
+    is_settled: bool,
+    customer_name: Option<String>,
+    customer_email: Option<String>,
+    customer_phone: Option<String>,
+    notify_url: Option<String>,
+    return_url: Option<String>,
+    metadata: Option<String>,
+    #[serde_as(as = "Option<FeeSplitV1>")]
+    fees: Option<FeeSplit>,
+    payment_seq: Option<u64>,
+    #[serde_as(as = "MinorUnitsV1")]
+    refunded_amount: MinorUnits,
+    idempotency: Option<(String, [u8; 32])>,
+    failure_reason: Option<String>,
+    settlement_id: Option<Uuid>,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+}
+
+/// Layout 1 of [`Refund`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Refund")]
+pub(crate) struct RefundV1 {
+    id: Uuid,
+    order_id: Uuid,
+    order_ref_code: String,
+    merchant_id: Uuid,
+    #[serde_as(as = "MinorUnitsV1")]
+    amount: MinorUnits,
+    reason: String,
+    reason_detail: Option<String>,
+    idempotency_key: String,
+    #[serde_as(as = "RefundStatusV1")]
+    status: RefundStatus,
+    vendor_refund_id: Option<String>,
+    failure_reason: Option<String>,
+    debit_seq: Option<u64>,
+    reversal_seq: Option<u64>,
+    settlement_id: Option<Uuid>,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+}
+
+/// Layout 1 of [`DisbursementBatch`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "DisbursementBatch")]
+pub(crate) struct DisbursementBatchV1 {
+    id: Uuid,
+    merchant_id: Uuid,
+    idempotency_key: String,
+    created_at_ms: i64,
+    #[serde_as(as = "Vec<BatchItemV1>")]
+    items: Vec<BatchItem>,
+}
+
+/// Layout 1 of [`BatchItem`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "BatchItem")]
+pub(crate) enum BatchItemV1 {
+    Created(Uuid),
+    Refused(#[serde_as(as = "BatchRefusalV1")] BatchRefusal),
+}
+
+/// Layout 1 of [`BatchRefusal`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "BatchRefusal")]
+pub(crate) enum BatchRefusalV1 {
+    Invalid { field: String, reason: String },
+    BankNotFound,
+    BankDisabled,
+    EwalletNotFound,
+    EwalletDisabled,
+    MissingBankInfo(String),
+    MissingEwalletInfo,
+    AmountBelowMinimum(String),
+    BeneficiaryNotFound,
+    NoVendor,
+    InsufficientBalance,
+    AmountOverflow,
+    AmountExceedsLimit,
+    DailyLimitExceeded,
+    Duplicate(Uuid),
+    NotWalletMerchant,
+    Internal,
+}
+
+/// Layout 1 of [`VerificationStatus`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "VerificationStatus")]
+pub(crate) enum VerificationStatusV1 {
+    Pending,
+    Verified,
+    Failed,
+}
+
+/// Layout 1 of [`Beneficiary`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Beneficiary")]
+pub(crate) struct BeneficiaryV1 {
+    id: Uuid,
+    organization_id: Uuid,
+    merchant_id: Uuid,
+    label: Option<String>,
+    #[serde_as(as = "DestinationV1")]
+    destination: Destination,
+    #[serde_as(as = "VerificationStatusV1")]
+    verification_status: VerificationStatus,
+    verified_name: Option<String>,
+    is_default: bool,
+    is_enabled: bool,
+    deleted_at_ms: Option<i64>,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+}
+
+/// Layout 1 of [`EventResource`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "EventResource")]
+pub(crate) enum EventResourceV1 {
+    Order(#[serde_as(as = "Box<OrderV1>")] Box<Order>),
+    Refund(
+        #[serde_as(as = "Box<RefundV1>")] Box<Refund>,
+        #[serde_as(as = "Box<OrderV1>")] Box<Order>,
+    ),
+    Disbursement(#[serde_as(as = "Box<DisbursementV1>")] Box<Disbursement>),
+}
+
+/// Layout 1 of [`WebhookEvent`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "WebhookEvent")]
+pub(crate) struct WebhookEventV1 {
+    id: Uuid,
+    merchant_id: Uuid,
+    event: String,
+    occurred_at_ms: i64,
+    url: Option<String>,
+    #[serde_as(as = "EventResourceV1")]
+    resource: EventResource,
+    attempts: u32,
+    delivered: bool,
+    next_attempt_at_ms: Option<i64>,
+}
+
+/// Layout 1 of [`EventDelivery`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "EventDelivery")]
+pub(crate) struct EventDeliveryV1 {
+    attempts: u32,
+    delivered: bool,
+    next_attempt_at_ms: Option<i64>,
+}
+
+/// Layout 1 of [`EventDeliveryVersion`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "EventDeliveryVersion")]
+pub(crate) struct EventDeliveryVersionV1 {
+    event_id: Uuid,
+    #[serde_as(as = "EventDeliveryV1")]
+    delivery: EventDelivery,
+}
+
+/// Layout 1 of [`WebhookAttempt`].
+#[serde_as]
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "WebhookAttempt")]
+pub(crate) struct WebhookAttemptV1 {
+    event_id: Uuid,
+    merchant_id: Uuid,
+    event: String,
+    url: String,
+    attempt: u32,
+    status_code: Option<u16>,
+    latency_ms: u64,
+    error: Option<String>,
+    next_retry_at_ms: Option<i64>,
+    delivered: bool,
+    attempted_at_ms: i64,
+    manual: bool,
+}
+
+super::layout_of! {
+    Channel => ChannelV1,
+    DisbursementStatus => DisbursementStatusV1,
+    Source => SourceV1,
+    Destination => DestinationV1,
+    Disbursement => DisbursementV1,
+    PaymentMethod => PaymentMethodV1,
+    OrderStatus => OrderStatusV1,
+    RefundStatus => RefundStatusV1,
+    VirtualAccount => VirtualAccountV1,
+    FeeSplit => FeeSplitV1,
+    Order => OrderV1,
+    Refund => RefundV1,
+    DisbursementBatch => DisbursementBatchV1,
+    BatchItem => BatchItemV1,
+    BatchRefusal => BatchRefusalV1,
+    VerificationStatus => VerificationStatusV1,
+    Beneficiary => BeneficiaryV1,
+    EventResource => EventResourceV1,
+    WebhookEvent => WebhookEventV1,
+    EventDelivery => EventDeliveryV1,
+    EventDeliveryVersion => EventDeliveryVersionV1,
+    WebhookAttempt => WebhookAttemptV1,
+}
