@@ -384,9 +384,8 @@ impl Stored for JournalRecord {
 
 /// Encodes a stored value, tagged with its newest layout.
 pub fn encode_value<T: Stored>(value: &T) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_versioned(&mut out, value);
-    out
+    bincode::serde::encode_to_vec(SerializeAsWrap::<T, Versioned>::new(value), config())
+        .expect("stored values always encode")
 }
 
 /// Decodes a stored value in the layout it was written in (untagged:
