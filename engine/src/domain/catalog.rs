@@ -3,7 +3,6 @@
 
 use crate::domain::disbursement::Channel;
 use crate::domain::order::PaymentMethod;
-
 use std::collections::BTreeMap;
 use uuid::Uuid;
 

@@ -3,7 +3,6 @@
 //! in the same journal record as the change, and delivered at least once.
 
 use crate::domain::{Disbursement, Order, Refund};
-
 use std::time::Duration;
 use uuid::Uuid;
 
