@@ -263,7 +263,7 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
             }
             return body;
         }
-        EventResource::Refund(refund, _) => flat_body(event, json!(refund_view(refund))),
+        EventResource::Refund(refund) => flat_body(event, json!(refund_view(refund))),
         EventResource::Disbursement(disbursement) => flat_body(event, json!(disbursement_view(disbursement))),
     };
     serde_json::to_vec(&body).expect("JSON bodies serialize")

@@ -18,7 +18,7 @@
 
 use super::delivery::deliver;
 use crate::AppState;
-use paygate_engine::domain::{EventResource, WebhookEvent};
+use paygate_engine::domain::WebhookEvent;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -131,16 +131,6 @@ impl InFlight {
     fn forget_idle(&mut self) {
         self.merchants
             .retain(|_, pace| pace.in_flight > 0 || pace.last_ended.elapsed() < PACE_IDLE);
-    }
-}
-
-/// The order, refund or disbursement an event is about: its events go out
-/// one at a time, in the order they happened.
-fn resource_id(event: &WebhookEvent) -> Uuid {
-    match &event.resource {
-        EventResource::Order(order) => order.id,
-        EventResource::Refund(refund, _) => refund.id,
-        EventResource::Disbursement(disbursement) => disbursement.id,
     }
 }
 
@@ -283,7 +273,7 @@ impl Dispatcher {
             events.sort_by_key(|(_, event)| (event.occurred_at_ms, event.id));
             let mut flight = self.in_flight.lock().expect("in-flight lock");
             for (due_ms, event) in events {
-                let resource = resource_id(&event);
+                let resource = event.resource.id();
                 if flight.events.len() >= IN_FLIGHT_MAX
                     || held_back.contains(&resource)
                     || !flight.may_start(&event, resource)

@@ -210,23 +210,6 @@ pub struct Disbursement {
     pub updated_at_ms: i64,
 }
 
-impl Disbursement {
-    /// The disbursement as its creation answered it: every disbursement is
-    /// created PENDING, not yet handed to a vendor, so a replay of the key
-    /// that made it (a batch's) answers exactly that, whatever happened since.
-    pub fn as_created(&self) -> Disbursement {
-        let mut first = self.clone();
-        first.status = DisbursementStatus::Pending;
-        first.vendor_disbursement_id = None;
-        first.payout_vendor = None;
-        first.on_process_at_ms = None;
-        first.failure_reason = None;
-        first.reversal_seq = None;
-        first.updated_at_ms = first.created_at_ms;
-        first
-    }
-}
-
 /// Seconds WIB (UTC+7) is ahead of UTC.
 pub const WIB_OFFSET_SECONDS: i64 = 7 * 3600;
 

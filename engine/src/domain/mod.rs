@@ -5,6 +5,7 @@
 pub mod batch;
 pub mod beneficiary;
 pub mod catalog;
+pub mod changes;
 pub mod disbursement;
 pub mod merchant;
 pub mod order;
@@ -15,6 +16,7 @@ pub mod webhook;
 pub use batch::{BatchItem, BatchRefusal, DisbursementBatch, BATCH_ITEMS_MAX};
 pub use beneficiary::{Beneficiary, VerificationStatus};
 pub use catalog::{Bank, Catalog, Ewallet, Organization, PaymentVendorConfig, VendorKind, VendorRouting};
+pub use changes::{DisbursementChanges, OrderChanges, RefundChanges};
 pub use disbursement::{Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, Source};
 pub use merchant::{
     Credentials, Fees, FeesPatch, Limits, LimitsPatch, MerchantRecord, MerchantSettings, SettlementBank,

@@ -253,23 +253,6 @@ pub struct Order {
 }
 
 impl Order {
-    /// The order as its creation response showed it: replays of an
-    /// `Idempotency-Key` answer exactly that.
-    pub fn as_created(&self) -> Order {
-        let mut first = self.clone();
-        first.status = OrderStatus::Pending;
-        first.paid_at_ms = None;
-        first.vendor_rrn = None;
-        first.is_settled = false;
-        first.fees = None;
-        first.payment_seq = None;
-        first.refunded_amount = MinorUnits::ZERO;
-        first.failure_reason = None;
-        first.settlement_id = None;
-        first.updated_at_ms = first.created_at_ms;
-        first
-    }
-
     /// What may still be refunded.
     pub fn refundable(&self) -> MinorUnits {
         MinorUnits::new(self.amount.get() - self.refunded_amount.get())

@@ -11,10 +11,31 @@ use uuid::Uuid;
 pub enum EventResource {
     /// An order.
     Order(Box<Order>),
-    /// A refund, with its order.
-    Refund(Box<Refund>, Box<Order>),
+    /// A refund.
+    Refund(Box<Refund>),
     /// A disbursement.
     Disbursement(Box<Disbursement>),
+}
+
+impl EventResource {
+    /// The event of its status: `<resource>.<status>`, lower case.
+    pub fn event_name(&self) -> String {
+        let (kind, status) = match self {
+            EventResource::Order(order) => ("order", order.status.as_str()),
+            EventResource::Refund(refund) => ("refund", refund.status.as_str()),
+            EventResource::Disbursement(disbursement) => ("disbursement", disbursement.status.as_str()),
+        };
+        format!("{kind}.{}", status.to_ascii_lowercase())
+    }
+
+    /// The resource's id.
+    pub fn id(&self) -> Uuid {
+        match self {
+            EventResource::Order(order) => order.id,
+            EventResource::Refund(refund) => refund.id,
+            EventResource::Disbursement(disbursement) => disbursement.id,
+        }
+    }
 }
 
 /// One event and the state of its delivery.
@@ -43,11 +64,6 @@ pub struct WebhookEvent {
 impl WebhookEvent {
     /// A new event, due at once when it has somewhere to go.
     pub fn new(merchant_id: Uuid, occurred_at_ms: i64, url: Option<String>, resource: EventResource) -> WebhookEvent {
-        let (kind, status) = match &resource {
-            EventResource::Order(order) => ("order", order.status.as_str()),
-            EventResource::Refund(refund, _) => ("refund", refund.status.as_str()),
-            EventResource::Disbursement(disbursement) => ("disbursement", disbursement.status.as_str()),
-        };
         let next_attempt_at_ms = url.as_ref().map(|_| occurred_at_ms);
         WebhookEvent {
             // Time-ordered, and ordered by creation within the process: two
@@ -55,7 +71,7 @@ impl WebhookEvent {
             // the order they happened (the dispatcher sends them so).
             id: Uuid::now_v7(),
             merchant_id,
-            event: format!("{kind}.{}", status.to_ascii_lowercase()),
+            event: resource.event_name(),
             occurred_at_ms,
             url,
             resource,

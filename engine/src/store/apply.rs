@@ -174,7 +174,10 @@ impl Store {
                 self.apply_to_overlay(overlay, record, &[], encoded)?;
                 // Its events' spans follow the inner record's.
                 for event in events {
-                    self.overlay_webhook_event(overlay, event.clone(), None, encoded.next());
+                    let encoded = encoded
+                        .next()
+                        .map_or_else(|| encode_value(&record::event_in_record(event, record)), <[u8]>::to_vec);
+                    self.overlay_webhook_event(overlay, event.clone(), None, encoded);
                 }
             }
             JournalRecord::WebhookAttemptRecorded {
@@ -204,7 +207,12 @@ impl Store {
                 previously_due_ms,
                 attempt,
             } => {
-                self.overlay_webhook_event(overlay, Arc::new((**event).clone()), *previously_due_ms, None);
+                // Written whole (layout 1) when such records were written.
+                let whole = (**event).clone().into_event_over(&[]).ok_or_else(|| {
+                    StoreError::Format(format!("a delivery attempt's event {} without its resource", event.id))
+                })?;
+                let encoded = encode_value(&**event);
+                self.overlay_webhook_event(overlay, Arc::new(whole), *previously_due_ms, encoded);
                 self.overlay_webhook_attempt(overlay, attempt);
             }
             _ => {}
@@ -392,18 +400,16 @@ impl Store {
         }
     }
 
-    /// Puts a version of an event in the overlay (`encoded`: its bytes in
-    /// the record, when known) and moves its due key.
+    /// Puts a version of an event in the overlay, `encoded` as its block
+    /// will hold it, and moves its due key.
     fn overlay_webhook_event(
         &self,
         overlay: &mut Overlay,
         event: Arc<WebhookEvent>,
         previously_due_ms: Option<i64>,
-        encoded: Option<&[u8]>,
+        encoded: Vec<u8>,
     ) {
-        let encoded = encoded
-            .map_or_else(|| encode_value(&*event), <[u8]>::to_vec)
-            .into_boxed_slice();
+        let encoded = encoded.into_boxed_slice();
         overlay
             .active
             .put_version(Kind::WebhookEvents, event.id, event.clone(), encoded);

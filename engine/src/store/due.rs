@@ -217,6 +217,7 @@ mod tests {
     use crate::domain::{EventResource, WebhookAttempt, WebhookEvent};
     use crate::store::queries::orders::tests::test_order;
     use crate::store::record::JournalRecord;
+    use crate::store::stored::StoredEvent;
 
     fn event(merchant: Uuid, n: usize, due_ms: i64) -> WebhookEvent {
         let resource = EventResource::Order(Box::new(test_order(merchant, n)));
@@ -230,7 +231,7 @@ mod tests {
         after.next_attempt_at_ms = next_ms;
         let attempt = WebhookAttempt::of_event(event, after.attempts, 1, next_ms);
         JournalRecord::WebhookAttempted {
-            event: Box::new(after),
+            event: Box::new(StoredEvent::of(&after, false)),
             previously_due_ms: event.next_attempt_at_ms,
             attempt: Box::new(attempt),
         }

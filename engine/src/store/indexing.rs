@@ -6,10 +6,9 @@
 //! into blocks.
 
 use super::history::{Hashes, Indexed};
+use super::stored::StoredEvent;
 use super::Store;
-use crate::domain::{
-    Beneficiary, Disbursement, DisbursementBatch, Order, Refund, Settlement, WebhookAttempt, WebhookEvent,
-};
+use crate::domain::{Beneficiary, Disbursement, DisbursementBatch, Order, Refund, Settlement, WebhookAttempt};
 use uuid::Uuid;
 
 /// A version listed under its merchant, not final.
@@ -68,7 +67,7 @@ pub(super) fn batch_indexed(batch: &DisbursementBatch) -> Indexed {
 }
 
 /// A webhook event: found by id only, so nothing is new to the index.
-pub(super) fn event_indexed(event: &WebhookEvent) -> Indexed {
+pub(super) fn event_indexed(event: &StoredEvent) -> Indexed {
     listed_by_merchant(event.id, event.merchant_id, event.occurred_at_ms, false)
 }
 

@@ -24,7 +24,10 @@
 //!
 //! What the journal, blocks and sled values hold are the store's own
 //! versioned types (`stored/`), not the domain structs: each value carries
-//! its layout, and a domain field changed has to say how it is stored.
+//! its layout, and a domain field changed has to say how it is stored. A
+//! webhook event keeps its resource's id and the fields that change
+//! (`domain::changes`), read back over the version its journal record
+//! carries or, from a block, over the resource's newest version.
 //!
 //! Files: `keys.rs` (key prefixes and key building), `directory.rs` and
 //! `catalog.rs` (kept in memory), `apply.rs` (records to trees and the

@@ -1,6 +1,8 @@
 //! The journal's record types and their bincode 2 encoding.
 
-use super::stored::{self, EventDeliveryV1, Stored, Versioned, LAYOUT_TAG};
+use super::stored::{
+    self, EventDeliveryV1, ResourceVersion, ResourceWanted, Stored, StoredEvent, Versioned, LAYOUT_TAG,
+};
 use crate::domain::catalog::{PaymentVendorConfig, PayoutRouting, VendorRouting};
 use crate::domain::order::{Order, Refund};
 use crate::domain::settlement::Settlement;
@@ -90,22 +92,23 @@ pub enum JournalRecord {
         entry: Option<Entry>,
     },
     /// A change together with the webhook events it causes: no change
-    /// without its events, no event without its change.
+    /// without its events, no event without its change. Each event is
+    /// written as a `StoredEvent` naming the resource version the change
+    /// carries, and read back over it (`evented_to_wire`).
+    #[serde(serialize_with = "evented_to_wire", deserialize_with = "evented_from_wire")]
     Evented {
         /// The change.
-        #[serde(deserialize_with = "nested_record")]
         record: Box<JournalRecord>,
         /// Its events, due for delivery; shared with the overlay, as
         /// disbursements are.
-        #[serde_as(as = "Vec<Arc<Versioned>>")]
         events: Vec<Arc<WebhookEvent>>,
     },
     /// A delivery attempt, with the whole event after it (journals written
-    /// before `WebhookAttemptRecorded`).
+    /// before `WebhookAttemptRecorded`; never written now).
     WebhookAttempted {
         /// The event after the attempt.
         #[serde_as(as = "Box<Versioned>")]
-        event: Box<WebhookEvent>,
+        event: Box<StoredEvent>,
         /// When it was due before the attempt (its index entry goes).
         previously_due_ms: Option<i64>,
         /// The attempt.
@@ -203,7 +206,89 @@ fn nested_record<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Bo
     Box::<JournalRecord>::deserialize(deserializer)
 }
 
+/// An `Evented` record's event as written: named by reference when the
+/// record carries its resource (it always does; whole otherwise, so any
+/// event can be written).
+pub(super) fn event_in_record(event: &WebhookEvent, record: &JournalRecord) -> StoredEvent {
+    let wanted = ResourceWanted::of(&event.resource);
+    let carried = record.resource_versions().iter().any(|version| wanted.is(version));
+    StoredEvent::of(event, carried)
+}
+
+/// Writes `Evented`'s fields: the inner record, then its events.
+fn evented_to_wire<S: serde::Serializer>(
+    record: &JournalRecord,
+    events: &[Arc<WebhookEvent>],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let events: Vec<StoredEvent> = events.iter().map(|event| event_in_record(event, record)).collect();
+    let events: Vec<SerializeAsWrap<StoredEvent, Versioned>> = events.iter().map(SerializeAsWrap::new).collect();
+    (record, events).serialize(serializer)
+}
+
+/// `Evented`'s fields: the change and its events.
+type EventedFields = (Box<JournalRecord>, Vec<Arc<WebhookEvent>>);
+
+/// Reads `Evented`'s fields, each event laid over the version of its
+/// resource the inner record carries.
+fn evented_from_wire<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<EventedFields, D::Error> {
+    struct Nested(Box<JournalRecord>);
+    impl<'de> Deserialize<'de> for Nested {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            nested_record(deserializer).map(Nested)
+        }
+    }
+    let (Nested(record), events) =
+        <(Nested, Vec<DeserializeAsWrap<StoredEvent, Versioned>>)>::deserialize(deserializer)?;
+    let versions = record.resource_versions();
+    let events = events
+        .into_iter()
+        .map(|event| {
+            let event = event.into_inner();
+            let id = event.id;
+            event.into_event_over(&versions).map(Arc::new).ok_or_else(|| {
+                serde::de::Error::custom(format_args!("event {id} names a resource its record does not carry"))
+            })
+        })
+        .collect::<Result<Vec<_>, D::Error>>()?;
+    Ok((record, events))
+}
+
 impl JournalRecord {
+    /// The versions of orders, refunds and disbursements the record
+    /// carries: what its events may name.
+    pub fn resource_versions(&self) -> Vec<ResourceVersion<'_>> {
+        match self {
+            JournalRecord::OrderCreated(order) | JournalRecord::OrderUpdated(order) => {
+                vec![ResourceVersion::Order(order)]
+            }
+            JournalRecord::OrderPaid { order, .. } => vec![ResourceVersion::Order(order)],
+            JournalRecord::RefundSaved { order, refund, .. } => {
+                vec![ResourceVersion::Order(order), ResourceVersion::Refund(refund)]
+            }
+            JournalRecord::SettlementCreated { orders, refunds, .. } => orders
+                .iter()
+                .map(ResourceVersion::Order)
+                .chain(refunds.iter().map(ResourceVersion::Refund))
+                .collect(),
+            JournalRecord::DisbursementCreated { disbursement, .. }
+            | JournalRecord::DisbursementUpdated(disbursement)
+            | JournalRecord::DisbursementReversed { disbursement, .. } => {
+                vec![ResourceVersion::Disbursement(disbursement)]
+            }
+            JournalRecord::DisbursementsUpdated(disbursements) => disbursements
+                .iter()
+                .map(|disbursement| ResourceVersion::Disbursement(disbursement))
+                .collect(),
+            JournalRecord::DisbursementBatchCreated { disbursements, .. } => disbursements
+                .iter()
+                .map(|(disbursement, _)| ResourceVersion::Disbursement(disbursement))
+                .collect(),
+            JournalRecord::Evented { record, .. } => record.resource_versions(),
+            _ => Vec::new(),
+        }
+    }
+
     /// `record` with `events`, or `record` alone when there are none. An
     /// event with no URL to go to (no notify URL, no merchant default) is
     /// not kept: nothing could ever deliver it.
@@ -350,7 +435,7 @@ impl JournalRecord {
                 record.encode_spanned(out, spans);
                 put(out, &(events.len() as u64));
                 for event in events {
-                    put_spanned(out, spans, &**event);
+                    put_spanned(out, spans, &event_in_record(event, record));
                 }
             }
             other => put(out, other),

@@ -14,8 +14,9 @@
 use super::blocks::{self, Location};
 use super::history::{self, Kind, KindSpec};
 use super::record::decode_value;
+use super::stored::StoredEvent;
 use super::{corrupt_block, KindIndexes, Store, StoreError};
-use crate::domain::{EventDeliveryVersion, WebhookAttempt, WebhookEvent};
+use crate::domain::{EventDeliveryVersion, WebhookAttempt};
 use std::sync::atomic::Ordering;
 
 /// A block's place in its kind's order: (checkpoint, part).
@@ -94,11 +95,9 @@ impl Store {
             self.kind(kind).retained_since_ms.fetch_max(cutoff_ms, Ordering::AcqRel);
         }
         let events = self.drop_blocks_while(self.kind(Kind::WebhookEvents), |encoded, location| {
-            let mut event: WebhookEvent = decode_value(encoded)?;
-            if let Some(delivery) = self.event_delivery(&event.id)? {
-                event.set_delivery(delivery);
-            }
-            if event.next_attempt_at_ms.is_none() && event.occurred_at_ms < cutoff_ms {
+            let event: StoredEvent = decode_value(encoded)?;
+            let delivery = self.event_delivery(&event.id)?.unwrap_or(event.delivery);
+            if delivery.next_attempt_at_ms.is_none() && event.occurred_at_ms < cutoff_ms {
                 return Ok(true);
             }
             // Kept, unless a later block holds a newer version.
@@ -197,7 +196,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::EventResource;
+    use crate::domain::{EventResource, WebhookEvent};
     use crate::store::keys::KeyPrefix;
     use crate::store::queries::orders::tests::test_order;
     use crate::store::record::JournalRecord;

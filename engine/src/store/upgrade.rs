@@ -16,10 +16,9 @@ use super::indexing::{
 };
 use super::keys::KeyPrefix;
 use super::record::decode_value;
+use super::stored::StoredEvent;
 use super::{corrupt_block, Store, StoreError};
-use crate::domain::{
-    Beneficiary, Disbursement, DisbursementBatch, Order, Refund, Settlement, WebhookAttempt, WebhookEvent,
-};
+use crate::domain::{Beneficiary, Disbursement, DisbursementBatch, Order, Refund, Settlement, WebhookAttempt};
 use foldhash::HashMap;
 use uuid::Uuid;
 
@@ -51,7 +50,7 @@ impl Store {
             }
             Kind::WebhookEvents => {
                 let moved =
-                    self.move_keyed_to_blocks(kind, KeyPrefix::WebhookEvent, checkpoint, |event: &WebhookEvent| {
+                    self.move_keyed_to_blocks(kind, KeyPrefix::WebhookEvent, checkpoint, |event: &StoredEvent| {
                         (Some(event.id), event_indexed(event), history::NO_HASHES)
                     })?;
                 self.remove_prefixes(&[KeyPrefix::WebhookEvent])?;

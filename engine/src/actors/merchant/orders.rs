@@ -442,7 +442,7 @@ impl MerchantState {
             .notify_url
             .clone()
             .or_else(|| self.profile.default_notify_url.clone());
-        let resource = EventResource::Refund(Box::new(refund.clone()), Box::new(order.clone()));
+        let resource = EventResource::Refund(Box::new(refund.clone()));
         WebhookEvent::new(refund.merchant_id, refund.updated_at_ms, url, resource)
     }
 

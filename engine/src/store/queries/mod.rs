@@ -162,6 +162,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::overlay::Layer;
+    use crate::store::stored::StoredEvent;
     use std::sync::Arc;
 
     /// The reference the bounded read is held to: sled's range with the
@@ -297,7 +298,7 @@ mod tests {
                 manual: false,
             };
             let attempted = JournalRecord::WebhookAttempted {
-                event: Box::new(delivered),
+                event: Box::new(StoredEvent::of(&delivered, false)),
                 previously_due_ms: Some(1_000),
                 attempt: Box::new(attempt),
             };

@@ -3,22 +3,67 @@
 
 use crate::domain::{EventDelivery, EventDeliveryVersion, WebhookAttempt, WebhookEvent};
 use crate::store::history::Kind;
+use crate::store::stored::{ResourceVersion, ResourceWanted, StoredEvent};
 use crate::store::{Store, StoreError};
 use uuid::Uuid;
 
 impl Store {
-    /// A webhook event by id: the overlay's newest version, else the block
-    /// the index points to.
-    /// An event's delivery is kept apart (`history::WEBHOOK_DELIVERIES`,
-    /// written by each attempt) and laid over the event as it was written.
+    /// A webhook event by id: the overlay's newest version, else the one
+    /// a checkpoint wrote, which names its resource: the changes it keeps
+    /// are laid over the resource's newest version. An event's delivery is
+    /// kept apart (`history::WEBHOOK_DELIVERIES`, written by each attempt)
+    /// and laid over the event as it was written.
     pub fn webhook_event(&self, id: &Uuid) -> Result<Option<WebhookEvent>, StoreError> {
-        let Some(mut event) = self.newest_version::<WebhookEvent>(Kind::WebhookEvents, id)? else {
-            return Ok(None);
+        let recent = {
+            let overlay = self.overlay.lock().expect("overlay lock");
+            let found = overlay.active.version::<WebhookEvent>(Kind::WebhookEvents, id);
+            found.or_else(|| {
+                overlay
+                    .flushing
+                    .as_deref()?
+                    .version::<WebhookEvent>(Kind::WebhookEvents, id)
+            })
+        };
+        let mut event = match recent {
+            Some(event) => event,
+            None => match self.checkpointed_version::<StoredEvent>(Kind::WebhookEvents, id)? {
+                Some(stored) => self.event_over_its_resource(stored)?,
+                None => return Ok(None),
+            },
         };
         if let Some(delivery) = self.event_delivery(id)? {
             event.set_delivery(delivery);
         }
         Ok(Some(event))
+    }
+
+    /// `stored` whole, over the newest version of the resource it names.
+    fn event_over_its_resource(&self, stored: StoredEvent) -> Result<WebhookEvent, StoreError> {
+        let (id, merchant_id) = (stored.id, stored.merchant_id);
+        let (mut order, mut refund, mut disbursement) = (None, None, None);
+        let named = stored.subject.named();
+        let versions: Vec<ResourceVersion<'_>> = match named {
+            None => Vec::new(),
+            Some(ResourceWanted::Order(id)) => order
+                .insert(self.order(&id)?)
+                .iter()
+                .map(ResourceVersion::Order)
+                .collect(),
+            Some(ResourceWanted::Refund(id)) => refund
+                .insert(self.refund(&id)?)
+                .iter()
+                .map(ResourceVersion::Refund)
+                .collect(),
+            Some(ResourceWanted::Disbursement(id)) => disbursement
+                .insert(self.disbursement(&id)?)
+                .iter()
+                .map(ResourceVersion::Disbursement)
+                .collect(),
+        };
+        stored.into_event_over(&versions).ok_or_else(|| StoreError::Corrupt {
+            merchant_id,
+            reason: format!("webhook event {id} names {named:?}, which is not stored"),
+        })
     }
 
     /// Where an event's delivery stands, as its newest attempt left it
@@ -157,7 +202,7 @@ mod tests {
             for (n, attempt) in attempts(&events, 400).into_iter().enumerate() {
                 let event = store.webhook_event(&attempt.event_id).unwrap().unwrap();
                 let record = JournalRecord::WebhookAttempted {
-                    event: Box::new(delivered(&event)),
+                    event: Box::new(StoredEvent::of(&delivered(&event), false)),
                     previously_due_ms: event.next_attempt_at_ms,
                     attempt: Box::new(attempt),
                 };
@@ -220,7 +265,7 @@ mod tests {
             store.apply(2, &first, &first.encode()).unwrap();
             let slim = first.encode().len();
             let whole = JournalRecord::WebhookAttempted {
-                event: Box::new(delivered(due[0])),
+                event: Box::new(StoredEvent::of(&delivered(due[0]), false)),
                 previously_due_ms: due[0].next_attempt_at_ms,
                 attempt: Box::new(attempts(std::slice::from_ref(due[0]), 1).remove(0)),
             };
@@ -305,7 +350,10 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             for event in &events {
                 let key = prefixed(KeyPrefix::WebhookEvent, &[event.id.as_bytes()]);
-                store.ledger.insert(key, encode_value(event)).unwrap();
+                store
+                    .ledger
+                    .insert(key, encode_value(&StoredEvent::of(event, false)))
+                    .unwrap();
             }
             for attempt in attempts(&events, 100) {
                 let key = prefixed(
@@ -334,5 +382,57 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         assert_events_stored(&store, &events, 100);
         assert_attempts_listed(&store, &attempts(&events, 100));
+    }
+
+    /// An event keeps only what changed: read from its block after the
+    /// order was refunded and settled, it still shows the order as paid.
+    #[test]
+    fn an_event_reads_its_resource_as_it_was_though_it_changed_since() {
+        use crate::domain::{FeeSplit, OrderStatus};
+        use crate::money::MinorUnits;
+        let dir = tempfile::tempdir().unwrap();
+        let merchant = Uuid::new_v4();
+        let mut paid = test_order(merchant, 1);
+        paid.status = OrderStatus::Paid;
+        paid.paid_at_ms = Some(2_000);
+        paid.vendor_rrn = Some("RRN-1".into());
+        paid.fees = Some(FeeSplit {
+            net: MinorUnits::new(9_000),
+            ..FeeSplit::default()
+        });
+        paid.payment_seq = Some(3);
+        paid.updated_at_ms = 2_000;
+        let event = WebhookEvent::new(
+            merchant,
+            2_000,
+            Some("https://m.example/hook".into()),
+            EventResource::Order(Box::new(paid.clone())),
+        );
+        let mut refunded = paid.clone();
+        refunded.status = OrderStatus::Refunded;
+        refunded.refunded_amount = refunded.amount;
+        refunded.is_settled = true;
+        refunded.settlement_id = Some(Uuid::new_v4());
+        refunded.updated_at_ms = 3_000;
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let created = JournalRecord::OrderCreated(Box::new(paid.as_created()));
+            store.apply(1, &created, &created.encode()).unwrap();
+            let record =
+                JournalRecord::with_events(JournalRecord::OrderUpdated(Box::new(paid.clone())), vec![event.clone()]);
+            let (bytes, spans) = record.encode_with_spans();
+            // The event names the order its record carries: a few dozen bytes.
+            let span = spans.last().unwrap().clone();
+            assert!(span.len() < 160, "{} bytes", span.len());
+            store.apply_encoded(2, &record, &bytes, &spans).unwrap();
+            store.checkpoint().unwrap();
+            let later = JournalRecord::OrderUpdated(Box::new(refunded.clone()));
+            store.apply(3, &later, &later.encode()).unwrap();
+            store.checkpoint().unwrap();
+            assert_eq!(store.webhook_event(&event.id).unwrap(), Some(event.clone()));
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.order(&paid.id).unwrap(), Some(refunded));
+        assert_eq!(store.webhook_event(&event.id).unwrap(), Some(event));
     }
 }

@@ -130,7 +130,6 @@ fn spanned_encoding_is_the_serde_encoding_with_each_disbursement_located() {
         Some("https://merchant.example/hook".into()),
         crate::domain::EventResource::Disbursement(Box::new((*one).clone())),
     );
-    let event_bytes = encode_value(&event);
     let cases: Vec<(JournalRecord, Vec<&Arc<Disbursement>>)> = vec![
         (
             JournalRecord::DisbursementCreated {
@@ -185,7 +184,11 @@ fn spanned_encoding_is_the_serde_encoding_with_each_disbursement_located() {
         assert_eq!(JournalRecord::decode(&bytes).unwrap(), record);
         let mut expected: Vec<Vec<u8>> = carried.iter().map(|d| encode_value(&***d)).collect();
         if let JournalRecord::Evented { events, .. } = &record {
-            expected.extend(events.iter().map(|_| event_bytes.clone()));
+            // An event names the version its record carries, else is whole.
+            expected.extend(events.iter().map(|event| {
+                let carried = carried.iter().any(|d| d.id == event.resource.id());
+                encode_value(&StoredEvent::of(event, carried))
+            }));
         }
         assert_eq!(spans.len(), expected.len(), "{record:?}");
         for (span, version) in spans.into_iter().zip(expected) {

@@ -2,7 +2,9 @@
 //! and sled values hold, declared apart from the domain structs.
 //!
 //! Each stored type has its layouts here, layout 1 first, each a serde
-//! remote mirror of the domain type (`accounts.rs`, `resources.rs`). A
+//! remote mirror of the domain type (`accounts.rs`, `resources.rs`);
+//! webhook events, whose layout 2 names their resource instead of copying
+//! it, are `events.rs`. A
 //! mirror names every field, so adding, removing or retyping a domain field
 //! does not compile until the stored side says how it is kept: a new layout
 //! (read beside the old ones, converted into the domain type) or a change
@@ -18,15 +20,19 @@
 //! no varint begins with 0xFF.
 
 mod accounts;
+#[cfg(test)]
+mod event_tests;
+mod events;
 mod resources;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use accounts::*;
+pub(crate) use events::*;
 pub(crate) use resources::*;
 
 use crate::domain::catalog::PayoutRouting;
-use crate::domain::webhook::{EventDeliveryVersion, WebhookAttempt, WebhookEvent};
+use crate::domain::webhook::{EventDeliveryVersion, WebhookAttempt};
 use crate::domain::{Bank, Beneficiary, Disbursement, DisbursementBatch, Ewallet, MerchantRecord, MerchantUser};
 use crate::domain::{Order, Organization, PaymentVendorConfig, Refund, Settlement, VendorRouting};
 use crate::ledger::{Entry, MerchantBook};
@@ -196,7 +202,6 @@ stored_in_layout_1! {
     Settlement => SettlementV1,
     Beneficiary => BeneficiaryV1,
     DisbursementBatch => DisbursementBatchV1,
-    WebhookEvent => WebhookEventV1,
     EventDeliveryVersion => EventDeliveryVersionV1,
     WebhookAttempt => WebhookAttemptV1,
     Entry => EntryV1,

@@ -7,7 +7,7 @@ use crate::domain::batch::{BatchItem, BatchRefusal};
 use crate::domain::beneficiary::VerificationStatus;
 use crate::domain::disbursement::{Destination, DisbursementStatus, Source};
 use crate::domain::order::{FeeSplit, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};
-use crate::domain::webhook::{EventDelivery, EventDeliveryVersion, EventResource, WebhookAttempt, WebhookEvent};
+use crate::domain::webhook::{EventDelivery, EventDeliveryVersion, WebhookAttempt};
 use crate::domain::{Beneficiary, Channel, Disbursement, DisbursementBatch, Order};
 use crate::money::MinorUnits;
 use serde::{Deserialize, Serialize};
@@ -298,36 +298,6 @@ pub(crate) struct BeneficiaryV1 {
     updated_at_ms: i64,
 }
 
-/// Layout 1 of [`EventResource`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "EventResource")]
-pub(crate) enum EventResourceV1 {
-    Order(#[serde_as(as = "Box<OrderV1>")] Box<Order>),
-    Refund(
-        #[serde_as(as = "Box<RefundV1>")] Box<Refund>,
-        #[serde_as(as = "Box<OrderV1>")] Box<Order>,
-    ),
-    Disbursement(#[serde_as(as = "Box<DisbursementV1>")] Box<Disbursement>),
-}
-
-/// Layout 1 of [`WebhookEvent`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "WebhookEvent")]
-pub(crate) struct WebhookEventV1 {
-    id: Uuid,
-    merchant_id: Uuid,
-    event: String,
-    occurred_at_ms: i64,
-    url: Option<String>,
-    #[serde_as(as = "EventResourceV1")]
-    resource: EventResource,
-    attempts: u32,
-    delivered: bool,
-    next_attempt_at_ms: Option<i64>,
-}
-
 /// Layout 1 of [`EventDelivery`].
 #[serde_as]
 #[derive(Serialize, Deserialize)]
@@ -385,8 +355,6 @@ super::layout_of! {
     BatchRefusal => BatchRefusalV1,
     VerificationStatus => VerificationStatusV1,
     Beneficiary => BeneficiaryV1,
-    EventResource => EventResourceV1,
-    WebhookEvent => WebhookEventV1,
     EventDelivery => EventDeliveryV1,
     EventDeliveryVersion => EventDeliveryVersionV1,
     WebhookAttempt => WebhookAttemptV1,
