@@ -280,9 +280,54 @@ impl Store {
         indexed: Indexed,
         hashes: impl FnOnce() -> Hashes,
     ) {
+        #[cfg(debug_assertions)]
+        self.assert_fixed_fields_kept(overlay, kind, indexed.id, &*version);
         overlay.active.put_version(kind, indexed.id, version, encoded);
         let mut index = self.kind(kind).recent.write().expect("recent index lock");
         index.index_version(indexed, kind.spec().keeps_open_set, hashes);
+    }
+
+    /// Checks, in debug builds (every test), what a webhook event relies on
+    /// to be read back (`domain::changes`): a new version of an order,
+    /// refund or disbursement differs from the one before it only in the
+    /// fields that change over a resource's life.
+    #[cfg(debug_assertions)]
+    fn assert_fixed_fields_kept(&self, overlay: &Overlay, kind: Kind, id: uuid::Uuid, version: &dyn std::any::Any) {
+        fn previous<T: Clone + super::stored::Stored + 'static>(
+            store: &Store,
+            overlay: &Overlay,
+            kind: Kind,
+            id: uuid::Uuid,
+        ) -> Option<T> {
+            let layered = overlay.active.version::<T>(kind, &id);
+            let layered = layered.or_else(|| overlay.flushing.as_deref()?.version::<T>(kind, &id));
+            layered.or_else(|| store.checkpointed_version::<T>(kind, &id).ok().flatten())
+        }
+        if let Some(new) = version.downcast_ref::<Order>() {
+            if let Some(old) = previous::<Order>(self, overlay, kind, id) {
+                assert_eq!(
+                    old.with_changes(new.changes()),
+                    *new,
+                    "a fixed field of order {id} changed"
+                );
+            }
+        } else if let Some(new) = version.downcast_ref::<Refund>() {
+            if let Some(old) = previous::<Refund>(self, overlay, kind, id) {
+                assert_eq!(
+                    old.with_changes(new.changes()),
+                    *new,
+                    "a fixed field of refund {id} changed"
+                );
+            }
+        } else if let Some(new) = version.downcast_ref::<Disbursement>() {
+            if let Some(old) = previous::<Disbursement>(self, overlay, kind, id) {
+                assert_eq!(
+                    old.with_changes(new.changes()),
+                    *new,
+                    "a fixed field of disbursement {id} changed"
+                );
+            }
+        }
     }
 
     /// An order's newest version, indexed at once as a disbursement's is,

@@ -29,7 +29,11 @@ impl Store {
     }
 
     /// A version a checkpoint wrote: from the block its location names.
-    pub(super) fn checkpointed_version<T: Stored>(&self, kind: Kind, id: &Uuid) -> Result<Option<T>, StoreError> {
+    pub(in crate::store) fn checkpointed_version<T: Stored>(
+        &self,
+        kind: Kind,
+        id: &Uuid,
+    ) -> Result<Option<T>, StoreError> {
         let kind = self.kind(kind);
         let location = kind.runs.read().expect("history lock").location(id)?;
         let Some(location) = location.filter(|location| kind.retains(location)) else {
