@@ -121,6 +121,18 @@ impl RunningServer {
         let _ = self.dispatcher.await;
         if final_checkpoint {
             self.engine.shutdown().await;
+            let state_dir = self.engine.state_dir();
+            drop(self.engine);
+            let started = std::time::Instant::now();
+            let snapshot = move || paygate_engine::store::snapshot_closed_state(&state_dir);
+            match tokio::task::spawn_blocking(snapshot).await {
+                Ok(Ok(())) => tracing::info!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "storage snapshot written: the next start reads no storage log"
+                ),
+                Ok(Err(error)) => tracing::warn!(%error, "no storage snapshot; the next start reads the storage log"),
+                Err(error) => tracing::warn!(%error, "storage snapshot task failed"),
+            }
         } else {
             self.engine.halt_without_checkpoint().await;
         }

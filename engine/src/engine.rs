@@ -20,6 +20,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use uuid::Uuid;
 
+/// The data dir's folder of storage state (sled), beside `journal/`.
+const STATE_DIR: &str = "state";
+
 /// Where and how the engine keeps its data.
 #[derive(Clone)]
 pub struct EngineConfig {
@@ -141,7 +144,7 @@ impl Engine {
     /// seeds the catalog on first start and starts the checkpointer.
     pub async fn open(config: EngineConfig, clock: SharedClock) -> Result<Engine, EngineError> {
         let journal_dir = config.data_dir.join("journal");
-        let state_dir = config.data_dir.join("state");
+        let state_dir = config.data_dir.join(STATE_DIR);
         let first_start = !state_dir.exists() && !journal_dir.exists();
         std::fs::create_dir_all(&config.data_dir).map_err(StoreError::from)?;
         let format = crate::store::check_data_format(&config.data_dir)?;
@@ -451,6 +454,11 @@ impl Engine {
     /// The data directory.
     pub(crate) fn data_dir(&self) -> &std::path::Path {
         &self.inner.data_dir
+    }
+
+    /// Where its storage (sled) lives: `state/` in the data dir.
+    pub fn state_dir(&self) -> PathBuf {
+        self.inner.data_dir.join(STATE_DIR)
     }
 
     /// One checkpoint at a time.

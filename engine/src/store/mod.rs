@@ -340,6 +340,19 @@ impl Store {
     }
 }
 
+/// Writes sled's snapshot of the closed state at `path` (the data dir's
+/// `state`), so the next open has nothing to scan. sled 0.34 writes the
+/// snapshot its recovery starts from only when it opens, and an open first
+/// reads everything written since the last one: after a long run, seconds
+/// to minutes. Opening once more right after a clean stop pays that while
+/// nothing waits, instead of at the next start. Fails if the state is still
+/// open here after a few seconds.
+pub fn snapshot_closed_state(path: &Path) -> Result<(), StoreError> {
+    let db = open_sled(path)?;
+    drop(db);
+    Ok(())
+}
+
 /// Opens sled, waiting briefly while a previous instance in this process
 /// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
 /// by a few milliseconds.
