@@ -196,10 +196,7 @@ impl Store {
                 overlay
                     .active
                     .put_version(Kind::WebhookDeliveries, *event_id, Arc::new(version), encoded);
-                self.overlay_due_key_gone(overlay, *event_id, *previously_due_ms);
-                if let Some(next) = delivery.next_attempt_at_ms {
-                    self.overlay_due_key(overlay, next, *event_id);
-                }
+                self.overlay_due_key_moved(overlay, *event_id, *previously_due_ms, delivery.next_attempt_at_ms);
                 self.overlay_webhook_attempt(overlay, attempt);
             }
             JournalRecord::WebhookAttempted {
@@ -437,11 +434,21 @@ impl Store {
         });
     }
 
-    /// Removes an event's due key of `previously_due_ms`, if it had one.
-    fn overlay_due_key_gone(&self, overlay: &mut Overlay, event_id: uuid::Uuid, previously_due_ms: Option<i64>) {
+    /// Moves an event's due key from `previously_due_ms` to `due_ms`
+    /// (either none: it had none, or has none now).
+    fn overlay_due_key_moved(
+        &self,
+        overlay: &mut Overlay,
+        event_id: uuid::Uuid,
+        previously_due_ms: Option<i64>,
+        due_ms: Option<i64>,
+    ) {
         if let Some(previous) = previously_due_ms {
             overlay.active.put_resources([(due_key(previous, &event_id), None)]);
             self.note_not_due(previous, event_id);
+        }
+        if let Some(next) = due_ms {
+            self.overlay_due_key(overlay, next, event_id);
         }
     }
 
@@ -458,10 +465,7 @@ impl Store {
         overlay
             .active
             .put_version(Kind::WebhookEvents, event.id, event.clone(), encoded);
-        self.overlay_due_key_gone(overlay, event.id, previously_due_ms);
-        if let Some(next) = event.next_attempt_at_ms {
-            self.overlay_due_key(overlay, next, event.id);
-        }
+        self.overlay_due_key_moved(overlay, event.id, previously_due_ms, event.next_attempt_at_ms);
     }
 
     /// Puts an event's due key of `due_ms` in the outbox.
