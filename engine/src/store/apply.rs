@@ -173,10 +173,12 @@ impl Store {
                 // Only an inner entry record would need its own bytes; none is ever wrapped.
                 self.apply_to_overlay(overlay, record, &[], encoded)?;
                 // Its events' spans follow the inner record's.
+                let carried = record.resource_versions();
                 for event in events {
-                    let encoded = encoded
-                        .next()
-                        .map_or_else(|| encode_value(&record::event_in_record(event, record)), <[u8]>::to_vec);
+                    let encoded = encoded.next().map_or_else(
+                        || encode_value(&record::event_in_record(event, &carried)),
+                        <[u8]>::to_vec,
+                    );
                     self.overlay_webhook_event(overlay, event.clone(), None, encoded);
                 }
             }

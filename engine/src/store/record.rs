@@ -206,13 +206,12 @@ fn nested_record<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Bo
     Box::<JournalRecord>::deserialize(deserializer)
 }
 
-/// An `Evented` record's event as written: named by reference when the
-/// record carries its resource (it always does; whole otherwise, so any
-/// event can be written).
-pub(super) fn event_in_record(event: &WebhookEvent, record: &JournalRecord) -> StoredEvent {
+/// An `Evented` record's event as written: named by reference when one of
+/// `carried` (the record's `resource_versions`) is its resource (it always
+/// is; whole otherwise, so any event can be written).
+pub(super) fn event_in_record(event: &WebhookEvent, carried: &[ResourceVersion<'_>]) -> StoredEvent {
     let wanted = ResourceWanted::of(&event.resource);
-    let carried = record.resource_versions().iter().any(|version| wanted.is(version));
-    StoredEvent::of(event, carried)
+    StoredEvent::of(event, carried.iter().any(|version| wanted.is(version)))
 }
 
 /// Writes `Evented`'s fields: the inner record, then its events.
@@ -221,7 +220,8 @@ fn evented_to_wire<S: serde::Serializer>(
     events: &[Arc<WebhookEvent>],
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    let events: Vec<StoredEvent> = events.iter().map(|event| event_in_record(event, record)).collect();
+    let carried = record.resource_versions();
+    let events: Vec<StoredEvent> = events.iter().map(|event| event_in_record(event, &carried)).collect();
     let events: Vec<SerializeAsWrap<StoredEvent, Versioned>> = events.iter().map(SerializeAsWrap::new).collect();
     (record, events).serialize(serializer)
 }
@@ -434,8 +434,9 @@ impl JournalRecord {
                 tag(out, variant::EVENTED);
                 record.encode_spanned(out, spans);
                 put(out, &(events.len() as u64));
+                let carried = record.resource_versions();
                 for event in events {
-                    put_spanned(out, spans, &event_in_record(event, record));
+                    put_spanned(out, spans, &event_in_record(event, &carried));
                 }
             }
             other => put(out, other),

@@ -1,7 +1,7 @@
 //! Webhook reads: events by id (versions in blocks,
 //! `history::WEBHOOK_EVENTS`) and a merchant's delivery attempts (in blocks too, `history::WEBHOOK_ATTEMPTS`).
 
-use crate::domain::{EventDelivery, EventDeliveryVersion, WebhookAttempt, WebhookEvent};
+use crate::domain::{EventDelivery, EventDeliveryVersion, EventResource, WebhookAttempt, WebhookEvent};
 use crate::store::history::Kind;
 use crate::store::stored::{ResourceVersion, ResourceWanted, StoredEvent};
 use crate::store::{Store, StoreError};
@@ -39,27 +39,16 @@ impl Store {
 
     /// `stored` whole, over the newest version of the resource it names.
     fn event_over_its_resource(&self, stored: StoredEvent) -> Result<WebhookEvent, StoreError> {
-        let (id, merchant_id) = (stored.id, stored.merchant_id);
-        let (mut order, mut refund, mut disbursement) = (None, None, None);
-        let named = stored.subject.named();
-        let versions: Vec<ResourceVersion<'_>> = match named {
-            None => Vec::new(),
-            Some(ResourceWanted::Order(id)) => order
-                .insert(self.order(&id)?)
-                .iter()
-                .map(ResourceVersion::Order)
-                .collect(),
-            Some(ResourceWanted::Refund(id)) => refund
-                .insert(self.refund(&id)?)
-                .iter()
-                .map(ResourceVersion::Refund)
-                .collect(),
-            Some(ResourceWanted::Disbursement(id)) => disbursement
-                .insert(self.disbursement(&id)?)
-                .iter()
-                .map(ResourceVersion::Disbursement)
-                .collect(),
+        let (id, merchant_id, named) = (stored.id, stored.merchant_id, stored.subject.named());
+        let resource = match named {
+            None => None,
+            Some(ResourceWanted::Order(id)) => self.order(&id)?.map(|order| EventResource::Order(Box::new(order))),
+            Some(ResourceWanted::Refund(id)) => self.refund(&id)?.map(|refund| EventResource::Refund(Box::new(refund))),
+            Some(ResourceWanted::Disbursement(id)) => self
+                .disbursement(&id)?
+                .map(|disbursement| EventResource::Disbursement(Box::new(disbursement))),
         };
+        let versions: Vec<ResourceVersion<'_>> = resource.iter().map(ResourceVersion::of).collect();
         stored.into_event_over(&versions).ok_or_else(|| StoreError::Corrupt {
             merchant_id,
             reason: format!("webhook event {id} names {named:?}, which is not stored"),
@@ -97,7 +86,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{EventResource, WebhookAttempt};
+    use crate::domain::WebhookAttempt;
     use crate::store::history::{WEBHOOK_ATTEMPTS, WEBHOOK_EVENTS};
     use crate::store::keys::{prefixed, KeyPrefix};
     use crate::store::queries::orders::tests::test_order;

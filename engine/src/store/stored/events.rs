@@ -65,6 +65,17 @@ pub enum ResourceVersion<'a> {
     Disbursement(&'a Disbursement),
 }
 
+impl<'a> ResourceVersion<'a> {
+    /// The version `resource` is.
+    pub fn of(resource: &'a EventResource) -> ResourceVersion<'a> {
+        match resource {
+            EventResource::Order(order) => ResourceVersion::Order(order),
+            EventResource::Refund(refund) => ResourceVersion::Refund(refund),
+            EventResource::Disbursement(disbursement) => ResourceVersion::Disbursement(disbursement),
+        }
+    }
+}
+
 impl StoredEvent {
     /// `event` with its resource named (`by_reference`: a version of it is
     /// stored where the event will be read), else whole.
