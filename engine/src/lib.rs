@@ -30,6 +30,7 @@
 
 mod actors;
 pub mod beneficiaries;
+mod bloom;
 mod catalog;
 mod checkpoints;
 pub mod clock;

@@ -134,8 +134,10 @@ pub const RECENT_ENTRIES_MAX: usize = 4096;
 
 /// Recent disbursements (or orders and refunds) a merchant actor keeps
 /// before it forgets them at a moment nothing is in flight; an emptied map
-/// with room for more than this is freed.
-pub const RECENT_ROOM_KEPT: usize = 256;
+/// with room for more than this is freed. Every active merchant holds up to
+/// this many of each, so it is kept small: a forgotten record costs one
+/// read of storage, where the journal's overlay still holds it.
+pub const RECENT_ROOM_KEPT: usize = 32;
 
 /// Disbursements not yet final the engine holds at most (each is in memory
 /// while open: its index entry, its timers); past it creation answers 503

@@ -133,6 +133,7 @@ impl<K> Default for ShardedSet<K> {
 
 impl<K: ShardKey + Hash + Eq> ShardedSet<K> {
     /// True when `key` is in.
+    #[cfg(test)]
     pub fn contains(&self, key: &K) -> bool {
         self.map.contains_key(key)
     }
@@ -150,11 +151,6 @@ impl<K: ShardKey + Hash + Eq> ShardedSet<K> {
     /// How many keys.
     pub fn len(&self) -> usize {
         self.map.len()
-    }
-
-    /// True when there is no key.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 
     /// Every key, in no order.

@@ -57,6 +57,37 @@ async fn idle_merchant_actors_stop_and_are_rebuilt_from_storage_on_demand() {
     engine.shutdown().await;
 }
 
+/// A live actor keeps an entry's idempotency key only while the entry may
+/// not be in storage yet; a key used long before is still refused, whether
+/// storage holds it in the overlay or in a checkpoint, and an unused key
+/// still moves money.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_merchant_refuses_keys_it_no_longer_keeps_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_with_idle_timeout(dir.path(), Duration::from_secs(60)).await;
+    let merchant = wallet_merchant(&engine).await;
+    let credit = |key: &str| engine.credit_wallet(merchant, MinorUnits::new(10), "fund", Some(key.into()));
+    for i in 1..=50 {
+        credit(&format!("k{i}")).await.unwrap();
+    }
+    // Each credit was durable before the next came, so the actor forgot it.
+    let again = credit("k1").await;
+    assert!(
+        matches!(again, Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(1)))),
+        "{again:?}"
+    );
+    engine.checkpoint().await.unwrap();
+    let again = credit("k7").await;
+    assert!(
+        matches!(again, Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(7)))),
+        "{again:?}"
+    );
+    credit("k51").await.unwrap();
+    assert_eq!(engine.wallet_balance(merchant).await.unwrap(), MinorUnits::new(510));
+    assert_eq!(engine.live_merchant_actors(), 1, "the same actor answered throughout");
+    engine.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_debits_of_one_wallet_never_overspend() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,6 +4,7 @@
 //! applier once the record is synced and applied to sled.
 
 use crate::actors::registry::ActorRegistry;
+use crate::bloom::GrowingBloom;
 use crate::clock::SharedClock;
 use crate::domain::disbursement::lifecycle::DisbursementEvent;
 use crate::domain::{
@@ -129,37 +130,44 @@ pub struct DisbursementMove {
     pub event: DisbursementEvent,
 }
 
-/// Hashes of every key of one kind a merchant ever used, while they fit in
-/// memory (`complete`); past the cap it gives up and every lookup reads storage.
+/// Every key of one kind a merchant ever used, as a Bloom filter of their
+/// hashes while there are at most `cap` (`complete`): a key it has never
+/// seen is new without a storage read (which a checkpoint can stall). Past
+/// the cap it gives up, and every lookup reads storage.
 pub(crate) struct KnownKeys {
-    hashes: crate::sharded::ShardedSet<u128>,
+    filter: GrowingBloom,
     complete: bool,
     cap: usize,
 }
 
 impl KnownKeys {
-    fn loaded(loaded: Option<crate::sharded::ShardedSet<u128>>, cap: usize) -> KnownKeys {
+    fn loaded(loaded: Option<impl IntoIterator<Item = u128>>, cap: usize) -> KnownKeys {
         KnownKeys {
             complete: loaded.is_some(),
-            hashes: loaded.unwrap_or_default(),
+            filter: loaded.map(|hashes| hashes.into_iter().collect()).unwrap_or_default(),
             cap,
         }
     }
 
+    /// True while every key used is in the filter.
+    pub(crate) fn complete(&self) -> bool {
+        self.complete
+    }
+
     /// False only when the key was certainly never used.
     pub(crate) fn may_contain(&self, hash: u128) -> bool {
-        !self.complete || self.hashes.contains(&hash)
+        !self.complete || self.filter.may_contain(hash)
     }
 
     pub(crate) fn insert(&mut self, hash: u128) {
         if !self.complete {
             return;
         }
-        if self.hashes.len() >= self.cap {
+        if self.filter.len() >= self.cap {
             self.complete = false;
-            self.hashes = Default::default();
+            self.filter = GrowingBloom::new();
         } else {
-            self.hashes.insert(hash);
+            self.filter.insert(hash);
         }
     }
 }
@@ -194,14 +202,14 @@ pub struct MerchantState {
     args: MerchantArgs,
     profile: MerchantRecord,
     book: MerchantBook,
-    /// Idempotency key hashes (see `Store::key_hash`) with their entries.
+    /// Entry idempotency key hashes (see `Store::key_hash`) with their
+    /// entries, for the entries storage may not hold yet: forgotten with the
+    /// recent entries, once nothing is in flight.
     recent_keys: HashMap<u128, u64>,
-    recent_key_order: VecDeque<u128>,
-    /// True while `recent_keys` holds every key this merchant ever used, so
-    /// a key missing from it needs no sled lookup.
-    keys_complete: bool,
+    /// Every entry idempotency key hash this merchant ever used, while they fit.
+    known_entry_keys: KnownKeys,
     /// The checkpointed key runs and the generation they were read at, for
-    /// keys older than memory holds.
+    /// the keys `known_entry_keys` lets through.
     key_runs: Option<(u64, Vec<sled::IVec>)>,
     recent_entries: VecDeque<Arc<Entry>>,
     in_flight: Arc<AtomicUsize>,
@@ -242,13 +250,13 @@ impl Actor for MerchantActor {
             .get(&args.merchant_id)
             .ok_or("merchant not found")?;
         let book = args.store.durable_book(&args.merchant_id)?;
-        // Merchants with few enough keys keep them all in memory.
-        let known_keys = args
-            .store
-            .idempotency_index(&args.merchant_id, args.keys_in_memory / 2)?;
-        let keys_complete = known_keys.is_some();
-        let known_keys = known_keys.unwrap_or_default();
         let cap = args.keys_in_memory / 2;
+        let known_entry_keys = KnownKeys::loaded(
+            args.store
+                .idempotency_index(&args.merchant_id, cap)?
+                .map(|index| index.into_keys()),
+            cap,
+        );
         let load = |lookup: OrderLookup| -> Result<KnownKeys, StoreError> {
             Ok(KnownKeys::loaded(
                 args.store.merchant_order_hashes(lookup, &args.merchant_id, cap)?,
@@ -263,9 +271,8 @@ impl Actor for MerchantActor {
             profile: (*profile).clone(),
             book,
             args,
-            recent_key_order: known_keys.keys().copied().collect(),
-            recent_keys: known_keys.into_iter().collect(),
-            keys_complete,
+            recent_keys: HashMap::new(),
+            known_entry_keys,
             key_runs: None,
             recent_entries: VecDeque::new(),
             in_flight: Arc::new(AtomicUsize::new(0)),
@@ -302,6 +309,9 @@ async fn handle_message(
 ) -> Result<(), ActorProcessingErr> {
     if !matches!(message, MerchantMsg::IdleCheck) {
         state.last_activity = Instant::now();
+        // Between messages everything an earlier one changed is queued, so
+        // what storage holds may be forgotten here, and only here.
+        state.forget_what_storage_has().await?;
     }
     match message {
         MerchantMsg::Post { proposal, reply } => {
@@ -383,7 +393,6 @@ async fn handle_message(
         }
         MerchantMsg::CreateDisbursement { request, reply } => {
             state.wait_for_room().await?;
-            state.forget_what_storage_has().await?;
             match state.create_disbursement(request) {
                 Ok((disbursement, entry)) => {
                     let record = JournalRecord::DisbursementCreated {
@@ -411,7 +420,6 @@ async fn handle_message(
         }
         MerchantMsg::Order { command, reply } => {
             state.wait_for_room().await?;
-            state.forget_what_storage_has().await?;
             // A settlement reads the stored unsettled orders: let earlier writes land first.
             if matches!(command, OrderCommand::Settle(_)) && state.in_flight.load(Ordering::Acquire) > 0 {
                 state.args.journal.sync_point().await?;
@@ -430,6 +438,7 @@ async fn handle_message(
             }
         }
         MerchantMsg::IdleCheck => {
+            state.forget_if_settled();
             let idle = state.last_activity.elapsed() >= state.args.idle_timeout;
             if idle && state.in_flight.load(Ordering::Acquire) == 0 {
                 // Nothing is in flight, so the store's durable book equals this one.
@@ -480,7 +489,7 @@ impl MerchantState {
         if let Some(seq) = self.recent_keys.get(&hash) {
             return Ok(Some(*seq));
         }
-        if self.keys_complete {
+        if !self.known_entry_keys.may_contain(hash) {
             return Ok(None);
         }
         let store = &self.args.store;
@@ -500,16 +509,8 @@ impl MerchantState {
     }
 
     fn remember_key(&mut self, key: u128, seq: u64) {
-        // Keys evicted here are far older than any in-flight entry
-        // (MERCHANT_IN_FLIGHT_MAX is much smaller), so sled already has them.
-        if self.recent_key_order.len() >= self.args.keys_in_memory {
-            if let Some(old) = self.recent_key_order.pop_front() {
-                self.recent_keys.remove(&old);
-                self.keys_complete = false;
-            }
-        }
-        self.recent_key_order.push_back(key);
         self.recent_keys.insert(key, seq);
+        self.known_entry_keys.insert(key);
     }
 
     fn reversal_of(&self, seq: u64, memo: String) -> Result<EntryProposal, LedgerError> {
@@ -541,5 +542,14 @@ pub(super) fn forget_all<K, V>(map: &mut HashMap<K, V>) {
         *map = HashMap::new();
     } else {
         map.clear();
+    }
+}
+
+/// Empties the recent entries the same way.
+pub(super) fn forget_entries(entries: &mut VecDeque<Arc<Entry>>) {
+    if entries.capacity() > limits::RECENT_ROOM_KEPT {
+        *entries = VecDeque::new();
+    } else {
+        entries.clear();
     }
 }

@@ -48,7 +48,6 @@ impl MerchantState {
     ) -> Result<(), ActorProcessingErr> {
         let requests = draft.items.iter().filter(|item| item.is_ok()).count();
         self.wait_for_room_for(requests).await?;
-        self.forget_what_storage_has().await?;
         let key_hash = self.args.store.key_hash(&draft.idempotency_key);
         match self.batch_by_key(key_hash, &draft.idempotency_key) {
             Ok(None) => {}

@@ -3,7 +3,7 @@
 //! durable, backpressure on records in flight, and forgetting what storage
 //! holds so the actor's memory stays bounded.
 
-use super::{forget_all, MerchantState};
+use super::{forget_all, forget_entries, MerchantState};
 use crate::ledger::Entry;
 use crate::limits;
 use crate::store::journal::{Completion, Continuation};
@@ -14,32 +14,61 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl MerchantState {
-    /// Keeps the recent disbursements, orders and refunds bounded. Once
-    /// there are `RECENT_ROOM_KEPT` of a kind and nothing this actor queued
-    /// is in flight, storage answers for all of them, so they are forgotten.
-    /// Under a steady load that moment may not come, so at
-    /// `RECENT_ENTRIES_MAX` the actor waits for it. (Forgetting only at
-    /// `RECENT_ENTRIES_MAX` let each of many merchants keep thousands.)
-    /// Below `RECENT_ROOM_KEPT` they stay: the next move of a disbursement
-    /// just created is then answered from memory, not from storage.
+    /// Keeps the recent disbursements, orders, refunds and entries bounded.
+    /// Once nothing this actor queued is in flight, storage answers for all
+    /// of them: the entries are forgotten then, and the rest once there are
+    /// `RECENT_ROOM_KEPT` of a kind. Under a steady load that moment may not
+    /// come, so at `RECENT_ENTRIES_MAX` the actor waits for it. (Forgetting
+    /// only at `RECENT_ENTRIES_MAX` let each of many merchants keep
+    /// thousands.) Below `RECENT_ROOM_KEPT` they stay: the next move of a
+    /// disbursement just created is then answered from memory, not from
+    /// storage.
     pub(super) async fn forget_what_storage_has(&mut self) -> Result<(), ActorProcessingErr> {
         let in_flight = self.in_flight.load(Ordering::Acquire) > 0;
+        if !in_flight {
+            self.forget_recent_entries();
+        }
         let recent = self
             .disbursements
             .len()
             .max(self.orders.len())
-            .max(self.recent_batches.len());
+            .max(self.recent_batches.len())
+            .max(self.recent_keys.len());
         if recent < limits::RECENT_ROOM_KEPT || (in_flight && recent < limits::RECENT_ENTRIES_MAX) {
             return Ok(());
         }
         if in_flight {
             self.args.journal.sync_point().await?;
         }
+        self.forget_recent_records();
+        Ok(())
+    }
+
+    /// Forgets every recent record when nothing is in flight: a merchant
+    /// that went quiet keeps none of its busiest moment.
+    pub(super) fn forget_if_settled(&mut self) {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            self.forget_recent_records();
+        }
+    }
+
+    /// The entries and their idempotency keys: storage holds them once
+    /// applied. The checkpointed key runs read for a lookup the filter let
+    /// through go too, unless the filter gave up and every lookup needs them.
+    fn forget_recent_entries(&mut self) {
+        forget_entries(&mut self.recent_entries);
+        forget_all(&mut self.recent_keys);
+        if self.known_entry_keys.complete() {
+            self.key_runs = None;
+        }
+    }
+
+    fn forget_recent_records(&mut self) {
+        self.forget_recent_entries();
         forget_all(&mut self.disbursements);
         forget_all(&mut self.disbursement_keys);
         forget_all(&mut self.recent_batches);
         self.orders.clear();
-        Ok(())
     }
 
     /// Backpressure: a merchant with too many records not yet durable waits.

@@ -94,10 +94,12 @@ pub enum OrderOutcome {
 /// still be in flight (storage catches up once applied).
 #[derive(Default)]
 pub(super) struct RecentOrders {
-    orders: HashMap<Uuid, Order>,
+    /// Boxed: an `Order` is about 600 bytes, and a map's empty slots are
+    /// as large as its values.
+    orders: HashMap<Uuid, Box<Order>>,
     by_merchant_order_id: HashMap<(Source, String), Uuid>,
     by_idempotency_key: HashMap<u128, Uuid>,
-    refunds: HashMap<Uuid, Refund>,
+    refunds: HashMap<Uuid, Box<Refund>>,
     refunds_by_key: HashMap<u128, Uuid>,
 }
 
@@ -448,7 +450,7 @@ impl MerchantState {
 
     fn order(&self, id: Uuid) -> Result<Order, EngineError> {
         if let Some(order) = self.orders.orders.get(&id) {
-            return Ok(order.clone());
+            return Ok(Order::clone(order));
         }
         self.args
             .store
@@ -467,7 +469,7 @@ impl MerchantState {
 
     fn refund(&self, id: Uuid) -> Result<Refund, EngineError> {
         if let Some(refund) = self.orders.refunds.get(&id) {
-            return Ok(refund.clone());
+            return Ok(Refund::clone(refund));
         }
         self.args
             .store
@@ -485,7 +487,7 @@ impl MerchantState {
             .and_then(|id| self.orders.orders.get(id))
         {
             if order.idempotency.as_ref().is_some_and(|(k, _)| k == key) {
-                return Ok(Some(order.clone()));
+                return Ok(Some(Order::clone(order)));
             }
         }
         if !self.known_order_keys.may_contain(hash) {
@@ -506,7 +508,7 @@ impl MerchantState {
             .get(&key)
             .and_then(|id| self.orders.orders.get(id))
         {
-            return Ok(Some(order.clone()));
+            return Ok(Some(Order::clone(order)));
         }
         if !self
             .known_order_ids
@@ -529,7 +531,7 @@ impl MerchantState {
             .and_then(|id| self.orders.refunds.get(id))
         {
             if refund.idempotency_key == key {
-                return Ok(Some(refund.clone()));
+                return Ok(Some(Refund::clone(refund)));
             }
         }
         Ok(self.args.store.refund_by_key(&self.args.merchant_id, key)?)
@@ -547,13 +549,13 @@ impl MerchantState {
             recent.by_idempotency_key.insert(hash, order.id);
             self.known_order_keys.insert(hash);
         }
-        recent.orders.insert(order.id, order);
+        recent.orders.insert(order.id, Box::new(order));
     }
 
     pub(super) fn remember_refund(&mut self, refund: Refund) {
         let hash = self.args.store.key_hash(&refund.idempotency_key);
         self.orders.refunds_by_key.insert(hash, refund.id);
-        self.orders.refunds.insert(refund.id, refund);
+        self.orders.refunds.insert(refund.id, Box::new(refund));
     }
 }
 

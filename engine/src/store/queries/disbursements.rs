@@ -40,11 +40,7 @@ impl Store {
 
     /// A merchant's disbursement idempotency key hashes, or `None` when
     /// there are more than `limit`.
-    pub fn disbursement_key_hashes(
-        &self,
-        merchant_id: &Uuid,
-        limit: usize,
-    ) -> Option<crate::sharded::ShardedSet<u128>> {
+    pub fn disbursement_key_hashes(&self, merchant_id: &Uuid, limit: usize) -> Option<Vec<u128>> {
         // An unreadable history only means "not all known": keys are then
         // looked up one by one.
         match self.lookup_hashes(Kind::Disbursements, KEY_LOOKUP, merchant_id, limit) {

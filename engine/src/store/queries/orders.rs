@@ -104,7 +104,7 @@ impl Store {
         lookup: OrderLookup,
         merchant_id: &Uuid,
         limit: usize,
-    ) -> Result<Option<crate::sharded::ShardedSet<u128>>, StoreError> {
+    ) -> Result<Option<Vec<u128>>, StoreError> {
         let lookup = match lookup {
             OrderLookup::IdempotencyKey => ORDER_KEY_LOOKUP,
             OrderLookup::OrderId => ORDER_ID_LOOKUP,

@@ -2,7 +2,6 @@
 //! checkpointed version from the block its location names, and ids through
 //! the recent index first, then the runs.
 
-use crate::sharded::ShardedSet;
 use crate::store::history::Kind;
 use crate::store::record::decode_value;
 use crate::store::stored::Stored;
@@ -93,7 +92,7 @@ impl Store {
         lookup: usize,
         merchant_id: &Uuid,
         limit: usize,
-    ) -> Result<Option<ShardedSet<u128>>, StoreError> {
+    ) -> Result<Option<Vec<u128>>, StoreError> {
         let kind = self.kind(kind);
         let recent = kind
             .recent
@@ -108,7 +107,9 @@ impl Store {
         let Some(stored) = stored else {
             return Ok(None);
         };
-        let all: ShardedSet<u128> = recent.into_iter().chain(stored).collect();
+        let mut all: Vec<u128> = recent.into_iter().chain(stored).collect();
+        all.sort_unstable();
+        all.dedup();
         Ok((all.len() <= limit).then_some(all))
     }
 
