@@ -32,8 +32,8 @@ pub struct EngineConfig {
     pub checkpoint_interval: Duration,
     /// Actors with no message for this long stop (and are rebuilt on demand).
     pub actor_idle_timeout: Duration,
-    /// Idempotency keys a merchant actor keeps in memory before it looks
-    /// older ones up in storage.
+    /// Idempotency keys a merchant actor knows are new from memory before it
+    /// looks every key up in storage (`limits::IDEMPOTENCY_KEYS_IN_MEMORY_MAX`).
     pub idempotency_keys_in_memory: usize,
     /// The built-in payout vendor (the sandbox's, in sandbox mode): where
     /// disbursements go when their organization has no payout route

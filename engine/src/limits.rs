@@ -72,9 +72,11 @@ pub const ACTOR_CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// on its next message, so memory follows live work rather than history.
 pub const ACTOR_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Idempotency key hashes a merchant actor keeps in memory (about 50 bytes
-/// each); older ones are looked up in the checkpointed key runs. Keeps a hot
-/// merchant's memory bounded while most merchants never leave memory.
+/// Idempotency key hashes a merchant actor keeps in its Bloom filters, half
+/// for each kind it holds two of (about 3 bytes each): a key the filter
+/// never saw is new without a storage read. Past it the filter is dropped
+/// and every key is looked up in storage, which keeps a hot merchant's
+/// memory bounded.
 pub const IDEMPOTENCY_KEYS_IN_MEMORY_MAX: usize = 1_000_000;
 
 /// Longest idempotency key accepted.
