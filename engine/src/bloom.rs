@@ -1,6 +1,6 @@
-//! A Bloom filter that grows with what it is given, over keys that are
-//! already uniformly random (keyed 128-bit hashes), so placing a key needs
-//! no hashing.
+//! Bloom filters over keys that are already uniformly random (keyed hashes,
+//! random ids), so placing a key needs no hashing: the bit layout the index
+//! runs on disk use, and a filter that grows with what it is given.
 //!
 //! It answers "certainly never inserted" or "maybe": never a false "never".
 //! A merchant actor keeps one per kind of idempotency key, so a key that is
@@ -15,17 +15,16 @@ const FIRST_STAGE_KEYS: usize = 128;
 /// saw, and those sum to `0.0082 / (1 - 0.6185)`.
 const FIRST_STAGE_BITS_PER_KEY: usize = 10;
 
-/// The filter: stages of doubling size, the newest taking the inserts.
+/// A growing filter: stages of doubling size, the newest taking the inserts.
 #[derive(Default)]
 pub struct GrowingBloom {
     stages: Vec<Stage>,
-    len: usize,
 }
 
 /// One fixed-size Bloom filter.
 struct Stage {
     words: Box<[u64]>,
-    probes: u32,
+    probes: u64,
     capacity: usize,
     len: usize,
 }
@@ -33,7 +32,7 @@ struct Stage {
 impl Stage {
     fn new(capacity: usize, bits_per_key: usize) -> Stage {
         // The number of probes that minimises false positives: bits per key × ln 2.
-        let probes = (bits_per_key as f64 * std::f64::consts::LN_2).round() as u32;
+        let probes = (bits_per_key as f64 * std::f64::consts::LN_2).round() as u64;
         Stage {
             words: vec![0; (capacity * bits_per_key).div_ceil(64)].into_boxed_slice(),
             probes,
@@ -43,23 +42,46 @@ impl Stage {
     }
 
     fn insert(&mut self, hash: u128) {
-        for bit in probe_bits(self.words.len(), self.probes, hash) {
-            self.words[bit / 64] |= 1 << (bit % 64);
-        }
+        set(&mut self.words, hash as u64, self.probes);
         self.len += 1;
     }
 
     fn may_contain(&self, hash: u128) -> bool {
-        probe_bits(self.words.len(), self.probes, hash).all(|bit| self.words[bit / 64] & (1 << (bit % 64)) != 0)
+        holds(&self.words, hash as u64, self.probes)
     }
 }
 
-/// Probe `i` of `hash` in a stage of `words` words is bit
-/// `(h1 + i * h2) mod bits` (double hashing on the hash's two halves).
-fn probe_bits(words: usize, probes: u32, hash: u128) -> impl Iterator<Item = usize> {
+/// Sets the `probes` bits of a key whose 8 random bytes are `random`.
+pub fn set(words: &mut [u64], random: u64, probes: u64) {
+    for bit in probe_bits(random, words.len(), probes) {
+        words[bit / 64] |= 1 << (bit % 64);
+    }
+}
+
+/// False only when the key whose 8 random bytes are `random` was never set.
+pub fn holds(words: &[u64], random: u64, probes: u64) -> bool {
+    probe_bits(random, words.len(), probes).all(|bit| words[bit / 64] & (1 << (bit % 64)) != 0)
+}
+
+/// The bits of a key in a filter of `words` words: probe `i` is
+/// `(h1 + i * h2) % bits`, `h1` and `h2` the halves of `random` (`h2`
+/// odd), the layout every index run on disk was written with. Computed by
+/// stepping, with two divisions instead of one per probe: `h1` and `h2`
+/// are below 2^32, so `h1 + i * h2` never wraps, and each step stays below
+/// `2 * bits`.
+pub fn probe_bits(random: u64, words: usize, probes: u64) -> impl Iterator<Item = usize> {
+    let (h1, h2) = (random & 0xffff_ffff, (random >> 32) | 1);
     let bits = (words * 64) as u64;
-    let (h1, h2) = (hash as u64, (hash >> 64) as u64);
-    (0..u64::from(probes)).map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) % bits) as usize)
+    let step = h2 % bits;
+    let mut bit = h1 % bits;
+    (0..probes).map(move |_| {
+        let probe = bit;
+        bit += step;
+        if bit >= bits {
+            bit -= bits;
+        }
+        probe as usize
+    })
 }
 
 impl GrowingBloom {
@@ -82,12 +104,11 @@ impl GrowingBloom {
             self.stages.push(Stage::new(capacity, bits_per_key));
         }
         self.stages.last_mut().expect("a stage was just ensured").insert(hash);
-        self.len += 1;
     }
 
     /// Keys inserted (a key inserted twice counts twice).
     pub fn len(&self) -> usize {
-        self.len
+        self.stages.iter().map(|stage| stage.len).sum()
     }
 
     /// Bytes of filter held.

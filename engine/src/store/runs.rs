@@ -194,9 +194,7 @@ impl<'a> RunWriter<'a> {
             self.meta.fences.extend_from_slice(key);
         }
         if let Some(at) = self.spec.random_at {
-            for bit in bloom_bits(key, at, self.meta.bloom.len()) {
-                self.meta.bloom[bit / 64] |= 1 << (bit % 64);
-            }
+            crate::bloom::set(&mut self.meta.bloom, random_bytes(key, at), BLOOM_PROBES);
         }
         self.chunk.extend_from_slice(record);
         self.meta.len += 1;
@@ -293,7 +291,7 @@ impl RunSet {
         for run in self.runs.iter().rev() {
             if let Some(at) = spec.random_at {
                 let bloom = &run.meta.bloom;
-                if !bloom_bits(key, at, bloom.len()).all(|bit| bloom[bit / 64] & (1 << (bit % 64)) != 0) {
+                if !crate::bloom::holds(bloom, random_bytes(key, at), BLOOM_PROBES) {
                     continue;
                 }
             }
@@ -387,27 +385,11 @@ impl StagedRun {
     }
 }
 
-/// The filter bits of `key`: double hashing on its random bytes at `at`.
-/// The filter bits of `key`: probe `i` is `(h1 + i * h2) % bits`, the
-/// layout every run on disk was written with. Computed by stepping, with
-/// two divisions instead of one per probe: `h1` and `h2` are below 2^32,
-/// so `h1 + i * h2` never wraps, and each step stays below `2 * bits`.
-fn bloom_bits(key: &[u8], at: usize, words: usize) -> impl Iterator<Item = usize> {
+/// The 8 uniformly random bytes of `key` at `at`: what places it in a filter.
+fn random_bytes(key: &[u8], at: usize) -> u64 {
     let mut random = [0u8; 8];
     random.copy_from_slice(&key[at..at + 8]);
-    let random = u64::from_le_bytes(random);
-    let (h1, h2) = (random & 0xffff_ffff, (random >> 32) | 1);
-    let bits = (words * 64) as u64;
-    let step = h2 % bits;
-    let mut bit = h1 % bits;
-    (0..BLOOM_PROBES).map(move |_| {
-        let probe = bit;
-        bit += step;
-        if bit >= bits {
-            bit -= bits;
-        }
-        probe as usize
-    })
+    u64::from_le_bytes(random)
 }
 
 fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 15] {

@@ -314,14 +314,13 @@ fn filter_bits_are_the_layout_runs_were_written_with() {
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
-            let key = state.to_le_bytes();
-            let random = state;
+            let random = random_bytes(&state.to_le_bytes(), 0);
             let (h1, h2) = (random & 0xffff_ffff, (random >> 32) | 1);
             let bits = (words * 64) as u64;
             let written: Vec<usize> = (0..BLOOM_PROBES)
                 .map(|i| (h1.wrapping_add(i.wrapping_mul(h2)) % bits) as usize)
                 .collect();
-            let stepped: Vec<usize> = bloom_bits(&key, 0, words).collect();
+            let stepped: Vec<usize> = crate::bloom::probe_bits(random, words, BLOOM_PROBES).collect();
             assert_eq!(stepped, written, "words {words}, key {state:#x}");
         }
     }
