@@ -31,6 +31,9 @@ pub(crate) struct StorageHealth {
     checkpointed_journal_bytes: AtomicU64,
     /// Checkpoints wait for free space (logged once per wait).
     checkpoint_postponed: AtomicBool,
+    /// The journal's byte count when sled was last opened: what sled logged
+    /// since grows with what the journal took since (`Store::reopen_sled`).
+    sled_opened_at_journal_bytes: AtomicU64,
 }
 
 impl StorageHealth {
@@ -42,6 +45,28 @@ impl StorageHealth {
     /// Whether checkpoints wait for free space now.
     pub(crate) fn checkpoint_postponed(&self) -> bool {
         self.checkpoint_postponed.load(Ordering::Acquire)
+    }
+}
+
+/// Reopens sled after a checkpoint, so that a start after a crash reads
+/// only what sled logged since. Returns whether it did.
+fn reopen_sled(store: &crate::store::Store) -> bool {
+    match store.reopen_sled() {
+        Ok(Some(closed)) => {
+            tracing::info!(
+                closed_ms = closed.as_millis() as u64,
+                "state store reopened: a restart reads its log from here"
+            );
+            true
+        }
+        Ok(None) => {
+            tracing::debug!("state store not reopened: readers all along; the next checkpoint tries again");
+            false
+        }
+        Err(error) => {
+            tracing::warn!(%error, "state store not reopened: its flush failed");
+            false
+        }
     }
 }
 
@@ -79,6 +104,9 @@ impl Engine {
         // Dropping segments unlinks files and fsyncs the directory: tens of
         // milliseconds on a busy disk, so off the runtime's two workers too.
         let retention_cutoff_ms = self.webhook_retention_cutoff_ms();
+        let reopen_due = journal_bytes
+            .saturating_sub(self.storage().sled_opened_at_journal_bytes.load(Ordering::Acquire))
+            >= limits::SLED_REOPEN_JOURNAL_BYTES;
         let written = tokio::task::spawn_blocking(move || {
             let covered = store.checkpoint()?;
             if let Some(cutoff_ms) = retention_cutoff_ms {
@@ -92,16 +120,22 @@ impl Engine {
             if let Err(error) = journal.drop_segments_below(covered) {
                 tracing::warn!(%error, "dropping journal segments a checkpoint covers failed");
             }
-            Ok::<u64, crate::store::StoreError>(covered)
+            let reopened = reopen_due && reopen_sled(&store);
+            Ok::<(u64, bool), crate::store::StoreError>((covered, reopened))
         })
         .await
         .map_err(|_| EngineError::ShuttingDown)?;
         match written {
-            Ok(covered) => {
+            Ok((covered, reopened)) => {
                 let health = self.storage();
                 health
                     .checkpointed_journal_bytes
                     .store(journal_bytes, Ordering::Release);
+                if reopened {
+                    health
+                        .sled_opened_at_journal_bytes
+                        .store(journal_bytes, Ordering::Release);
+                }
                 Ok(covered)
             }
             Err(error) => {

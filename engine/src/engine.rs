@@ -148,8 +148,11 @@ impl Engine {
         let first_start = !state_dir.exists() && !journal_dir.exists();
         std::fs::create_dir_all(&config.data_dir).map_err(StoreError::from)?;
         let format = crate::store::check_data_format(&config.data_dir)?;
+        let opening = std::time::Instant::now();
         let store = Arc::new(Store::open(&state_dir)?);
+        let store_open_ms = opening.elapsed().as_millis() as u64;
         let from_seq = store.checkpoint_seq()?;
+        let replaying = std::time::Instant::now();
         let outcome = journal::replay(&journal_dir, from_seq, |seq, payload| {
             store
                 .apply_payload(seq, payload)
@@ -164,12 +167,19 @@ impl Engine {
             replayed = outcome.records_replayed,
             torn_bytes_cut = outcome.torn_bytes_cut,
             next_seq = outcome.next_seq,
+            store_open_ms,
+            replay_ms = replaying.elapsed().as_millis() as u64,
             "recovered"
         );
         let journal = Journal::start(&journal_dir, outcome.next_seq)?;
         // Everything replayed is in the overlay now: make it the new checkpoint.
+        let checkpointing = std::time::Instant::now();
         let covered = store.checkpoint()?;
         journal.drop_segments_below(covered)?;
+        tracing::info!(
+            elapsed_ms = checkpointing.elapsed().as_millis() as u64,
+            "recovery checkpoint written"
+        );
         store.allow_fresh_keys();
         // Opening the store brought an older layout to this one, durably.
         if format != crate::store::DATA_FORMAT {
@@ -276,6 +286,10 @@ impl Engine {
         engine.start_expiry_sweep();
         engine.resume_settlements()?;
         engine.start_daily_settlements();
+        tracing::info!(
+            elapsed_ms = opening.elapsed().as_millis() as u64,
+            "engine open, its work resumed"
+        );
         Ok(engine)
     }
 

@@ -182,6 +182,13 @@ pub const CHECKPOINT_BATCH_OPS: usize = 2048;
 /// `PageCache::link` and node splits).
 pub const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Journal bytes after which the checkpointer closes and reopens sled
+/// (`Store::reopen_sled`). sled 0.34 snapshots only as it opens, and its
+/// open reads everything logged since: this bounds what a start after a
+/// crash reads, at the price of the reads that wait while sled reopens,
+/// which pays the same read.
+pub const SLED_REOPEN_JOURNAL_BYTES: u64 = 256 * 1024 * 1024;
+
 /// DESIGN.md 8: a payout whose hand-over got no usable answer (timeout, 5xx)
 /// is inquired this long after; so is an inquiry that failed.
 pub const PAYOUT_UNKNOWN_INQUIRY_AFTER: Duration = Duration::from_secs(10);

@@ -65,7 +65,7 @@ impl Store {
     fn apply_to_trees(&self, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
         match record {
             JournalRecord::MerchantSaved(merchant) => {
-                self.merchants
+                self.merchants_tree()
                     .insert(merchant.id.as_bytes(), encode_value(&**merchant))?;
                 self.directory
                     .write()
@@ -79,7 +79,7 @@ impl Store {
             | JournalRecord::VendorRoutingSaved(_)
             | JournalRecord::PayoutRoutingSaved(_)
             | JournalRecord::MerchantUserSaved(_) => {
-                self.catalog.insert(catalog_key(record), payload)?;
+                self.catalog_tree().insert(catalog_key(record), payload)?;
                 self.apply_to_catalog(record.clone());
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);
             }

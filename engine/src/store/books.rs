@@ -20,10 +20,12 @@ impl Store {
     }
 
     fn sled_book(&self, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
-        Ok(match self.ledger.get(merchant_key(KeyPrefix::Book, merchant_id))? {
-            Some(bytes) => decode_value(&bytes)?,
-            None => MerchantBook::new(*merchant_id),
-        })
+        Ok(
+            match self.ledger_tree().get(merchant_key(KeyPrefix::Book, merchant_id))? {
+                Some(bytes) => decode_value(&bytes)?,
+                None => MerchantBook::new(*merchant_id),
+            },
+        )
     }
 
     fn merchant_view(&self, merchant_id: &Uuid) -> MerchantView {
@@ -72,7 +74,7 @@ impl Store {
         let view = self.merchant_view(merchant_id);
         let first_wanted = after.saturating_add(1);
         let start = self
-            .ledger
+            .ledger_tree()
             .range(
                 merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, 0)
                     ..=merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, first_wanted),
@@ -93,7 +95,7 @@ impl Store {
             Ok(())
         };
         for item in self
-            .ledger
+            .ledger_tree()
             .range(start..=merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, u64::MAX).to_vec())
         {
             take(&item?.1)?;
@@ -140,7 +142,7 @@ impl Store {
                 .map(|(first, block)| (*first, block.clone()))
         };
         let in_sled = self
-            .ledger
+            .ledger_tree()
             .range(
                 merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, 0)
                     ..merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, below),
@@ -191,7 +193,7 @@ impl Store {
 
     /// A merchant's checkpointed key runs (sorted hash, seq pairs).
     pub fn key_runs(&self, merchant_id: &Uuid) -> Result<Vec<sled::IVec>, StoreError> {
-        self.ledger
+        self.ledger_tree()
             .scan_prefix(merchant_key(KeyPrefix::IdempotencyKeyRun, merchant_id))
             .map(|item| Ok(item?.1))
             .collect()

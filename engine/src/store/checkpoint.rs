@@ -206,7 +206,7 @@ impl Store {
             // failed attempt's, which would otherwise mix with this one's.
             let own_blocks =
                 blocks::block_key(prefix, covers_below, 0)..=blocks::block_key(prefix, covers_below, u32::MAX);
-            for item in self.ledger.range(own_blocks) {
+            for item in self.ledger_tree().range(own_blocks) {
                 batch.batch.remove(item?.0);
                 batch.pending += 1;
             }
@@ -250,15 +250,15 @@ impl Store {
                 marker.insert(key, value);
             }
         }
-        open.add_to(&mut marker, &self.ledger)?;
-        self.ledger.apply_batch(marker)?;
+        open.add_to(&mut marker, &self.ledger_tree())?;
+        self.ledger_tree().apply_batch(marker)?;
         for merchant_id in compact {
             self.compact_key_runs(&merchant_id)?;
         }
         // Before the layer leaves the overlay: a reader that misses a key
         // there then sees the new generation and rereads the runs.
         self.key_runs_generation.fetch_add(1, Ordering::AcqRel);
-        self.db.flush()?;
+        self.sled.flush()?;
         fsync_tree(&self.path)?;
         Ok(())
     }
@@ -267,7 +267,7 @@ impl Store {
     /// lookup reads a bounded number of runs.
     fn compact_key_runs(&self, merchant_id: &Uuid) -> Result<(), StoreError> {
         let runs: Vec<(sled::IVec, sled::IVec)> = self
-            .ledger
+            .ledger_tree()
             .scan_prefix(merchant_key(KeyPrefix::IdempotencyKeyRun, merchant_id))
             .collect::<Result<_, _>>()?;
         if runs.len() <= limits::IDEMPOTENCY_RUNS_MAX {
@@ -281,7 +281,7 @@ impl Store {
         }
         let (newest, _) = &runs[runs.len() - 1];
         batch.insert(newest.clone(), overlay::encode_run(&keys));
-        self.ledger.apply_batch(batch)?;
+        self.ledger_tree().apply_batch(batch)?;
         Ok(())
     }
 }
@@ -308,7 +308,7 @@ impl CheckpointBatch<'_> {
             if self.batches_written >= self.store.fail_after_batches.load(Ordering::Acquire) {
                 return Err(StoreError::Io(io::Error::other("checkpoint interrupted (test)")));
             }
-            self.store.ledger.apply_batch(std::mem::take(&mut self.batch))?;
+            self.store.ledger_tree().apply_batch(std::mem::take(&mut self.batch))?;
             self.batches_written += 1;
             self.pending = 0;
         }
@@ -346,6 +346,92 @@ mod tests {
     use crate::money::MinorUnits;
     use crate::store::record::JournalRecord;
     use crate::store::tests::{assert_disbursements_stored, test_disbursement};
+
+    /// sled closed and reopened between checkpoints: readers on other
+    /// threads read all along and always find what was checkpointed; a
+    /// handle held out defers the reopen instead of blocking on it; what
+    /// is written after a reopen lands, and all of it opens again.
+    #[test]
+    fn sled_reopened_between_checkpoints_keeps_every_record_readable() {
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let merchant = Uuid::new_v4();
+        let disbursements: Vec<Disbursement> = (0..2000).map(|n| test_disbursement(merchant, n)).collect();
+        let (first, second) = disbursements.split_at(1000);
+        let apply = |store: &Store, from_seq: u64, part: &[Disbursement]| {
+            for (index, disbursement) in part.iter().enumerate() {
+                let record = JournalRecord::DisbursementUpdated(Arc::new(disbursement.clone()));
+                store.apply(from_seq + index as u64, &record, &record.encode()).unwrap();
+            }
+        };
+        apply(&store, 1, first);
+        store.checkpoint().unwrap();
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(AtomicU64::new(0));
+        let readers: Vec<_> = (0..2)
+            .map(|reader| {
+                let (store, stop, reads) = (store.clone(), stop.clone(), reads.clone());
+                let ids: Vec<Uuid> = first.iter().skip(reader).step_by(7).map(|d| d.id).collect();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Acquire) {
+                        for id in &ids {
+                            let found = store.disbursement(id).unwrap().expect("a checkpointed disbursement");
+                            assert_eq!(found.id, *id);
+                            reads.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        while reads.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut reopened = 0;
+        for _ in 0..200 {
+            if store.reopen_sled().unwrap().is_some() {
+                reopened += 1;
+                if reopened == 5 {
+                    break;
+                }
+            }
+        }
+        let reads_by_then = reads.load(Ordering::Relaxed);
+        while reads.load(Ordering::Relaxed) == reads_by_then {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        stop.store(true, Ordering::Release);
+        for reader in readers {
+            reader.join().expect("no reader failed");
+        }
+        assert_eq!(reopened, 5, "reopens found moments with no handle out");
+
+        let held = store.ledger_tree();
+        assert_eq!(store.reopen_sled().unwrap(), None, "a handle out defers the reopen");
+        drop(held);
+        assert!(store.reopen_sled().unwrap().is_some());
+
+        apply(&store, 1001, second);
+        store.checkpoint().unwrap();
+        assert!(store.reopen_sled().unwrap().is_some());
+        for disbursement in &disbursements {
+            assert_eq!(
+                store.disbursement(&disbursement.id).unwrap().unwrap().id,
+                disbursement.id
+            );
+        }
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.checkpoint_seq().unwrap(), 2001);
+        for disbursement in &disbursements {
+            let found = store
+                .disbursement(&disbursement.id)
+                .unwrap()
+                .expect("found after a restart");
+            assert_eq!(found.ref_code, disbursement.ref_code);
+        }
+    }
 
     /// A checkpoint that stops after some of its batches (as a crash would)
     /// leaves sled with part of a layer and the old marker; replaying the

@@ -20,6 +20,7 @@ mod open_set;
 
 use super::blocks::Location;
 use super::runs::{MergedRun, RunBuilder, RunSet, RunSpec, StagedRun};
+use super::sled_slot::SledSlot;
 use super::StoreError;
 use crate::sharded::ShardedMap;
 use entries::{created_key, encode_location, merchant_hash_key, uuid_of};
@@ -32,6 +33,7 @@ pub use kinds::{
 use open_set::OpenSet;
 pub use open_set::{Loaded as LoadedOpenSet, OpenSetWrite};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// A durable version as the recent index takes it.
@@ -254,7 +256,7 @@ impl RecentIndex {
 /// The on-disk part of one kind: every checkpointed version's index entries.
 pub struct HistoryRuns {
     spec: &'static KindSpec,
-    tree: sled::Tree,
+    sled: Arc<SledSlot>,
     locations: RunSet,
     refs: Option<RunSet>,
     lookups: Vec<RunSet>,
@@ -324,7 +326,11 @@ impl HistoryRuns {
     /// filled (a data dir from before the runs held the kind, whose versions
     /// must be read once). With it, the open set (see `set_open`), empty
     /// for a kind that keeps none.
-    pub fn load(tree: sled::Tree, spec: &'static KindSpec) -> Result<(HistoryRuns, Option<LoadedOpenSet>), StoreError> {
+    pub fn load(
+        sled: Arc<SledSlot>,
+        spec: &'static KindSpec,
+    ) -> Result<(HistoryRuns, Option<LoadedOpenSet>), StoreError> {
+        let tree = sled.ledger();
         let filled = tree
             .get(spec.format_key)?
             .is_some_and(|format| format == spec.format || spec.formats_read.iter().any(|read| format == *read));
@@ -343,7 +349,7 @@ impl HistoryRuns {
                 .map(|lookup| RunSet::load(&tree, *lookup))
                 .collect::<Result<_, _>>()?,
             created: spec.created.map(|created| RunSet::load(&tree, created)).transpose()?,
-            tree,
+            sled: sled.clone(),
         };
         Ok((runs, open))
     }
@@ -428,11 +434,6 @@ impl HistoryRuns {
         entries
     }
 
-    /// The tree the marker entries go to.
-    pub fn tree(&self) -> &sled::Tree {
-        &self.tree
-    }
-
     /// Makes staged runs visible (their metadata is applied).
     pub fn add(&mut self, staged: StagedHistory) {
         for run in staged.runs {
@@ -444,7 +445,7 @@ impl HistoryRuns {
     pub fn location(&self, id: &Uuid) -> Result<Option<Location>, StoreError> {
         Ok(self
             .locations
-            .get(&self.tree, id.as_bytes())?
+            .get(&self.sled.ledger(), id.as_bytes())?
             .map(|v| decode_location(self.spec.blocks, &v)))
     }
 
@@ -453,13 +454,17 @@ impl HistoryRuns {
         let Some(refs) = &self.refs else {
             return Ok(None);
         };
-        Ok(refs.get(&self.tree, &ref_hash.to_be_bytes())?.map(|v| uuid_of(&v)))
+        Ok(refs
+            .get(&self.sled.ledger(), &ref_hash.to_be_bytes())?
+            .map(|v| uuid_of(&v)))
     }
 
     /// The checkpointed version a merchant made with a hash of lookup `lookup`.
     pub fn id_by_lookup(&self, lookup: usize, merchant_id: &Uuid, hash: u128) -> Result<Option<Uuid>, StoreError> {
         let key = merchant_hash_key(merchant_id, hash);
-        Ok(self.lookups[lookup].get(&self.tree, &key)?.map(|v| uuid_of(&v)))
+        Ok(self.lookups[lookup]
+            .get(&self.sled.ledger(), &key)?
+            .map(|v| uuid_of(&v)))
     }
 
     /// A merchant's checkpointed hashes of lookup `lookup`, or `None` past `limit`.
@@ -474,11 +479,11 @@ impl HistoryRuns {
             merchant_hash_key(merchant_id, 0),
             merchant_hash_key(merchant_id, u128::MAX),
         );
-        let Some(found) = set.range_within(&self.tree, &from, &to, limit)? else {
+        let Some(found) = set.range_within(&self.sled.ledger(), &from, &to, limit)? else {
             return Ok(None);
         };
         // `to` itself is a key that could exist.
-        let last = set.get(&self.tree, &to)?.map(|_| u128::MAX);
+        let last = set.get(&self.sled.ledger(), &to)?.map(|_| u128::MAX);
         let mut hashes: Vec<u128> = found
             .iter()
             .map(|(key, _)| u128::from_be_bytes(key[16..32].try_into().expect("32-byte key")))
@@ -502,7 +507,7 @@ impl HistoryRuns {
             created_key(merchant_id, to_ms, &Uuid::nil()),
         );
         Ok(created
-            .range(&self.tree, &from, &to)?
+            .range(&self.sled.ledger(), &from, &to)?
             .into_iter()
             .map(|(key, _)| (created_ms_of(&key), uuid_of(&key[24..40])))
             .collect())
@@ -511,7 +516,7 @@ impl HistoryRuns {
     /// The next merge due, its run id reserved: planned under the write
     /// lock (briefly), written with no lock, installed under it again.
     pub fn plan_merge(&mut self) -> Option<PlannedMerge> {
-        let tree = self.tree.clone();
+        let sled = self.sled.clone();
         for set in self.sets_mut() {
             if let Some(runs) = set.plan_merge() {
                 let id = set.reserve_id();
@@ -519,7 +524,7 @@ impl HistoryRuns {
                     spec: set.spec(),
                     id,
                     runs,
-                    tree,
+                    sled,
                 });
             }
         }
@@ -529,7 +534,7 @@ impl HistoryRuns {
     /// Puts a written merge in place; returns the runs whose chunks
     /// `PlannedMerge::finish` may then delete.
     pub fn install_merge(&mut self, merged: MergedRun) -> Result<Vec<u64>, StoreError> {
-        let tree = self.tree.clone();
+        let tree = self.sled.ledger();
         self.set_tagged(merged.tag()).install_merge(&tree, merged)
     }
 
@@ -555,7 +560,7 @@ pub struct PlannedMerge {
     spec: RunSpec,
     id: u64,
     runs: Vec<std::sync::Arc<super::runs::Run>>,
-    tree: sled::Tree,
+    sled: Arc<SledSlot>,
 }
 
 impl PlannedMerge {
@@ -567,12 +572,12 @@ impl PlannedMerge {
     /// Writes the merged run (readers go on meanwhile), without the
     /// records `keep` refuses.
     pub fn write(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<MergedRun, StoreError> {
-        RunSet::write_merge(self.spec, &self.tree, self.id, &self.runs, keep)
+        RunSet::write_merge(self.spec, &self.sled.ledger(), self.id, &self.runs, keep)
     }
 
     /// Deletes the replaced runs' chunks, once installed.
     pub fn finish(&self, replaced: &[u64]) -> Result<(), StoreError> {
-        RunSet::finish_merge(self.spec, &self.tree, replaced)
+        RunSet::finish_merge(self.spec, &self.sled.ledger(), replaced)
     }
 }
 

@@ -53,6 +53,7 @@ mod queries;
 pub mod record;
 mod retention;
 pub mod runs;
+mod sled_slot;
 pub mod stored;
 mod upgrade;
 
@@ -62,16 +63,16 @@ pub use keys::{order_id_suffix, KeyPrefix};
 pub use queries::OrderLookup;
 
 use crate::domain::{Catalog, Source};
-use crate::limits;
 use history::{HistoryRuns, Kind, KindSpec, LoadedOpenSet, RecentIndex, KIND_COUNT};
 use keys::{read_u64, CHECKPOINT_SEQ_KEY, HASH_SEED_KEY};
 use overlay::Overlay;
 use record::decode_value;
+use sled_slot::{HeldTree, SledSlot};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use uuid::Uuid;
 
 /// Storage failures: all of them mean the disk or the data is broken.
@@ -174,12 +175,12 @@ struct KindIndexes {
 impl KindIndexes {
     /// The kind's runs in `tree`, with the open set (`None`: the runs were
     /// never filled, see `HistoryRuns::load`).
-    fn load(tree: &sled::Tree, spec: &'static KindSpec) -> Result<(KindIndexes, Option<LoadedOpenSet>), StoreError> {
-        let (runs, open) = HistoryRuns::load(tree.clone(), spec)?;
+    fn load(sled: &Arc<SledSlot>, spec: &'static KindSpec) -> Result<(KindIndexes, Option<LoadedOpenSet>), StoreError> {
+        let (runs, open) = HistoryRuns::load(sled.clone(), spec)?;
         let indexes = KindIndexes {
             recent: RwLock::new(RecentIndex::default()),
             runs: RwLock::new(runs),
-            retained_from: RwLock::new(retention::load_retained_from(tree, spec)?),
+            retained_from: RwLock::new(retention::load_retained_from(&sled.ledger(), spec)?),
             retained_since_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
         };
         Ok((indexes, open))
@@ -193,10 +194,8 @@ impl KindIndexes {
 /// sled trees, the overlay, and the in-memory directory and catalog.
 pub struct Store {
     path: PathBuf,
-    db: sled::Db,
-    ledger: sled::Tree,
-    merchants: sled::Tree,
-    catalog: sled::Tree,
+    /// sled, reopened now and then (`sled_slot.rs`).
+    sled: Arc<SledSlot>,
     directory: RwLock<Directory>,
     catalog_memory: RwLock<Catalog>,
     catalog_version: AtomicU64,
@@ -220,8 +219,10 @@ impl Store {
     /// Opens (or creates) the sled state at `path` and loads the directory
     /// and catalog into memory.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let db = open_sled(path)?;
-        let ledger = db.open_tree("ledger")?;
+        let opening = std::time::Instant::now();
+        let sled = Arc::new(SledSlot::open(path)?);
+        tracing::info!(elapsed_ms = opening.elapsed().as_millis() as u64, "storage log read");
+        let ledger = sled.ledger();
         let hash_seed = match ledger.get(HASH_SEED_KEY)? {
             Some(bytes) => read_u64(&bytes),
             None => {
@@ -230,20 +231,18 @@ impl Store {
                 seed
             }
         };
+        drop(ledger);
         let mut kinds = Vec::with_capacity(KIND_COUNT);
         let mut open_sets = Vec::with_capacity(KIND_COUNT);
         for kind in Kind::ALL {
-            let (indexes, open) = KindIndexes::load(&ledger, kind.spec())?;
+            let (indexes, open) = KindIndexes::load(&sled, kind.spec())?;
             kinds.push(indexes);
             open_sets.push(open);
         }
         let kinds: [KindIndexes; KIND_COUNT] = kinds.try_into().unwrap_or_else(|_| unreachable!("one per kind"));
         let store = Store {
             path: path.to_path_buf(),
-            merchants: db.open_tree("merchants")?,
-            catalog: db.open_tree("catalog")?,
-            ledger,
-            db,
+            sled,
             directory: RwLock::new(Directory::default()),
             catalog_memory: RwLock::new(Catalog::default()),
             catalog_version: AtomicU64::new(0),
@@ -258,12 +257,12 @@ impl Store {
         };
         {
             let mut directory = store.directory.write().expect("directory lock");
-            for item in store.merchants.iter() {
+            for item in store.merchants_tree().iter() {
                 let (_, value) = item?;
                 directory.insert(decode_value(&value)?);
             }
         }
-        for item in store.catalog.iter() {
+        for item in store.catalog_tree().iter() {
             let (_, value) = item?;
             store.apply_to_catalog(decode_value(&value)?);
         }
@@ -292,11 +291,11 @@ impl Store {
         for spec in history::KINDS {
             let cut_short = blocks::block_key(spec.blocks, checkpoint.saturating_add(1), 0)
                 ..=blocks::block_key(spec.blocks, u64::MAX, u32::MAX);
-            for item in self.ledger.range(cut_short) {
+            for item in self.ledger_tree().range(cut_short) {
                 batch.remove(item?.0);
             }
         }
-        self.ledger.apply_batch(batch)?;
+        self.ledger_tree().apply_batch(batch)?;
         Ok(())
     }
 
@@ -313,7 +312,11 @@ impl Store {
 
     /// The first journal sequence the last durable checkpoint does not cover.
     pub fn checkpoint_seq(&self) -> Result<u64, StoreError> {
-        Ok(self.ledger.get(CHECKPOINT_SEQ_KEY)?.map(|b| read_u64(&b)).unwrap_or(0))
+        Ok(self
+            .ledger_tree()
+            .get(CHECKPOINT_SEQ_KEY)?
+            .map(|b| read_u64(&b))
+            .unwrap_or(0))
     }
 
     /// The hash under which an idempotency key is indexed (128-bit, seeded
@@ -335,8 +338,31 @@ impl Store {
 
     /// Flushes sled without the fsync (on shutdown after a checkpoint).
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush()?;
-        Ok(())
+        self.sled.flush()
+    }
+
+    /// The tree of versioned records, runs and books.
+    fn ledger_tree(&self) -> HeldTree {
+        self.sled.ledger()
+    }
+
+    /// The tree of merchants.
+    fn merchants_tree(&self) -> HeldTree {
+        self.sled.merchants()
+    }
+
+    /// The tree of the catalog.
+    fn catalog_tree(&self) -> HeldTree {
+        self.sled.catalog()
+    }
+
+    /// Closes and reopens sled, so that a start after a crash reads only
+    /// what sled logged since (see `sled_slot.rs`). Only between
+    /// checkpoints, by the checkpointer: no write may be under way. Returns
+    /// how long reads waited, or `None` when it found no moment without a
+    /// reader and left the reopen to a later call.
+    pub fn reopen_sled(&self) -> Result<Option<std::time::Duration>, StoreError> {
+        self.sled.reopen()
     }
 }
 
@@ -348,32 +374,9 @@ impl Store {
 /// nothing waits, instead of at the next start. Fails if the state is still
 /// open here after a few seconds.
 pub fn snapshot_closed_state(path: &Path) -> Result<(), StoreError> {
-    let db = open_sled(path)?;
+    let db = sled_slot::open_sled(path)?;
     drop(db);
     Ok(())
-}
-
-/// Opens sled, waiting briefly while a previous instance in this process
-/// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
-/// by a few milliseconds.
-fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        // Background flushing is off: sled is made durable only at
-        // checkpoints, where it is also fsynced.
-        let config = sled::Config::new()
-            .path(path)
-            .flush_every_ms(None)
-            .cache_capacity(limits::SLED_CACHE_BYTES);
-        match config.open() {
-            Err(sled::Error::Io(error))
-                if error.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            other => return Ok(other?),
-        }
-    }
 }
 
 /// A version block that is missing or does not parse.

@@ -151,7 +151,7 @@ impl Store {
         let mut dropped = Vec::new();
         let kept_blocks =
             blocks::block_key(spec.blocks, from.0, from.1)..=blocks::block_key(spec.blocks, u64::MAX, u32::MAX);
-        for item in self.ledger.range(kept_blocks) {
+        for item in self.ledger_tree().range(kept_blocks) {
             if dropped.len() >= SWEEP_BLOCKS_MAX {
                 break;
             }
@@ -188,7 +188,7 @@ impl Store {
         for key in &dropped {
             batch.remove(key);
         }
-        self.ledger.apply_batch(batch)?;
+        self.ledger_tree().apply_batch(batch)?;
         Ok(dropped.len())
     }
 }
@@ -262,7 +262,7 @@ mod tests {
     }
 
     fn blocks(store: &Store, prefix: KeyPrefix) -> usize {
-        store.ledger.scan_prefix([prefix.byte()]).count()
+        store.ledger_tree().scan_prefix([prefix.byte()]).count()
     }
 
     /// Old delivered events and old attempts go; an old event still

@@ -129,7 +129,7 @@ impl Store {
     pub(super) fn fill_disbursement_history(&self, checkpoint: u64) -> Result<(), StoreError> {
         let prefix = history::DISBURSEMENTS.blocks;
         let mut newest: HashMap<Uuid, (Disbursement, Location)> = HashMap::default();
-        for item in self.ledger.scan_prefix([prefix.byte()]) {
+        for item in self.ledger_tree().scan_prefix([prefix.byte()]) {
             let (key, block) = item?;
             let Some((written_by, part)) = blocks::parse_block_key(prefix, &key) else {
                 continue;
@@ -191,13 +191,13 @@ impl Store {
         let prefix = kind.spec().blocks;
         // Only a move cut short can have left blocks of the kind behind.
         let mut stale = sled::Batch::default();
-        for item in self.ledger.scan_prefix([prefix.byte()]).keys() {
+        for item in self.ledger_tree().scan_prefix([prefix.byte()]).keys() {
             stale.remove(item?);
         }
-        self.ledger.apply_batch(stale)?;
+        self.ledger_tree().apply_batch(stale)?;
         let mut writer = BlockWriter::new(prefix, checkpoint);
         let mut versions = Vec::new();
-        for item in self.ledger.scan_prefix([record_prefix.byte()]) {
+        for item in self.ledger_tree().scan_prefix([record_prefix.byte()]) {
             let (key, value) = item?;
             let record: T = decode_value(&value)?;
             let (keyed_by, version, hashes) = index(&record);
@@ -213,11 +213,11 @@ impl Store {
             sink.insert(&key[..], block);
             pending += 1;
             if pending == WRITES_PER_BATCH {
-                self.ledger.apply_batch(std::mem::take(&mut sink))?;
+                self.ledger_tree().apply_batch(std::mem::take(&mut sink))?;
                 pending = 0;
             }
         }
-        self.ledger.apply_batch(sink)?;
+        self.ledger_tree().apply_batch(sink)?;
         let mut runs = kind.runs.write().expect("history lock");
         let mut batch = runs.batch();
         for ((version, hashes), (id, location)) in versions.iter().zip(&writer.locations) {
@@ -234,17 +234,17 @@ impl Store {
         for prefix in prefixes.iter().copied() {
             let mut batch = sled::Batch::default();
             let mut pending = 0;
-            for key in self.ledger.scan_prefix([prefix.byte()]).keys() {
+            for key in self.ledger_tree().scan_prefix([prefix.byte()]).keys() {
                 batch.remove(key?);
                 pending += 1;
                 if pending == WRITES_PER_BATCH {
-                    self.ledger.apply_batch(std::mem::take(&mut batch))?;
+                    self.ledger_tree().apply_batch(std::mem::take(&mut batch))?;
                     pending = 0;
                 }
             }
-            self.ledger.apply_batch(batch)?;
+            self.ledger_tree().apply_batch(batch)?;
         }
-        self.db.flush()?;
+        self.sled.flush()?;
         Ok(())
     }
 
@@ -257,7 +257,7 @@ impl Store {
         open: OpenSetWrite,
     ) -> Result<(), StoreError> {
         let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
-            self.ledger.insert(key, chunk)?;
+            self.ledger_tree().insert(key, chunk)?;
             Ok(())
         };
         let staged = runs.stage(batch, &mut sink)?;
@@ -265,9 +265,9 @@ impl Store {
         for (key, value) in runs.marker_entries(&staged) {
             marker.insert(key, value);
         }
-        open.add_to(&mut marker, &self.ledger)?;
-        self.ledger.apply_batch(marker)?;
-        self.db.flush()?;
+        open.add_to(&mut marker, &self.ledger_tree())?;
+        self.ledger_tree().apply_batch(marker)?;
+        self.sled.flush()?;
         fsync_tree(&self.path)?;
         runs.add(staged);
         Ok(())

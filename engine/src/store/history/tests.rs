@@ -81,10 +81,13 @@ fn history_is_found_after_reopening_without_reading_the_blocks() {
         .memory_bytes();
     assert!(memory < 3000 * 12, "{memory} bytes in memory for 3,000 disbursements");
     // Opening reads no block: one made unreadable is found only when read.
-    let first_block = store.ledger.scan_prefix([KeyPrefix::DisbursementBlock.byte()]).next();
+    let first_block = store
+        .ledger_tree()
+        .scan_prefix([KeyPrefix::DisbursementBlock.byte()])
+        .next();
     let (key, _) = first_block.unwrap().unwrap();
-    store.ledger.insert(&key, &b"not a block"[..]).unwrap();
-    store.db.flush().unwrap();
+    store.ledger_tree().insert(&key, &b"not a block"[..]).unwrap();
+    store.flush().unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(store.open_disbursement_count(), 2000);
@@ -109,11 +112,15 @@ fn a_data_dir_from_before_the_runs_is_filled_from_its_blocks_once() {
         let store = Store::open(dir.path()).unwrap();
         let disbursements = fill(&store, &mut seq, merchant);
         // What a data dir written before the runs holds: blocks, no runs.
-        let history: Vec<_> = store.ledger.scan_prefix([KeyPrefix::IndexRun.byte()]).keys().collect();
+        let history: Vec<_> = store
+            .ledger_tree()
+            .scan_prefix([KeyPrefix::IndexRun.byte()])
+            .keys()
+            .collect();
         for key in history {
-            store.ledger.remove(key.unwrap()).unwrap();
+            store.ledger_tree().remove(key.unwrap()).unwrap();
         }
-        store.db.flush().unwrap();
+        store.flush().unwrap();
         disbursements
     };
     let store = Store::open(dir.path()).unwrap();

@@ -228,6 +228,10 @@ fn refunds_settlements_beneficiaries_and_batches_are_found_in_the_overlay_in_blo
         KeyPrefix::DisbursementBatchByKey,
     ];
     for prefix in own_keys {
-        assert_eq!(store.ledger.scan_prefix([prefix.byte()]).count(), 0, "{prefix:?}");
+        assert_eq!(
+            store.ledger_tree().scan_prefix([prefix.byte()]).count(),
+            0,
+            "{prefix:?}"
+        );
     }
 }

@@ -77,7 +77,7 @@ impl Store {
             .then(|| newer.last().map(|(key, _)| key.clone()))
             .flatten();
         let mut older: Vec<KeyValue> = Vec::new();
-        for item in self.ledger.range(start..end) {
+        for item in self.ledger_tree().range(start..end) {
             let (key, value) = item?;
             if bound.as_ref().is_some_and(|bound| key.as_ref() > bound.as_slice()) || older.len() == limit {
                 break;
@@ -197,7 +197,7 @@ mod tests {
             );
         }
         let mut merged: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = std::collections::BTreeMap::new();
-        for item in store.ledger.range(start..end) {
+        for item in store.ledger_tree().range(start..end) {
             let (key, value) = item?;
             merged.insert(key.to_vec(), value.to_vec());
         }
@@ -229,7 +229,7 @@ mod tests {
             // may be a removal.
             let word = |next: &mut dyn FnMut(u64) -> u64| (next(3) > 0).then(|| vec![next(200) as u8]);
             if next(3) == 0 {
-                store.ledger.insert(key(n), vec![n as u8]).unwrap();
+                store.ledger_tree().insert(key(n), vec![n as u8]).unwrap();
             }
             if next(4) == 0 {
                 flushing.put_resources([(key(n), word(&mut next))]);
@@ -314,7 +314,7 @@ mod tests {
             assert!(store.webhooks_due(None, 2_000, 10).unwrap().is_empty());
             store.checkpoint().unwrap();
             assert!(store.webhooks_due(None, 2_000, 10).unwrap().is_empty());
-            assert!(store.ledger.get(&due_key).unwrap().is_none());
+            assert!(store.ledger_tree().get(&due_key).unwrap().is_none());
             assert!(store.webhook_event(&event.id).unwrap().unwrap().delivered);
         }
     }

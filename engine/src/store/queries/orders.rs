@@ -292,10 +292,10 @@ pub(in crate::store) mod tests {
         assert_orders_stored(&store, &orders);
         let own_keys = [KeyPrefix::Order, KeyPrefix::OrderByRefCode, KeyPrefix::OrderByMerchant]
             .iter()
-            .map(|prefix| store.ledger.scan_prefix([prefix.byte()]).count())
+            .map(|prefix| store.ledger_tree().scan_prefix([prefix.byte()]).count())
             .sum::<usize>();
         assert_eq!(own_keys, 0, "orders are in blocks, not keys");
-        assert!(store.ledger.scan_prefix([KeyPrefix::OrderBlock.byte()]).count() > 1);
+        assert!(store.ledger_tree().scan_prefix([KeyPrefix::OrderBlock.byte()]).count() > 1);
     }
 
     /// Half way through the EXPIRED versions: the ones not yet changed are PENDING.
@@ -328,29 +328,32 @@ pub(in crate::store) mod tests {
             for order in &orders {
                 let id = order.id.as_bytes();
                 store
-                    .ledger
+                    .ledger_tree()
                     .insert(prefixed(KeyPrefix::Order, &[id]), encode_value(order))
                     .unwrap();
                 let created = (order.created_at_ms as u64).to_be_bytes();
                 let by_merchant = prefixed(KeyPrefix::OrderByMerchant, &[merchant.as_bytes(), &created, id]);
-                store.ledger.insert(by_merchant, &[][..]).unwrap();
+                store.ledger_tree().insert(by_merchant, &[][..]).unwrap();
                 let by_ref = prefixed(KeyPrefix::OrderByRefCode, &[order.ref_code.as_bytes()]);
-                store.ledger.insert(by_ref, &id[..]).unwrap();
+                store.ledger_tree().insert(by_ref, &id[..]).unwrap();
             }
-            store.ledger.remove(crate::store::history::ORDERS.format_key).unwrap();
+            store
+                .ledger_tree()
+                .remove(crate::store::history::ORDERS.format_key)
+                .unwrap();
             // A move cut short: blocks without runs.
-            store.ledger.insert(b"O-stale", &b"x"[..]).unwrap();
+            store.ledger_tree().insert(b"O-stale", &b"x"[..]).unwrap();
             store.flush().unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
         assert!(
-            store.ledger.get(b"O-stale").unwrap().is_none(),
+            store.ledger_tree().get(b"O-stale").unwrap().is_none(),
             "a cut move's blocks go"
         );
         assert_orders_stored(&store, &orders);
         for prefix in [KeyPrefix::Order, KeyPrefix::OrderByRefCode, KeyPrefix::OrderByMerchant] {
             assert_eq!(
-                store.ledger.scan_prefix([prefix.byte()]).count(),
+                store.ledger_tree().scan_prefix([prefix.byte()]).count(),
                 0,
                 "{prefix:?} keys removed"
             );

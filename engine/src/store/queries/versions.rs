@@ -39,7 +39,7 @@ impl Store {
             return Ok(None);
         };
         let key = location.block_key();
-        let block = match self.ledger.get(key)? {
+        let block = match self.ledger_tree().get(key)? {
             Some(block) => block,
             // Retention dropped it since the location was read.
             None if !kind.retains(&location) => return Ok(None),

@@ -205,9 +205,21 @@ mod tests {
             store.checkpoint().unwrap();
             assert_events_stored(&store, &events, 400);
             assert_attempts_listed(&store, &attempts(&events, 400));
-            assert_eq!(store.ledger.scan_prefix([KeyPrefix::WebhookAttempt.byte()]).count(), 0);
+            assert_eq!(
+                store
+                    .ledger_tree()
+                    .scan_prefix([KeyPrefix::WebhookAttempt.byte()])
+                    .count(),
+                0
+            );
             assert_eq!(store.webhooks_due(None, 1_000_000, usize::MAX).unwrap().len(), 100);
-            assert_eq!(store.ledger.scan_prefix([KeyPrefix::WebhookEvent.byte()]).count(), 0);
+            assert_eq!(
+                store
+                    .ledger_tree()
+                    .scan_prefix([KeyPrefix::WebhookEvent.byte()])
+                    .count(),
+                0
+            );
         }
         let store = Store::open(dir.path()).unwrap();
         assert_events_stored(&store, &events, 400);
@@ -245,7 +257,7 @@ mod tests {
             store.checkpoint().unwrap();
             let event_blocks = || {
                 let prefix = crate::store::keys::KeyPrefix::WebhookEventBlock.byte();
-                store.ledger.scan_prefix([prefix]).count()
+                store.ledger_tree().scan_prefix([prefix]).count()
             };
             let written_once = event_blocks();
             assert_eq!(store.webhooks_due(None, 1_000_000, 10).unwrap().len(), 2);
@@ -340,7 +352,7 @@ mod tests {
             for event in &events {
                 let key = prefixed(KeyPrefix::WebhookEvent, &[event.id.as_bytes()]);
                 store
-                    .ledger
+                    .ledger_tree()
                     .insert(key, encode_value(&StoredEvent::of(event, false)))
                     .unwrap();
             }
@@ -354,10 +366,10 @@ mod tests {
                         &attempt.attempt.to_be_bytes(),
                     ],
                 );
-                store.ledger.insert(key, encode_value(&attempt)).unwrap();
+                store.ledger_tree().insert(key, encode_value(&attempt)).unwrap();
             }
             for kind in [&WEBHOOK_EVENTS, &WEBHOOK_ATTEMPTS] {
-                store.ledger.remove(kind.format_key).unwrap();
+                store.ledger_tree().remove(kind.format_key).unwrap();
             }
             store.flush().unwrap();
         }
@@ -365,7 +377,11 @@ mod tests {
         assert_events_stored(&store, &events, 100);
         assert_attempts_listed(&store, &attempts(&events, 100));
         for prefix in [KeyPrefix::WebhookEvent, KeyPrefix::WebhookAttempt] {
-            assert_eq!(store.ledger.scan_prefix([prefix.byte()]).count(), 0, "{prefix:?}");
+            assert_eq!(
+                store.ledger_tree().scan_prefix([prefix.byte()]).count(),
+                0,
+                "{prefix:?}"
+            );
         }
         drop(store);
         let store = Store::open(dir.path()).unwrap();

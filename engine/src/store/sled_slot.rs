@@ -1,0 +1,184 @@
+//! sled's handles behind one slot the store can close and reopen while it
+//! runs. sled 0.34 writes the snapshot its recovery starts from only as it
+//! opens, and an open reads everything sled logged since that snapshot: on
+//! a server that never restarts, a start after a crash would read the whole
+//! history's log (gigabytes, many seconds). Reopening after a checkpoint
+//! now and then bounds that read by what was logged since.
+//!
+//! Invariant: sled is closed only when no handle is out. Every tree handle
+//! given out (`HeldTree`) holds a token, and a reopen proceeds only under
+//! the slot's write lock (so no new handle is given out) once no token but
+//! the slot's own is alive. It waits a bounded time for that and otherwise
+//! leaves the reopen to the next checkpoint, so a reader that holds one
+//! handle while it asks for another delays a reopen but cannot deadlock it.
+
+use super::StoreError;
+use crate::limits;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+/// How long a reopen waits for the handles out to come back.
+const QUIET_WAIT_MAX: Duration = Duration::from_millis(100);
+/// How often it looks meanwhile.
+const QUIET_POLL: Duration = Duration::from_micros(200);
+/// How long a reopen keeps retrying sled's open once sled is closed.
+const OPEN_RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// The open sled database and the trees the store uses.
+struct Handles {
+    db: sled::Db,
+    ledger: sled::Tree,
+    merchants: sled::Tree,
+    catalog: sled::Tree,
+}
+
+impl Handles {
+    fn open(path: &Path) -> Result<Handles, StoreError> {
+        let db = open_sled(path)?;
+        Ok(Handles {
+            ledger: db.open_tree("ledger")?,
+            merchants: db.open_tree("merchants")?,
+            catalog: db.open_tree("catalog")?,
+            db,
+        })
+    }
+}
+
+/// The slot: sled's handles, and the tokens of those given out.
+pub struct SledSlot {
+    path: PathBuf,
+    handles: RwLock<Option<Handles>>,
+    /// One clone per handle out, plus this one.
+    tokens: Arc<()>,
+}
+
+/// A tree handle, holding sled open while it lives. Held for one operation
+/// (or one loop over an iterator), never kept: a kept handle only delays
+/// reopens, which wait for a moment with none out.
+pub struct HeldTree {
+    tree: sled::Tree,
+    _token: Arc<()>,
+}
+
+impl Deref for HeldTree {
+    type Target = sled::Tree;
+
+    fn deref(&self) -> &sled::Tree {
+        &self.tree
+    }
+}
+
+impl SledSlot {
+    /// Opens (or creates) sled at `path`.
+    pub fn open(path: &Path) -> Result<SledSlot, StoreError> {
+        Ok(SledSlot {
+            path: path.to_path_buf(),
+            handles: RwLock::new(Some(Handles::open(path)?)),
+            tokens: Arc::new(()),
+        })
+    }
+
+    fn held(&self, pick: impl Fn(&Handles) -> &sled::Tree) -> HeldTree {
+        let handles = self.handles.read().expect("sled slot lock");
+        // Only a reopen empties the slot, and it fills it again before it
+        // lets go of the write lock (or ends the process).
+        let handles = handles.as_ref().expect("sled is open outside a reopen");
+        HeldTree {
+            tree: pick(handles).clone(),
+            _token: self.tokens.clone(),
+        }
+    }
+
+    /// The tree of every versioned record, run and book.
+    pub fn ledger(&self) -> HeldTree {
+        self.held(|handles| &handles.ledger)
+    }
+
+    /// The tree of merchants.
+    pub fn merchants(&self) -> HeldTree {
+        self.held(|handles| &handles.merchants)
+    }
+
+    /// The tree of the catalog.
+    pub fn catalog(&self) -> HeldTree {
+        self.held(|handles| &handles.catalog)
+    }
+
+    /// Flushes sled's buffers to its files (not an fsync).
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let handles = self.handles.read().expect("sled slot lock");
+        handles.as_ref().expect("sled is open outside a reopen").db.flush()?;
+        Ok(())
+    }
+
+    /// Closes sled and opens it again, which writes the snapshot the next
+    /// recovery starts from. Call it with no write to sled under way (the
+    /// checkpointer, between checkpoints). Readers wait meanwhile. Returns
+    /// how long they waited, or `None` when a handle stayed out too long
+    /// (the next call tries again).
+    pub fn reopen(&self) -> Result<Option<Duration>, StoreError> {
+        // New handles wait from here; those out are each one operation, done
+        // in microseconds. One held by a thread now waiting for another (a
+        // nested read) would never be returned while this waits: past
+        // `QUIET_WAIT_MAX` the slot is let go and the reopen left for later.
+        let mut slot = self.handles.write().expect("sled slot lock");
+        let waiting = Instant::now();
+        while Arc::strong_count(&self.tokens) > 1 {
+            if waiting.elapsed() > QUIET_WAIT_MAX {
+                return Ok(None);
+            }
+            std::thread::sleep(QUIET_POLL);
+        }
+        let handles = slot.take().expect("sled is open outside a reopen");
+        if let Err(error) = handles.db.flush() {
+            *slot = Some(handles);
+            return Err(error.into());
+        }
+        drop(handles);
+        let deadline = Instant::now() + OPEN_RETRY_FOR;
+        loop {
+            match Handles::open(&self.path) {
+                Ok(handles) => {
+                    *slot = Some(handles);
+                    return Ok(Some(waiting.elapsed()));
+                }
+                Err(error) if Instant::now() < deadline => {
+                    tracing::error!(%error, "reopening the state store failed; retrying");
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(error) => {
+                    // Every reader would wait forever. What sled held is
+                    // durable (the last checkpoint) and the journal holds
+                    // the rest, so a restart loses nothing.
+                    tracing::error!(%error, "the state store cannot be reopened; stopping the process");
+                    std::process::abort();
+                }
+            }
+        }
+    }
+}
+
+/// Opens sled, waiting briefly while a previous instance in this process
+/// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
+/// by a few milliseconds.
+pub(super) fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        // Background flushing is off: sled is made durable only at
+        // checkpoints, where it is also fsynced.
+        let config = sled::Config::new()
+            .path(path)
+            .flush_every_ms(None)
+            .cache_capacity(limits::SLED_CACHE_BYTES);
+        match config.open() {
+            Err(sled::Error::Io(error))
+                if error.to_string().contains("could not acquire lock") && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return Ok(other?),
+        }
+    }
+}
