@@ -34,6 +34,9 @@ pub(crate) struct StorageHealth {
     /// The journal's byte count when sled was last opened: what sled logged
     /// since grows with what the journal took since (`Store::reopen_sled`).
     sled_opened_at_journal_bytes: AtomicU64,
+    /// Reopens of sled, and the milliseconds readers waited on them.
+    pub(crate) sled_reopens: AtomicU64,
+    pub(crate) sled_reopen_wait_ms: AtomicU64,
 }
 
 impl StorageHealth {
@@ -49,23 +52,22 @@ impl StorageHealth {
 }
 
 /// Reopens sled after a checkpoint, so that a start after a crash reads
-/// only what sled logged since. Returns whether it did.
-fn reopen_sled(store: &crate::store::Store) -> bool {
+/// only what sled logged since. Returns how many milliseconds readers
+/// waited, if it did.
+fn reopen_sled(store: &crate::store::Store) -> Option<u64> {
     match store.reopen_sled() {
-        Ok(Some(closed)) => {
-            tracing::info!(
-                closed_ms = closed.as_millis() as u64,
-                "state store reopened: a restart reads its log from here"
-            );
-            true
+        Ok(Some(waited)) => {
+            let waited_ms = waited.as_millis() as u64;
+            tracing::info!(waited_ms, "state store reopened: a restart reads its log from here");
+            Some(waited_ms)
         }
         Ok(None) => {
-            tracing::debug!("state store not reopened: readers all along; the next checkpoint tries again");
-            false
+            tracing::debug!("state store not reopened: a handle stayed out; the next checkpoint tries again");
+            None
         }
         Err(error) => {
             tracing::warn!(%error, "state store not reopened: its flush failed");
-            false
+            None
         }
     }
 }
@@ -106,7 +108,7 @@ impl Engine {
         let retention_cutoff_ms = self.webhook_retention_cutoff_ms();
         let reopen_due = journal_bytes
             .saturating_sub(self.storage().sled_opened_at_journal_bytes.load(Ordering::Acquire))
-            >= limits::SLED_REOPEN_JOURNAL_BYTES;
+            >= self.sled_reopen_journal_bytes();
         let written = tokio::task::spawn_blocking(move || {
             let covered = store.checkpoint()?;
             if let Some(cutoff_ms) = retention_cutoff_ms {
@@ -120,8 +122,8 @@ impl Engine {
             if let Err(error) = journal.drop_segments_below(covered) {
                 tracing::warn!(%error, "dropping journal segments a checkpoint covers failed");
             }
-            let reopened = reopen_due && reopen_sled(&store);
-            Ok::<(u64, bool), crate::store::StoreError>((covered, reopened))
+            let reopened = if reopen_due { reopen_sled(&store) } else { None };
+            Ok::<(u64, Option<u64>), crate::store::StoreError>((covered, reopened))
         })
         .await
         .map_err(|_| EngineError::ShuttingDown)?;
@@ -131,10 +133,12 @@ impl Engine {
                 health
                     .checkpointed_journal_bytes
                     .store(journal_bytes, Ordering::Release);
-                if reopened {
+                if let Some(waited_ms) = reopened {
                     health
                         .sled_opened_at_journal_bytes
                         .store(journal_bytes, Ordering::Release);
+                    health.sled_reopens.fetch_add(1, Ordering::Relaxed);
+                    health.sled_reopen_wait_ms.fetch_add(waited_ms, Ordering::Relaxed);
                 }
                 Ok(covered)
             }
@@ -200,6 +204,42 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
     use uuid::Uuid;
+
+    /// With sled reopened after every checkpoint, writes and reads go on
+    /// through reopens, each is counted, and all of it is there after a
+    /// restart without the final checkpoint.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_checkpointer_reopens_sled_and_nothing_is_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = EngineConfig {
+            sled_reopen_journal_bytes: 1,
+            // Only the test's own checkpoints, one a round.
+            checkpoint_interval: Duration::from_secs(3600),
+            ..EngineConfig::new(dir.path())
+        };
+        let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+        let merchant_id = funded_merchant(&engine, 1_000).await;
+        for round in 1..=3 {
+            for _ in 0..10 {
+                credit(&engine, merchant_id, 1).await.unwrap();
+            }
+            engine.checkpoint().await.unwrap();
+            assert_eq!(balance(&engine, merchant_id).await, 1_000 + 10 * round);
+            assert_eq!(
+                engine.storage().sled_reopens.load(std::sync::atomic::Ordering::Relaxed),
+                round as u64,
+                "one reopen a checkpoint"
+            );
+        }
+        assert!(engine.metrics_text().contains("paygate_state_store_reopens_total 3\n"));
+        credit(&engine, merchant_id, 5).await.unwrap();
+        engine.halt_without_checkpoint().await;
+        drop(engine);
+        let engine = open(dir.path()).await;
+        assert_eq!(balance(&engine, merchant_id).await, 1_035);
+        let entries = engine.store().entries_after(&merchant_id, 0).unwrap();
+        assert_eq!(entries.len(), 32, "the funding, 30 credits and the last");
+    }
 
     async fn open(dir: &Path) -> Engine {
         Engine::open(EngineConfig::new(dir), Arc::new(SystemClock))

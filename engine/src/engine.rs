@@ -57,6 +57,9 @@ pub struct EngineConfig {
     /// Webhook events delivered (or given up) and delivery attempts are
     /// kept this long, then dropped at checkpoints.
     pub webhook_retention: Duration,
+    /// Journal bytes after which the checkpointer reopens sled
+    /// (`limits::SLED_REOPEN_JOURNAL_BYTES`).
+    pub sled_reopen_journal_bytes: u64,
 }
 
 impl EngineConfig {
@@ -75,6 +78,7 @@ impl EngineConfig {
             disbursements_open_max: limits::DISBURSEMENTS_OPEN_MAX,
             order_actors_live_max: limits::ORDER_ACTORS_LIVE_MAX,
             webhook_retention: limits::WEBHOOK_RETENTION,
+            sled_reopen_journal_bytes: limits::SLED_REOPEN_JOURNAL_BYTES,
         }
     }
 }
@@ -112,6 +116,7 @@ struct EngineInner {
     order_creations: crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)>,
     // Disbursements not yet final at most (`EngineConfig`).
     disbursements_open_max: usize,
+    sled_reopen_journal_bytes: u64,
     // Holds `journal/` and `state/`; its filesystem's free space gates checkpoints.
     data_dir: PathBuf,
     storage: StorageHealth,
@@ -255,6 +260,7 @@ impl Engine {
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
                 disbursements_open_max: config.disbursements_open_max,
+                sled_reopen_journal_bytes: config.sled_reopen_journal_bytes,
                 data_dir: config.data_dir.clone(),
                 storage: StorageHealth::default(),
                 webhook_retention: config.resume_work.then_some(config.webhook_retention),
@@ -301,6 +307,11 @@ impl Engine {
     /// Disbursements not yet final at most (`EngineConfig`).
     pub(crate) fn disbursements_open_max(&self) -> usize {
         self.inner.disbursements_open_max
+    }
+
+    /// Journal bytes after which the checkpointer reopens sled.
+    pub(crate) fn sled_reopen_journal_bytes(&self) -> u64 {
+        self.inner.sled_reopen_journal_bytes
     }
 
     /// The engine's clock.

@@ -57,6 +57,18 @@ impl Engine {
                 u64::from(self.storage().state_store_failed()),
             ),
             (
+                "paygate_state_store_reopens_total",
+                "Times the checkpointer closed and reopened sled, so a start after a crash reads little of its log.",
+                "counter",
+                self.storage().sled_reopens.load(Relaxed),
+            ),
+            (
+                "paygate_state_store_reopen_wait_ms_total",
+                "Milliseconds storage reads waited on those reopens.",
+                "counter",
+                self.storage().sled_reopen_wait_ms.load(Relaxed),
+            ),
+            (
                 "paygate_journal_durable_seq",
                 "Highest durable journal sequence.",
                 "gauge",
