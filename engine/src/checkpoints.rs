@@ -34,6 +34,9 @@ pub(crate) struct StorageHealth {
     /// The journal's byte count when sled was last opened: what sled logged
     /// since grows with what the journal took since (`Store::reopen_sled`).
     sled_opened_at_journal_bytes: AtomicU64,
+    /// No reopen before this: the last one's wait times
+    /// `limits::SLED_REOPEN_SPACING` after it ended.
+    sled_reopen_not_before: std::sync::Mutex<Option<std::time::Instant>>,
     /// Reopens of sled, and the milliseconds readers waited on them.
     pub(crate) sled_reopens: AtomicU64,
     pub(crate) sled_reopen_wait_ms: AtomicU64,
@@ -106,9 +109,17 @@ impl Engine {
         // Dropping segments unlinks files and fsyncs the directory: tens of
         // milliseconds on a busy disk, so off the runtime's two workers too.
         let retention_cutoff_ms = self.webhook_retention_cutoff_ms();
-        let reopen_due = journal_bytes
-            .saturating_sub(self.storage().sled_opened_at_journal_bytes.load(Ordering::Acquire))
-            >= self.sled_reopen_journal_bytes();
+        // Reads wait while sled reopens, longer as it holds more: spacing the
+        // reopens by their own wait keeps that share of the time bounded.
+        let spaced = self
+            .storage()
+            .sled_reopen_not_before
+            .lock()
+            .expect("reopen spacing lock")
+            .is_none_or(|not_before| std::time::Instant::now() >= not_before);
+        let reopen_due = spaced
+            && journal_bytes.saturating_sub(self.storage().sled_opened_at_journal_bytes.load(Ordering::Acquire))
+                >= self.sled_reopen_journal_bytes();
         let written = tokio::task::spawn_blocking(move || {
             let covered = store.checkpoint()?;
             if let Some(cutoff_ms) = retention_cutoff_ms {
@@ -139,6 +150,9 @@ impl Engine {
                         .store(journal_bytes, Ordering::Release);
                     health.sled_reopens.fetch_add(1, Ordering::Relaxed);
                     health.sled_reopen_wait_ms.fetch_add(waited_ms, Ordering::Relaxed);
+                    let spacing = std::time::Duration::from_millis(waited_ms) * limits::SLED_REOPEN_SPACING;
+                    *health.sled_reopen_not_before.lock().expect("reopen spacing lock") =
+                        Some(std::time::Instant::now() + spacing);
                 }
                 Ok(covered)
             }
@@ -222,6 +236,11 @@ mod tests {
         for round in 1..=3 {
             for _ in 0..10 {
                 credit(&engine, merchant_id, 1).await.unwrap();
+            }
+            // The last reopen's spacing (a hundred times its wait) first.
+            let not_before = *engine.storage().sled_reopen_not_before.lock().unwrap();
+            if let Some(not_before) = not_before {
+                tokio::time::sleep(not_before.saturating_duration_since(Instant::now())).await;
             }
             engine.checkpoint().await.unwrap();
             assert_eq!(balance(&engine, merchant_id).await, 1_000 + 10 * round);

@@ -189,6 +189,13 @@ pub const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 /// which pays the same read.
 pub const SLED_REOPEN_JOURNAL_BYTES: u64 = 256 * 1024 * 1024;
 
+/// After a reopen, the next waits at least this many times as long as
+/// reads waited on it, so reopens take at most about 1% of the time. A
+/// reopen reads sled's snapshot, which grows with what sled holds: on a
+/// large store reopens come further apart, and a start after a crash reads
+/// more of sled's log.
+pub const SLED_REOPEN_SPACING: u32 = 100;
+
 /// DESIGN.md 8: a payout whose hand-over got no usable answer (timeout, 5xx)
 /// is inquired this long after; so is an inquiry that failed.
 pub const PAYOUT_UNKNOWN_INQUIRY_AFTER: Duration = Duration::from_secs(10);
