@@ -117,9 +117,14 @@ impl Engine {
             .lock()
             .expect("reopen spacing lock")
             .is_none_or(|not_before| std::time::Instant::now() >= not_before);
-        let reopen_due = spaced
-            && journal_bytes.saturating_sub(self.storage().sled_opened_at_journal_bytes.load(Ordering::Acquire))
-                >= self.sled_reopen_journal_bytes();
+        // Spaced out, the log read by a reopen grows with the spacing, and
+        // with it the next wait: past `SLED_REOPEN_BUDGETS_MAX` budgets of
+        // journal the reopen is due anyway, which bounds both.
+        let since_open =
+            journal_bytes.saturating_sub(self.storage().sled_opened_at_journal_bytes.load(Ordering::Acquire));
+        let budget = self.sled_reopen_journal_bytes();
+        let reopen_due =
+            since_open >= budget && (spaced || since_open >= budget.saturating_mul(limits::SLED_REOPEN_BUDGETS_MAX));
         let written = tokio::task::spawn_blocking(move || {
             let covered = store.checkpoint()?;
             if let Some(cutoff_ms) = retention_cutoff_ms {

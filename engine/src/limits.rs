@@ -196,6 +196,11 @@ pub const SLED_REOPEN_JOURNAL_BYTES: u64 = 256 * 1024 * 1024;
 /// more of sled's log.
 pub const SLED_REOPEN_SPACING: u32 = 100;
 
+/// Past this many `SLED_REOPEN_JOURNAL_BYTES` since the last open, sled is
+/// reopened whatever the spacing: the log a reopen reads grows with the
+/// time since the last, so spacing alone would feed each wait into the next.
+pub const SLED_REOPEN_BUDGETS_MAX: u64 = 4;
+
 /// DESIGN.md 8: a payout whose hand-over got no usable answer (timeout, 5xx)
 /// is inquired this long after; so is an inquiry that failed.
 pub const PAYOUT_UNKNOWN_INQUIRY_AFTER: Duration = Duration::from_secs(10);
