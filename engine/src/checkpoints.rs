@@ -43,6 +43,33 @@ pub(crate) struct StorageHealth {
 }
 
 impl StorageHealth {
+    /// Whether sled is to be reopened after this checkpoint: the journal
+    /// took `budget` bytes since the last open, and the last reopen's
+    /// spacing is over. Reads wait while sled reopens, longer as it holds
+    /// more, so spacing reopens by their own wait bounds that share of the
+    /// time; but the log a reopen reads grows with the spacing, and with it
+    /// the next wait, so past `SLED_REOPEN_BUDGETS_MAX` budgets it is due
+    /// anyway, which bounds both.
+    fn sled_reopen_due(&self, journal_bytes: u64, budget: u64) -> bool {
+        let spaced = self
+            .sled_reopen_not_before
+            .lock()
+            .expect("reopen spacing lock")
+            .is_none_or(|not_before| std::time::Instant::now() >= not_before);
+        let since_open = journal_bytes.saturating_sub(self.sled_opened_at_journal_bytes.load(Ordering::Acquire));
+        since_open >= budget && (spaced || since_open >= budget.saturating_mul(limits::SLED_REOPEN_BUDGETS_MAX))
+    }
+
+    /// Notes a reopen at `journal_bytes` that kept reads waiting `waited_ms`.
+    fn note_sled_reopen(&self, journal_bytes: u64, waited_ms: u64) {
+        self.sled_opened_at_journal_bytes
+            .store(journal_bytes, Ordering::Release);
+        self.sled_reopens.fetch_add(1, Ordering::Relaxed);
+        self.sled_reopen_wait_ms.fetch_add(waited_ms, Ordering::Relaxed);
+        let spacing = std::time::Duration::from_millis(waited_ms) * limits::SLED_REOPEN_SPACING;
+        *self.sled_reopen_not_before.lock().expect("reopen spacing lock") = Some(std::time::Instant::now() + spacing);
+    }
+
     /// Whether a checkpoint failed (writes are refused until a restart).
     pub(crate) fn state_store_failed(&self) -> bool {
         self.state_store_failed.load(Ordering::Acquire)
@@ -109,22 +136,9 @@ impl Engine {
         // Dropping segments unlinks files and fsyncs the directory: tens of
         // milliseconds on a busy disk, so off the runtime's two workers too.
         let retention_cutoff_ms = self.webhook_retention_cutoff_ms();
-        // Reads wait while sled reopens, longer as it holds more: spacing the
-        // reopens by their own wait keeps that share of the time bounded.
-        let spaced = self
+        let reopen_due = self
             .storage()
-            .sled_reopen_not_before
-            .lock()
-            .expect("reopen spacing lock")
-            .is_none_or(|not_before| std::time::Instant::now() >= not_before);
-        // Spaced out, the log read by a reopen grows with the spacing, and
-        // with it the next wait: past `SLED_REOPEN_BUDGETS_MAX` budgets of
-        // journal the reopen is due anyway, which bounds both.
-        let since_open =
-            journal_bytes.saturating_sub(self.storage().sled_opened_at_journal_bytes.load(Ordering::Acquire));
-        let budget = self.sled_reopen_journal_bytes();
-        let reopen_due =
-            since_open >= budget && (spaced || since_open >= budget.saturating_mul(limits::SLED_REOPEN_BUDGETS_MAX));
+            .sled_reopen_due(journal_bytes, self.sled_reopen_journal_bytes());
         let written = tokio::task::spawn_blocking(move || {
             let covered = store.checkpoint()?;
             if let Some(cutoff_ms) = retention_cutoff_ms {
@@ -150,14 +164,7 @@ impl Engine {
                     .checkpointed_journal_bytes
                     .store(journal_bytes, Ordering::Release);
                 if let Some(waited_ms) = reopened {
-                    health
-                        .sled_opened_at_journal_bytes
-                        .store(journal_bytes, Ordering::Release);
-                    health.sled_reopens.fetch_add(1, Ordering::Relaxed);
-                    health.sled_reopen_wait_ms.fetch_add(waited_ms, Ordering::Relaxed);
-                    let spacing = std::time::Duration::from_millis(waited_ms) * limits::SLED_REOPEN_SPACING;
-                    *health.sled_reopen_not_before.lock().expect("reopen spacing lock") =
-                        Some(std::time::Instant::now() + spacing);
+                    health.note_sled_reopen(journal_bytes, waited_ms);
                 }
                 Ok(covered)
             }
