@@ -38,6 +38,25 @@ pub enum Command {
     /// Print the API document (OpenAPI 3.1, as `GET /openapi.json` serves
     /// it) to stdout, to generate a client without running the server.
     Openapi,
+    /// A cluster's shared state in its PostgreSQL database.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+/// `paygate cluster` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Print each shard's owner, epoch and lease expiry, and each node's
+    /// last heartbeat.
+    Status(ClusterStatusArgs),
+}
+
+/// Flags of `paygate cluster status`.
+#[derive(Args, Debug)]
+pub struct ClusterStatusArgs {
+    /// The cluster's database, `postgres://user@host:port/database`.
+    #[arg(long, env = "PAYGATE_CLUSTER_URL")]
+    pub cluster_url: String,
 }
 
 /// Flags of `paygate repair`.

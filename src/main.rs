@@ -4,6 +4,7 @@
 
 mod allocator;
 mod benchmark;
+mod cluster;
 mod config;
 mod process_stats;
 mod repair;
@@ -22,7 +23,9 @@ fn main() -> anyhow::Result<()> {
     // would bury them, so by default it logs warnings only.
     let default_filter = match command {
         Command::Serve(_) => "info,sled=warn",
-        Command::Benchmark(_) | Command::Verify(_) | Command::Repair(_) | Command::Openapi => "warn",
+        Command::Benchmark(_) | Command::Verify(_) | Command::Repair(_) | Command::Openapi | Command::Cluster(_) => {
+            "warn"
+        }
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -45,6 +48,7 @@ fn main() -> anyhow::Result<()> {
             println!("{document}");
             Ok(())
         }
+        Command::Cluster(command) => runtime.block_on(cluster::run(command)),
         Command::Verify(args) => {
             let clean = runtime.block_on(verify::run(args))?;
             if !clean {

@@ -34,6 +34,7 @@ mod bloom;
 mod catalog;
 mod checkpoints;
 pub mod clock;
+pub mod cluster;
 mod destinations;
 pub mod disbursements;
 pub mod domain;

@@ -1,0 +1,152 @@
+//! Each shard's journal of record: appends, many at a time in one
+//! transaction (group commit), each checking inside that transaction that
+//! the writer still holds the shard under the epoch it wrote with.
+//!
+//! The check reads the lease rows `FOR SHARE`: a takeover's `UPDATE` of
+//! the same row waits until the append commits or rolls back, so a new
+//! owner, which reads the records after its takeover commits, sees every
+//! append that passed the check, and no append passes it after.
+
+use super::{ClusterError, Database};
+use std::collections::BTreeMap;
+
+/// One record to append: its shard, the writer's epoch for that shard, and
+/// its place in the shard's journal.
+#[derive(Clone, Debug)]
+pub struct Append {
+    pub shard: u16,
+    pub epoch: i64,
+    pub seq: i64,
+    pub record: Vec<u8>,
+}
+
+/// One record as the journal of record has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardRecord {
+    pub seq: i64,
+    /// The lease epoch it was written under.
+    pub epoch: i64,
+    pub record: Vec<u8>,
+}
+
+/// One node's appends and reads of the journal of record.
+#[derive(Clone)]
+pub struct ShardRecords {
+    database: Database,
+    node_id: String,
+    /// Test seam: appends without the epoch check, to show that the check
+    /// is what stops a node that lost its lease.
+    #[cfg(any(test, feature = "test-postgres"))]
+    pub unfenced: bool,
+}
+
+impl ShardRecords {
+    /// Node `node_id`'s access to the journal of record.
+    pub fn new(database: Database, node_id: impl Into<String>) -> ShardRecords {
+        ShardRecords {
+            database,
+            node_id: node_id.into(),
+            #[cfg(any(test, feature = "test-postgres"))]
+            unfenced: false,
+        }
+    }
+
+    fn fenced(&self) -> bool {
+        #[cfg(any(test, feature = "test-postgres"))]
+        if self.unfenced {
+            return false;
+        }
+        true
+    }
+
+    /// Appends `batch` in one transaction. Either all of it commits, or, if
+    /// any shard it names is no longer this node's under the epoch given,
+    /// none of it and `Fenced` with those shards.
+    pub async fn append(&self, batch: &[Append]) -> Result<(), ClusterError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut epochs: BTreeMap<u16, i64> = BTreeMap::new();
+        for append in batch {
+            let epoch = epochs.entry(append.shard).or_insert(append.epoch);
+            if *epoch != append.epoch {
+                return Err(ClusterError::Database(format!(
+                    "one batch names shard {} under two epochs",
+                    append.shard
+                )));
+            }
+        }
+        let mut client = self.database.client().await?;
+        let transaction = client.transaction().await?;
+        if self.fenced() {
+            let shards: Vec<i32> = epochs.keys().map(|&shard| shard as i32).collect();
+            let rows = transaction
+                .query(
+                    "SELECT shard, epoch, node_id FROM shard_leases WHERE shard = ANY($1) FOR SHARE",
+                    &[&shards],
+                )
+                .await?;
+            let held: BTreeMap<u16, (i64, Option<String>)> = rows
+                .iter()
+                .map(|row| (row.get::<_, i32>(0) as u16, (row.get(1), row.get(2))))
+                .collect();
+            let lost: Vec<u16> = epochs
+                .iter()
+                .filter(|(shard, epoch)| {
+                    held.get(shard)
+                        .is_none_or(|(held_epoch, node)| held_epoch != *epoch || node.as_deref() != Some(&self.node_id))
+                })
+                .map(|(&shard, _)| shard)
+                .collect();
+            if !lost.is_empty() {
+                transaction.rollback().await?;
+                return Err(ClusterError::Fenced(lost));
+            }
+        }
+        let shards: Vec<i32> = batch.iter().map(|append| append.shard as i32).collect();
+        let seqs: Vec<i64> = batch.iter().map(|append| append.seq).collect();
+        let epochs: Vec<i64> = batch.iter().map(|append| append.epoch).collect();
+        let records: Vec<&[u8]> = batch.iter().map(|append| append.record.as_slice()).collect();
+        transaction
+            .execute(
+                "INSERT INTO shard_records (shard, seq, epoch, record)
+                 SELECT * FROM UNNEST($1::integer[], $2::bigint[], $3::bigint[], $4::bytea[])",
+                &[&shards, &seqs, &epochs, &records],
+            )
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    /// Up to `limit` records of `shard` after `after_seq`, in order.
+    pub async fn read_after(&self, shard: u16, after_seq: i64, limit: i64) -> Result<Vec<ShardRecord>, ClusterError> {
+        let client = self.database.client().await?;
+        let rows = client
+            .query(
+                "SELECT seq, epoch, record FROM shard_records
+                 WHERE shard = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                &[&(shard as i32), &after_seq, &limit],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| ShardRecord {
+                seq: row.get(0),
+                epoch: row.get(1),
+                record: row.get(2),
+            })
+            .collect())
+    }
+
+    /// The last sequence number `shard`'s journal holds, 0 when empty.
+    pub async fn last_seq(&self, shard: u16) -> Result<i64, ClusterError> {
+        let client = self.database.client().await?;
+        let row = client
+            .query_one(
+                "SELECT COALESCE(MAX(seq), 0)::bigint FROM shard_records WHERE shard = $1",
+                &[&(shard as i32)],
+            )
+            .await?;
+        Ok(row.get(0))
+    }
+}

@@ -1,0 +1,275 @@
+//! The cluster's shared state against a real PostgreSQL: leases judged by
+//! the database, fenced appends, and keepers that spread the shards, take
+//! over a dead node's and stop acting before a lease they cannot renew
+//! expires.
+
+use super::keeper::share;
+use super::test_postgres::TestPostgres;
+use super::*;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What a keeper asked of its node, in order: (`take` / `release` / `lost`, shard).
+#[derive(Default)]
+struct Recorder {
+    events: Mutex<Vec<(&'static str, u16)>>,
+}
+
+impl Recorder {
+    fn count(&self, what: &str) -> usize {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(kind, _)| *kind == what)
+            .count()
+    }
+}
+
+impl ShardOwner for Recorder {
+    fn take(&self, shard: u16, _epoch: i64) -> keeper::OwnerFuture<'_, Result<(), String>> {
+        self.events.lock().unwrap().push(("take", shard));
+        Box::pin(async { Ok(()) })
+    }
+    fn release(&self, shard: u16) -> keeper::OwnerFuture<'_, ()> {
+        self.events.lock().unwrap().push(("release", shard));
+        Box::pin(async {})
+    }
+    fn lost(&self, shard: u16) {
+        self.events.lock().unwrap().push(("lost", shard));
+    }
+}
+
+async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "not done within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started.elapsed()
+}
+
+async fn expire(database: &Database, shard: u16) {
+    let client = database.client().await.unwrap();
+    client
+        .execute(
+            "UPDATE shard_leases SET expires_at = now() - interval '1 second' WHERE shard = $1",
+            &[&(shard as i32)],
+        )
+        .await
+        .unwrap();
+}
+
+#[test]
+fn merchants_map_to_shards_stably_and_evenly() {
+    let id = Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+    assert_eq!(shard_of(id), shard_of(id));
+    // Pinned: the mapping is part of the data format.
+    assert_eq!(shard_of(id), (xxhash_rust::xxh3::xxh3_64(id.as_bytes()) % 64) as u16);
+    let mut counts = [0usize; SHARDS as usize];
+    for n in 0..64_000u128 {
+        counts[shard_of(Uuid::from_u128(n.wrapping_mul(0x9e37_79b9_7f4a_7c15))) as usize] += 1;
+    }
+    assert!(counts.iter().all(|&count| (800..1200).contains(&count)), "{counts:?}");
+    // Shares add up to every shard, differing by at most one.
+    for live in 1..=7 {
+        let shares: Vec<usize> = (0..live).map(|rank| share(live, rank)).collect();
+        assert_eq!(shares.iter().sum::<usize>(), SHARDS as usize);
+        assert!(shares.iter().max().unwrap() - shares.iter().min().unwrap() <= 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_are_taken_once_renewed_by_their_holder_and_released_for_others() {
+    let Some(pg) = TestPostgres::start() else { return };
+    let database = Database::connect(&pg.url()).await.unwrap();
+    // A second connect finds the schema migrated and leaves it as it is.
+    let database_b = Database::connect(&pg.url()).await.unwrap();
+    let a = Leases::new(database.clone(), "node-a");
+    let b = Leases::new(database_b, "node-b");
+
+    assert_eq!(a.acquire(&[1, 2]).await.unwrap(), vec![(1, 1), (2, 1)]);
+    assert_eq!(
+        b.acquire(&[2, 3]).await.unwrap(),
+        vec![(3, 1)],
+        "a held lease is not taken"
+    );
+    assert_eq!(a.renew(&[(1, 1), (2, 1)]).await.unwrap(), vec![1, 2]);
+    assert_eq!(
+        b.renew(&[(1, 1)]).await.unwrap(),
+        Vec::<u16>::new(),
+        "only the holder renews"
+    );
+
+    a.release(&[(1, 1)]).await.unwrap();
+    assert_eq!(b.acquire(&[1]).await.unwrap(), vec![(1, 2)], "taking bumps the epoch");
+    assert_eq!(
+        a.renew(&[(1, 1)]).await.unwrap(),
+        Vec::<u16>::new(),
+        "a lost lease is not renewed"
+    );
+
+    // An expired lease is never renewed, even by its holder: it is taken
+    // again under a new epoch.
+    expire(&database, 2).await;
+    assert_eq!(a.renew(&[(2, 1)]).await.unwrap(), Vec::<u16>::new());
+    assert_eq!(a.acquire(&[2]).await.unwrap(), vec![(2, 2)]);
+
+    a.heartbeat("http://127.0.0.1:1").await.unwrap();
+    let status = a.status().await.unwrap();
+    assert_eq!(status.shards.len(), SHARDS as usize);
+    let shard_1 = &status.shards[1];
+    assert_eq!((shard_1.node_id.as_deref(), shard_1.epoch), (Some("node-b"), 2));
+    assert!(shard_1.expires_in_s > 3.0 && shard_1.expires_in_s <= 5.0, "{shard_1:?}");
+    assert_eq!(status.shards[9].node_id, None);
+    assert!(status.shards[9].expires_in_s < 0.0);
+    assert_eq!(status.nodes.len(), 1);
+    assert_eq!(status.nodes[0].advertise_url, "http://127.0.0.1:1");
+    assert_eq!(a.live_nodes().await.unwrap(), vec!["node-a".to_string()]);
+    a.leave().await.unwrap();
+    assert!(a.live_nodes().await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_under_a_lost_epoch_writes_nothing_and_the_check_is_what_stops_it() {
+    let Some(pg) = TestPostgres::start() else { return };
+    let database = Database::connect(&pg.url()).await.unwrap();
+    let (leases_a, leases_b) = (Leases::new(database.clone(), "a"), Leases::new(database.clone(), "b"));
+    let (records_a, records_b) = (
+        ShardRecords::new(database.clone(), "a"),
+        ShardRecords::new(database.clone(), "b"),
+    );
+    let append = |shard, epoch, seq, byte: u8| Append {
+        shard,
+        epoch,
+        seq,
+        record: vec![byte; 3],
+    };
+    assert_eq!(leases_a.acquire(&[5, 6]).await.unwrap(), vec![(5, 1), (6, 1)]);
+    records_a
+        .append(&[append(5, 1, 1, 1), append(5, 1, 2, 2), append(6, 1, 1, 9)])
+        .await
+        .unwrap();
+
+    // a pauses past its lease on shard 5; b takes it and writes.
+    expire(&database, 5).await;
+    assert_eq!(leases_b.acquire(&[5]).await.unwrap(), vec![(5, 2)]);
+    let stale = records_a.append(&[append(5, 1, 3, 66), append(6, 1, 2, 66)]).await;
+    assert!(
+        matches!(stale, Err(ClusterError::Fenced(ref shards)) if shards == &vec![5]),
+        "{stale:?}"
+    );
+    assert_eq!(
+        records_a.last_seq(6).await.unwrap(),
+        1,
+        "nothing of a fenced batch is written"
+    );
+    records_b.append(&[append(5, 2, 3, 3)]).await.unwrap();
+
+    let read: Vec<(i64, i64, u8)> = records_b
+        .read_after(5, 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|record| (record.seq, record.epoch, record.record[0]))
+        .collect();
+    assert_eq!(read, vec![(1, 1, 1), (2, 1, 2), (3, 2, 3)]);
+    assert_eq!(records_b.read_after(5, 2, 100).await.unwrap().len(), 1);
+    assert_eq!(records_b.last_seq(5).await.unwrap(), 3);
+
+    // Without the check, the same stale append lands beside b's records:
+    // the check, not anything else, is what kept it out.
+    let mut unchecked = records_a.clone();
+    unchecked.unfenced = true;
+    unchecked.append(&[append(5, 1, 4, 66)]).await.unwrap();
+    assert_eq!(records_b.last_seq(5).await.unwrap(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepers_spread_the_shards_and_take_over_a_dead_nodes_and_a_stopped_nodes_at_once() {
+    let Some(pg) = TestPostgres::start() else { return };
+    let database = Database::connect(&pg.url()).await.unwrap();
+    let keeper = |node: &str, owner: Arc<Recorder>| {
+        KeeperHandle::start(
+            Leases::new(database.clone(), node),
+            format!("http://{node}.test"),
+            owner,
+        )
+    };
+    let owner_a = Arc::new(Recorder::default());
+    let a = keeper("node-a", owner_a.clone());
+    wait_until(Duration::from_secs(10), || a.serving().len() == 64).await;
+
+    // A second node: the shards spread 32 and 32, b holding the odd ones.
+    let owner_b = Arc::new(Recorder::default());
+    let b = keeper("node-b", owner_b.clone());
+    wait_until(Duration::from_secs(15), || {
+        a.serving().len() == 32 && b.serving().len() == 32
+    })
+    .await;
+    assert!(b.serving().keys().all(|shard| shard % 2 == 1), "{:?}", b.serving());
+    assert_eq!(owner_a.count("release"), 32, "a released what b took, writing first");
+    assert_eq!(owner_a.count("lost"), 0);
+    let b_epochs: BTreeMap<u16, i64> = b.serving();
+
+    // b dies (nothing released): a takes its shards once their leases run
+    // out, each under a new epoch.
+    b.abandon().await;
+    let took = wait_until(Duration::from_secs(15), || a.serving().len() == 64).await;
+    assert!(took >= Duration::from_secs(2), "a took live leases after {took:?}");
+    let serving = a.serving();
+    for (shard, epoch) in &b_epochs {
+        assert!(
+            serving[shard] > *epoch,
+            "shard {shard} taken under epoch {}",
+            serving[shard]
+        );
+    }
+
+    // A clean stop releases at once: c joins, takes half, then stops, and a
+    // holds everything again well within a lease.
+    let owner_c = Arc::new(Recorder::default());
+    let c = keeper("node-c", owner_c.clone());
+    wait_until(Duration::from_secs(15), || c.serving().len() == 32).await;
+    c.shutdown().await;
+    assert_eq!(owner_c.count("release"), 32);
+    let took = wait_until(Duration::from_secs(4), || a.serving().len() == 64).await;
+    assert!(took < LEASE, "{took:?}");
+    let (renewals, losses) = a.counts();
+    assert!(renewals > 0);
+    assert_eq!(losses, 0);
+    a.shutdown().await;
+    assert!(Leases::new(database, "x").live_nodes().await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_the_database_stops_acting_before_its_lease_expires_and_recovers_by_itself() {
+    let Some(pg) = TestPostgres::start() else { return };
+    let database = Database::connect(&pg.url()).await.unwrap();
+    let owner = Arc::new(Recorder::default());
+    let a = KeeperHandle::start(
+        Leases::new(database.clone(), "a"),
+        "http://a.test".into(),
+        owner.clone(),
+    );
+    wait_until(Duration::from_secs(10), || a.serving().len() == 64).await;
+    let epochs = a.serving();
+
+    let cut = Instant::now();
+    pg.stop();
+    wait_until(Duration::from_secs(10), || a.serving().is_empty()).await;
+    // A lease renewed just before the cut expires LEASE after it, by the
+    // database's clock: a let every lease go before that.
+    assert!(cut.elapsed() < LEASE, "gave up after {:?}", cut.elapsed());
+    assert_eq!(owner.count("lost"), 64);
+
+    pg.start_again();
+    wait_until(Duration::from_secs(20), || a.serving().len() == 64).await;
+    let again = a.serving();
+    assert!(
+        epochs.iter().all(|(shard, epoch)| again[shard] > *epoch),
+        "retaken under new epochs"
+    );
+    a.shutdown().await;
+}
