@@ -24,6 +24,8 @@ const MIGRATION_LOCK: i64 = 0x7061_7967_6174_6531; // "paygate1"
 #[derive(Clone)]
 pub struct Database {
     pool: Pool,
+    /// For connections of their own (a `LISTEN` stays on one).
+    config: tokio_postgres::Config,
 }
 
 impl Database {
@@ -37,7 +39,7 @@ impl Database {
         config.application_name("paygate");
         migrate(&config).await?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -50,12 +52,32 @@ impl Database {
             .create_timeout(Some(CONNECT_TIMEOUT))
             .build()
             .map_err(|error| ClusterError::Database(error.to_string()))?;
-        Ok(Database { pool })
+        Ok(Database { pool, config })
     }
 
     /// A pooled connection.
     pub(super) async fn client(&self) -> Result<deadpool_postgres::Object, ClusterError> {
         Ok(self.pool.get().await?)
+    }
+
+    /// A connection of its own, outside the pool, and the task driving it,
+    /// which hands every notification the server sends to `notified`.
+    pub(super) async fn listener(
+        &self,
+        notified: tokio::sync::mpsc::UnboundedSender<tokio_postgres::Notification>,
+    ) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), ClusterError> {
+        let (client, mut connection) = tokio::time::timeout(CONNECT_TIMEOUT, self.config.connect(NoTls))
+            .await
+            .map_err(|_| ClusterError::Timeout(CONNECT_TIMEOUT))??;
+        let driver = tokio::spawn(async move {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(Ok(message)) = futures_util::StreamExt::next(&mut messages).await {
+                if let tokio_postgres::AsyncMessage::Notification(notification) = message {
+                    let _ = notified.send(notification);
+                }
+            }
+        });
+        Ok((client, driver))
     }
 }
 

@@ -4,11 +4,14 @@
 //! database's clock judges (`leases.rs`), kept by a background task on every
 //! node (`keeper.rs`); each shard's journal of record is a table whose
 //! every append checks, in its own transaction, that the writer's lease
-//! epoch is still the shard's (`records.rs`).
+//! epoch is still the shard's (`records.rs`), beside its snapshots. The
+//! catalog (merchants, credentials, vendors, users) is shared by every node,
+//! each following its changes (`catalog.rs`).
 //!
 //! Nothing here is consensus of our own: PostgreSQL decides who owns what,
 //! and the epoch check makes a node that lost a lease unable to write.
 
+mod catalog;
 mod database;
 mod keeper;
 mod leases;
@@ -18,6 +21,7 @@ pub mod test_postgres;
 #[cfg(test)]
 mod tests;
 
+pub use catalog::{CatalogEntry, CatalogFollower, SharedCatalog};
 pub use database::Database;
 pub use keeper::{KeeperHandle, Owned, ShardOwner};
 pub use leases::{ClusterStatus, Leases, NodeStatus, ShardStatus};

@@ -1,6 +1,7 @@
-//! Each shard's journal of record: appends, many at a time in one
-//! transaction (group commit), each checking inside that transaction that
-//! the writer still holds the shard under the epoch it wrote with.
+//! Each shard's journal of record and its snapshots. Appends go many at a
+//! time in one transaction (group commit); every append and snapshot checks,
+//! inside its transaction, that the writer still holds the shard under the
+//! epoch it wrote with.
 //!
 //! The check reads the lease rows `FOR SHARE`: a takeover's `UPDATE` of
 //! the same row waits until the append commits or rolls back, so a new
@@ -78,30 +79,9 @@ impl ShardRecords {
         }
         let mut client = self.database.client().await?;
         let transaction = client.transaction().await?;
-        if self.fenced() {
-            let shards: Vec<i32> = epochs.keys().map(|&shard| shard as i32).collect();
-            let rows = transaction
-                .query(
-                    "SELECT shard, epoch, node_id FROM shard_leases WHERE shard = ANY($1) FOR SHARE",
-                    &[&shards],
-                )
-                .await?;
-            let held: BTreeMap<u16, (i64, Option<String>)> = rows
-                .iter()
-                .map(|row| (row.get::<_, i32>(0) as u16, (row.get(1), row.get(2))))
-                .collect();
-            let lost: Vec<u16> = epochs
-                .iter()
-                .filter(|(shard, epoch)| {
-                    held.get(shard)
-                        .is_none_or(|(held_epoch, node)| held_epoch != *epoch || node.as_deref() != Some(&self.node_id))
-                })
-                .map(|(&shard, _)| shard)
-                .collect();
-            if !lost.is_empty() {
-                transaction.rollback().await?;
-                return Err(ClusterError::Fenced(lost));
-            }
+        if let Err(error) = self.check_epochs(&transaction, &epochs).await {
+            transaction.rollback().await?;
+            return Err(error);
         }
         let shards: Vec<i32> = batch.iter().map(|append| append.shard as i32).collect();
         let seqs: Vec<i64> = batch.iter().map(|append| append.seq).collect();
@@ -116,6 +96,89 @@ impl ShardRecords {
             .await?;
         transaction.commit().await?;
         Ok(())
+    }
+
+    /// Fails with `Fenced` unless every shard of `epochs` is still this
+    /// node's under that epoch; locks those lease rows for the rest of the
+    /// transaction (see the top of the file).
+    async fn check_epochs(
+        &self,
+        transaction: &deadpool_postgres::Transaction<'_>,
+        epochs: &BTreeMap<u16, i64>,
+    ) -> Result<(), ClusterError> {
+        if !self.fenced() {
+            return Ok(());
+        }
+        let shards: Vec<i32> = epochs.keys().map(|&shard| shard as i32).collect();
+        let rows = transaction
+            .query(
+                "SELECT shard, epoch, node_id FROM shard_leases WHERE shard = ANY($1) FOR SHARE",
+                &[&shards],
+            )
+            .await?;
+        let held: BTreeMap<u16, (i64, Option<String>)> = rows
+            .iter()
+            .map(|row| (row.get::<_, i32>(0) as u16, (row.get(1), row.get(2))))
+            .collect();
+        let lost: Vec<u16> = epochs
+            .iter()
+            .filter(|(shard, epoch)| {
+                held.get(shard)
+                    .is_none_or(|(held_epoch, node)| held_epoch != *epoch || node.as_deref() != Some(&self.node_id))
+            })
+            .map(|(&shard, _)| shard)
+            .collect();
+        if lost.is_empty() {
+            Ok(())
+        } else {
+            Err(ClusterError::Fenced(lost))
+        }
+    }
+
+    /// Writes `state`, `shard`'s state through record `seq`, as its latest
+    /// snapshot, fenced like an append; then drops the records it covers
+    /// and the snapshots before it, in the same transaction.
+    pub async fn write_snapshot(&self, shard: u16, epoch: i64, seq: i64, state: &[u8]) -> Result<(), ClusterError> {
+        let mut client = self.database.client().await?;
+        let transaction = client.transaction().await?;
+        if let Err(error) = self.check_epochs(&transaction, &BTreeMap::from([(shard, epoch)])).await {
+            transaction.rollback().await?;
+            return Err(error);
+        }
+        let shard_number = shard as i32;
+        transaction
+            .execute(
+                "INSERT INTO shard_snapshots (shard, seq, epoch, state) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (shard, seq) DO UPDATE SET epoch = EXCLUDED.epoch, state = EXCLUDED.state, taken_at = now()",
+                &[&shard_number, &seq, &epoch, &state],
+            )
+            .await?;
+        transaction
+            .execute(
+                "DELETE FROM shard_records WHERE shard = $1 AND seq <= $2",
+                &[&shard_number, &seq],
+            )
+            .await?;
+        transaction
+            .execute(
+                "DELETE FROM shard_snapshots WHERE shard = $1 AND seq < $2",
+                &[&shard_number, &seq],
+            )
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    /// `shard`'s latest snapshot: the last record it covers and the state.
+    pub async fn latest_snapshot(&self, shard: u16) -> Result<Option<(i64, Vec<u8>)>, ClusterError> {
+        let client = self.database.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT seq, state FROM shard_snapshots WHERE shard = $1 ORDER BY seq DESC LIMIT 1",
+                &[&(shard as i32)],
+            )
+            .await?;
+        Ok(row.map(|row| (row.get(0), row.get(1))))
     }
 
     /// Up to `limit` records of `shard` after `after_seq`, in order.
@@ -138,12 +201,15 @@ impl ShardRecords {
             .collect())
     }
 
-    /// The last sequence number `shard`'s journal holds, 0 when empty.
+    /// The last sequence number `shard`'s journal has reached, in its
+    /// records or its latest snapshot; 0 when it has neither.
     pub async fn last_seq(&self, shard: u16) -> Result<i64, ClusterError> {
         let client = self.database.client().await?;
         let row = client
             .query_one(
-                "SELECT COALESCE(MAX(seq), 0)::bigint FROM shard_records WHERE shard = $1",
+                "SELECT GREATEST(
+                     (SELECT COALESCE(MAX(seq), 0) FROM shard_records WHERE shard = $1),
+                     (SELECT COALESCE(MAX(seq), 0) FROM shard_snapshots WHERE shard = $1))::bigint",
                 &[&(shard as i32)],
             )
             .await?;
