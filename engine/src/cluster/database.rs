@@ -56,7 +56,7 @@ impl Database {
     }
 
     /// A pooled connection.
-    pub(super) async fn client(&self) -> Result<deadpool_postgres::Object, ClusterError> {
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, ClusterError> {
         Ok(self.pool.get().await?)
     }
 

@@ -62,7 +62,9 @@ impl ShardRecords {
 
     /// Appends `batch` in one transaction. Either all of it commits, or, if
     /// any shard it names is no longer this node's under the epoch given,
-    /// none of it and `Fenced` with those shards.
+    /// none of it and `Fenced` with those shards. The same batch appended
+    /// again is taken as written (a retry after an unseen commit); different
+    /// records under sequence numbers already stored are refused.
     pub async fn append(&self, batch: &[Append]) -> Result<(), ClusterError> {
         if batch.is_empty() {
             return Ok(());
@@ -87,13 +89,35 @@ impl ShardRecords {
         let seqs: Vec<i64> = batch.iter().map(|append| append.seq).collect();
         let epochs: Vec<i64> = batch.iter().map(|append| append.epoch).collect();
         let records: Vec<&[u8]> = batch.iter().map(|append| append.record.as_slice()).collect();
-        transaction
+        let written = transaction
             .execute(
                 "INSERT INTO shard_records (shard, seq, epoch, record)
-                 SELECT * FROM UNNEST($1::integer[], $2::bigint[], $3::bigint[], $4::bytea[])",
+                 SELECT * FROM UNNEST($1::integer[], $2::bigint[], $3::bigint[], $4::bytea[])
+                 ON CONFLICT (shard, seq) DO NOTHING",
                 &[&shards, &seqs, &epochs, &records],
             )
             .await?;
+        if written as usize != batch.len() {
+            // Records already there: this batch again, after an attempt whose
+            // commit went through unseen, or a writer that broke the order.
+            let same = transaction
+                .query_one(
+                    "SELECT count(*) FROM shard_records AS stored
+                     JOIN UNNEST($1::integer[], $2::bigint[], $3::bigint[], $4::bytea[])
+                          AS ours(shard, seq, epoch, record)
+                       ON stored.shard = ours.shard AND stored.seq = ours.seq
+                     WHERE stored.epoch = ours.epoch AND stored.record = ours.record",
+                    &[&shards, &seqs, &epochs, &records],
+                )
+                .await?
+                .get::<_, i64>(0);
+            if same as usize != batch.len() {
+                transaction.rollback().await?;
+                return Err(ClusterError::Database(
+                    "records already stored under these sequence numbers differ from the batch".into(),
+                ));
+            }
+        }
         transaction.commit().await?;
         Ok(())
     }

@@ -152,6 +152,13 @@ async fn an_append_under_a_lost_epoch_writes_nothing_and_the_check_is_what_stops
         .await
         .unwrap();
 
+    // The same batch again (a retry after a commit the writer did not see)
+    // is taken as written; other records under those numbers are not.
+    records_a.append(&[append(6, 1, 1, 9)]).await.unwrap();
+    let clash = records_a.append(&[append(6, 1, 1, 8)]).await;
+    assert!(matches!(clash, Err(ClusterError::Database(_))), "{clash:?}");
+    assert_eq!(records_a.read_after(6, 0, 10).await.unwrap()[0].record, vec![9; 3]);
+
     // a pauses past its lease on shard 5; b takes it and writes.
     expire(&database, 5).await;
     assert_eq!(leases_b.acquire(&[5]).await.unwrap(), vec![(5, 2)]);

@@ -25,11 +25,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use tokio::sync::mpsc as tokio_mpsc;
-use writer::Writer;
+use writer::{Segments, Sink, Writer};
 
+mod shard;
 #[cfg(test)]
 mod tests;
 mod writer;
+
+pub use shard::replay_shard;
 
 const CRC32C: Crc<u32> = Crc::<u32>::new(&CRC_32_ISCSI);
 const FRAME_HEADER_BYTES: usize = 8;
@@ -75,6 +78,9 @@ pub enum JournalError {
     /// The journal has been shut down.
     #[error("journal closed")]
     Closed,
+    /// A shard's journal of record in the cluster's database could not be read.
+    #[error("journal of record: {0}")]
+    Shared(String),
     /// A record bigger than replay would accept: refused before it is
     /// written, so nothing is acknowledged that a restart would drop.
     #[error("journal record of {0} bytes exceeds the limit")]
@@ -118,6 +124,9 @@ struct Health {
     /// Set by `shutdown`: a writer waiting for the disk gives up, with its
     /// records unacknowledged, instead of holding the process open.
     closing: AtomicBool,
+    /// Set for good when a shard's journal finds its shard owned under a
+    /// newer epoch: it writes nothing more.
+    fenced: AtomicBool,
 }
 
 /// A handle to the running journal; cheap to clone.
@@ -127,7 +136,9 @@ pub struct Journal {
 }
 
 struct JournalInner {
-    dir: PathBuf,
+    /// The segments' directory; none for a shard's journal in the cluster's
+    /// database.
+    dir: Option<PathBuf>,
     queue: tokio_mpsc::Sender<Command>,
     durable_seq: Arc<AtomicU64>,
     stats: Arc<JournalStats>,
@@ -401,6 +412,34 @@ impl Journal {
         let segment_bytes = file.metadata()?.len();
         sync_dir(dir)?;
 
+        #[cfg(test)]
+        let faults = Arc::new(writer::Faults::default());
+        let sink = Sink::Segments(Segments {
+            dir: dir.to_path_buf(),
+            segment_bytes_max,
+            file,
+            path,
+            segment_bytes,
+            damaged: false,
+            #[cfg(test)]
+            faults: faults.clone(),
+        });
+        Journal::launch(
+            sink,
+            Some(dir.to_path_buf()),
+            next_seq,
+            #[cfg(test)]
+            faults,
+        )
+    }
+
+    /// Starts the writer and applier threads over `sink`.
+    fn launch(
+        sink: Sink,
+        dir: Option<PathBuf>,
+        next_seq: u64,
+        #[cfg(test)] faults: Arc<writer::Faults>,
+    ) -> Result<Journal, JournalError> {
         let (queue, receiver) = tokio_mpsc::channel(limits::JOURNAL_QUEUE_RECORDS_MAX);
         let (applier_sender, applier_receiver) = mpsc::channel::<Vec<Applied>>();
         let durable_seq = Arc::new(AtomicU64::new(next_seq.saturating_sub(1)));
@@ -408,23 +447,15 @@ impl Journal {
         let health = Arc::new(Health {
             writable: AtomicBool::new(true),
             closing: AtomicBool::new(false),
+            fenced: AtomicBool::new(false),
         });
-        #[cfg(test)]
-        let faults = Arc::new(writer::Faults::default());
         let writer = Writer {
-            dir: dir.to_path_buf(),
-            segment_bytes_max,
-            file,
-            path,
-            segment_bytes,
-            damaged: false,
+            sink,
             next_seq,
             durable_seq: durable_seq.clone(),
             stats: stats.clone(),
             health: health.clone(),
             applier: applier_sender,
-            #[cfg(test)]
-            faults: faults.clone(),
         };
         let writer_thread = std::thread::Builder::new()
             .name("journal-writer".into())
@@ -448,7 +479,7 @@ impl Journal {
             })?;
         Ok(Journal {
             inner: Arc::new(JournalInner {
-                dir: dir.to_path_buf(),
+                dir,
                 queue,
                 durable_seq,
                 stats,
@@ -514,6 +545,12 @@ impl Journal {
         self.inner.health.writable.load(Ordering::Acquire)
     }
 
+    /// True for good once a shard's journal found its shard owned under a
+    /// newer epoch (see `shard.rs`).
+    pub fn is_fenced(&self) -> bool {
+        self.inner.health.fenced.load(Ordering::Acquire)
+    }
+
     /// Tests elsewhere in the engine: every write the journal attempts
     /// fails as on a full disk (half the batch written, then ENOSPC) until
     /// this is called with false.
@@ -530,7 +567,10 @@ impl Journal {
     /// Deletes closed segments all of whose records are below `seq`: call
     /// only once a checkpoint covering everything below `seq` is on disk.
     pub fn drop_segments_below(&self, seq: u64) -> Result<usize, JournalError> {
-        let segments = list_segments(&self.inner.dir)?;
+        let Some(dir) = &self.inner.dir else {
+            return Ok(0);
+        };
+        let segments = list_segments(dir)?;
         let mut dropped = 0;
         for window in segments.windows(2) {
             let (_, path) = &window[0];
@@ -541,7 +581,7 @@ impl Journal {
             }
         }
         if dropped > 0 {
-            sync_dir(&self.inner.dir)?;
+            sync_dir(dir)?;
         }
         Ok(dropped)
     }

@@ -36,6 +36,33 @@ const CLOSING_POLL: Duration = Duration::from_millis(20);
 
 /// The writer thread's state.
 pub(super) struct Writer {
+    pub sink: Sink,
+    pub next_seq: u64,
+    pub durable_seq: Arc<AtomicU64>,
+    pub stats: Arc<JournalStats>,
+    pub health: Arc<Health>,
+    pub applier: mpsc::Sender<Vec<Applied>>,
+}
+
+/// Where batches become durable.
+pub(super) enum Sink {
+    /// Segment files in the data dir, `fdatasync`ed.
+    Segments(Segments),
+    /// A shard's journal of record in the cluster's database.
+    Shard(Box<super::shard::ShardSink>),
+}
+
+/// Why an attempt to make a batch durable failed.
+pub(super) enum SinkError {
+    /// The disk or the database refused it for now: try again.
+    Retry(String),
+    /// The shard is owned under a newer epoch: this journal may never write
+    /// again.
+    Fenced,
+}
+
+/// The local sink's state: the segment written to.
+pub(super) struct Segments {
     pub dir: PathBuf,
     pub segment_bytes_max: u64,
     /// The segment records are appended to.
@@ -47,11 +74,6 @@ pub(super) struct Writer {
     /// `segment_bytes`, or pages whose writeback failed: the next attempt
     /// reopens the segment and cuts it first.
     pub damaged: bool,
-    pub next_seq: u64,
-    pub durable_seq: Arc<AtomicU64>,
-    pub stats: Arc<JournalStats>,
-    pub health: Arc<Health>,
-    pub applier: mpsc::Sender<Vec<Applied>>,
     /// Tests: failures to inject into writes, syncs and new segments.
     #[cfg(test)]
     pub faults: Arc<Faults>,
@@ -64,6 +86,8 @@ impl Writer {
         let mut held_over: Option<Command> = None;
         while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
             let mut completions: Vec<Applied> = Vec::new();
+            // Which of `completions` are records (the rest are barriers).
+            let mut appended: Vec<usize> = Vec::new();
             let mut closing = false;
             let mut next = Some(first);
             let mut records = 0usize;
@@ -81,6 +105,7 @@ impl Writer {
                         let seq = self.next_seq;
                         self.next_seq += 1;
                         encode_frame(seq, write_first, &payload, &mut buffer);
+                        appended.push(completions.len());
                         completions.push((seq, payload, done));
                         records += 1;
                     }
@@ -95,7 +120,11 @@ impl Writer {
                 next = receiver.try_recv().ok();
             }
             if !buffer.is_empty() {
-                if !self.write_until_durable(&buffer, write_first, records) {
+                let batch: Vec<(u64, &[u8])> = appended
+                    .iter()
+                    .map(|&index| (completions[index].0, completions[index].1.as_slice()))
+                    .collect();
+                if !self.write_until_durable(&buffer, &batch, write_first) {
                     // Closed while the disk refused: these records' completions
                     // are dropped unrun, so none of them was acknowledged.
                     return;
@@ -115,15 +144,22 @@ impl Writer {
         }
     }
 
-    /// Writes and syncs one batch (`bytes`, whose first record is
-    /// `write_first`), trying again with backoff until the disk takes it.
-    /// False when the journal closed first: the batch is then not durable.
-    fn write_until_durable(&mut self, bytes: &[u8], write_first: u64, records: usize) -> bool {
+    /// Makes one batch durable (`bytes`, its frames, whose first record is
+    /// `write_first`; `batch`, its records), trying again with backoff until
+    /// the sink takes it. False when the journal closed first, or was
+    /// fenced: the batch is then not durable.
+    fn write_until_durable(&mut self, bytes: &[u8], batch: &[(u64, &[u8])], write_first: u64) -> bool {
+        let records = batch.len();
         let mut delay = limits::JOURNAL_RETRY_DELAY_FIRST;
         let mut failures = 0u64;
         loop {
             let started = Instant::now();
-            let attempt = self.write_once(bytes, write_first);
+            let attempt = match &mut self.sink {
+                Sink::Segments(segments) => segments
+                    .write_once(bytes, write_first)
+                    .map_err(|error| SinkError::Retry(error.to_string())),
+                Sink::Shard(shard) => shard.write_once(batch),
+            };
             let took = started.elapsed();
             if took >= SLOW_STEP {
                 tracing::warn!(
@@ -134,6 +170,16 @@ impl Writer {
                 );
             }
             let error = match attempt {
+                Err(SinkError::Fenced) => {
+                    self.health.fenced.store(true, Ordering::Release);
+                    self.health.writable.store(false, Ordering::Release);
+                    tracing::error!(
+                        records,
+                        "journal fenced: its shard is owned under a newer epoch, so this node writes nothing more \
+                         to it; the records queued were never acknowledged"
+                    );
+                    return false;
+                }
                 Ok(()) => {
                     if !self.health.writable.swap(true, Ordering::AcqRel) {
                         tracing::info!(
@@ -144,19 +190,21 @@ impl Writer {
                     }
                     return true;
                 }
-                Err(error) => error,
+                Err(SinkError::Retry(error)) => error,
             };
-            self.damaged = true;
+            if let Sink::Segments(segments) = &mut self.sink {
+                segments.damaged = true;
+            }
             failures += 1;
             self.stats.failed_writes.fetch_add(1, Ordering::Relaxed);
             // Logged once when the journal goes down, not on every retry.
             if self.health.writable.swap(false, Ordering::AcqRel) {
                 tracing::error!(
                     %error,
-                    segment = %self.path.display(),
+                    sink = %self.sink.describe(),
                     records,
-                    "journal cannot be written (disk full or failing): writes are refused, those already queued \
-                     wait unacknowledged, and the write is tried again until the disk takes it"
+                    "journal cannot be written (disk full or failing, or database away): writes are refused, \
+                     those already queued wait unacknowledged, and the write is tried again until it is taken"
                 );
             }
             if !self.pause(delay) {
@@ -170,6 +218,31 @@ impl Writer {
         }
     }
 
+    /// Sleeps `delay`, waking early when the journal closes; false if it did.
+    fn pause(&self, delay: Duration) -> bool {
+        let deadline = Instant::now() + delay;
+        while !self.health.closing.load(Ordering::Acquire) {
+            let now = Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            std::thread::sleep((deadline - now).min(CLOSING_POLL));
+        }
+        false
+    }
+}
+
+impl Sink {
+    /// Where batches go, for logs.
+    fn describe(&self) -> String {
+        match self {
+            Sink::Segments(segments) => segments.path.display().to_string(),
+            Sink::Shard(shard) => shard.describe(),
+        }
+    }
+}
+
+impl Segments {
     /// One attempt: repair what a failed attempt left, start a new segment
     /// if the current one is full, write, sync.
     fn write_once(&mut self, bytes: &[u8], write_first: u64) -> io::Result<()> {
@@ -218,19 +291,6 @@ impl Writer {
         self.path = path;
         self.segment_bytes = 0;
         Ok(())
-    }
-
-    /// Sleeps `delay`, waking early when the journal closes; false if it did.
-    fn pause(&self, delay: Duration) -> bool {
-        let deadline = Instant::now() + delay;
-        while !self.health.closing.load(Ordering::Acquire) {
-            let now = Instant::now();
-            if now >= deadline {
-                return true;
-            }
-            std::thread::sleep((deadline - now).min(CLOSING_POLL));
-        }
-        false
     }
 }
 
