@@ -60,6 +60,18 @@ pub struct EngineConfig {
     /// Journal bytes after which the checkpointer reopens sled
     /// (`limits::SLED_REOPEN_JOURNAL_BYTES`).
     pub sled_reopen_journal_bytes: u64,
+    /// In a cluster: the shard whose journal of record, in the cluster's
+    /// database, this engine recovers from and writes to, instead of the
+    /// journal files of `data_dir`.
+    pub shard_journal: Option<ShardJournal>,
+}
+
+/// A shard's journal of record an engine holds under a lease epoch.
+#[derive(Clone)]
+pub struct ShardJournal {
+    pub records: crate::cluster::ShardRecords,
+    pub shard: u16,
+    pub epoch: i64,
 }
 
 impl EngineConfig {
@@ -79,6 +91,7 @@ impl EngineConfig {
             order_actors_live_max: limits::ORDER_ACTORS_LIVE_MAX,
             webhook_retention: limits::WEBHOOK_RETENTION,
             sled_reopen_journal_bytes: limits::SLED_REOPEN_JOURNAL_BYTES,
+            shard_journal: None,
         }
     }
 }
@@ -158,7 +171,7 @@ impl Engine {
         let store_open_ms = opening.elapsed().as_millis() as u64;
         let from_seq = store.checkpoint_seq()?;
         let replaying = std::time::Instant::now();
-        let outcome = journal::replay(&journal_dir, from_seq, |seq, payload| {
+        let apply = |seq: u64, payload: &[u8]| {
             store
                 .apply_payload(seq, payload)
                 .map_err(|e| journal::JournalError::Corrupt {
@@ -166,7 +179,11 @@ impl Engine {
                     offset: 0,
                     reason: e.to_string(),
                 })
-        })?;
+        };
+        let outcome = match &config.shard_journal {
+            None => journal::replay(&journal_dir, from_seq, apply)?,
+            Some(shard) => journal::replay_shard(&shard.records, shard.shard, from_seq, apply).await?,
+        };
         tracing::info!(
             checkpoint = from_seq,
             replayed = outcome.records_replayed,
@@ -176,7 +193,20 @@ impl Engine {
             replay_ms = replaying.elapsed().as_millis() as u64,
             "recovered"
         );
-        let journal = Journal::start(&journal_dir, outcome.next_seq)?;
+        let (journal, first_start) = match &config.shard_journal {
+            None => (Journal::start(&journal_dir, outcome.next_seq)?, first_start),
+            Some(shard) => (
+                Journal::start_on_shard(
+                    shard.records.clone(),
+                    shard.shard,
+                    shard.epoch,
+                    outcome.next_seq,
+                    tokio::runtime::Handle::current(),
+                )?,
+                // A shard starts once, whichever node holds it.
+                from_seq == 0 && outcome.records_replayed == 0,
+            ),
+        };
         // Everything replayed is in the overlay now: make it the new checkpoint.
         let checkpointing = std::time::Instant::now();
         let covered = store.checkpoint()?;

@@ -13,6 +13,8 @@
 
 mod catalog;
 mod database;
+#[cfg(test)]
+mod engine_tests;
 mod keeper;
 mod leases;
 mod records;
