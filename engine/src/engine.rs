@@ -109,6 +109,8 @@ struct EngineInner {
     /// Every disbursement's actor, hosted per merchant.
     disbursements: DisbursementHost,
     clock: SharedClock,
+    /// The shard this engine holds, in a cluster.
+    shard: Option<u16>,
     // Catalog edits are read-modify-write of shared records: one at a time.
     catalog_lock: tokio::sync::Mutex<()>,
     checkpoint_lock: tokio::sync::Mutex<()>,
@@ -286,6 +288,7 @@ impl Engine {
                 ref_codes,
                 orders,
                 allow_private_notify_urls: config.allow_private_notify_urls,
+                shard: config.shard_journal.as_ref().map(|journal| journal.shard),
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
@@ -574,6 +577,11 @@ impl Engine {
     /// Platform-wide reference codes.
     pub(crate) fn ref_codes(&self) -> &crate::refcode::RefCodes {
         &self.inner.ref_codes
+    }
+
+    /// The shard this engine holds, in a cluster.
+    pub fn shard(&self) -> Option<u16> {
+        self.inner.shard
     }
 
     /// Whether notify URLs may name private hosts (sandbox mode).

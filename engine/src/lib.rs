@@ -51,6 +51,7 @@ pub mod qris;
 mod refcode;
 pub mod settlements;
 mod sharded;
+pub mod shards;
 pub mod signing;
 pub mod store;
 mod timers;

@@ -25,7 +25,7 @@ mod tests;
 
 pub use catalog::{CatalogEntry, CatalogFollower, SharedCatalog};
 pub use database::Database;
-pub use keeper::{KeeperHandle, Owned, ShardOwner};
+pub use keeper::{KeeperHandle, Owned, OwnerFuture, ShardOwner};
 pub use leases::{ClusterStatus, Leases, NodeStatus, ShardStatus};
 pub use records::{Append, ShardRecord, ShardRecords};
 

@@ -117,8 +117,16 @@ impl Engine {
             }
         };
         let now = self.now_ms();
+        // In a cluster a merchant's id decides its shard: it must be this
+        // engine's (one in `SHARDS` random ids is).
+        let id = loop {
+            let id = Uuid::new_v4();
+            if self.shard().is_none_or(|shard| crate::cluster::shard_of(id) == shard) {
+                break id;
+            }
+        };
         let record = MerchantRecord {
-            id: Uuid::new_v4(),
+            id,
             organization_id,
             name,
             settlement_type,

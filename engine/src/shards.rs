@@ -1,0 +1,218 @@
+//! A cluster node's engines: one per shard it holds, each recovering from
+//! and writing to its shard's journal of record (`EngineConfig::shard_journal`),
+//! opened when the lease keeper takes the shard and shut down when it
+//! releases or loses it. Merchants are found by their shard.
+//!
+//! A shard's engine starts on an empty directory every time it is taken:
+//! what this node held of it before may be stale, and the journal of record
+//! has everything.
+
+use crate::clock::SharedClock;
+use crate::cluster::{shard_of, OwnerFuture, ShardOwner, ShardRecords};
+use crate::{Engine, EngineConfig, ShardJournal};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use uuid::Uuid;
+
+/// Builds the configuration of a shard's engine for its directory.
+pub type ShardConfig = Arc<dyn Fn(&Path) -> EngineConfig + Send + Sync>;
+
+/// The engines of the shards this node holds.
+pub struct ShardHost {
+    /// Each shard's engine works in `<dir>/shard-NN`.
+    dir: PathBuf,
+    records: ShardRecords,
+    config: ShardConfig,
+    clock: SharedClock,
+    engines: RwLock<BTreeMap<u16, Engine>>,
+}
+
+impl ShardHost {
+    /// A host keeping its shards' engines under `dir`, writing through
+    /// `records` (this node's), each configured by `config`.
+    pub fn new(dir: impl Into<PathBuf>, records: ShardRecords, config: ShardConfig, clock: SharedClock) -> ShardHost {
+        ShardHost {
+            dir: dir.into(),
+            records,
+            config,
+            clock,
+            engines: RwLock::new(BTreeMap::new()),
+        }
+    }
+
+    /// The engine of `shard`, if this node holds it now.
+    pub fn engine(&self, shard: u16) -> Option<Engine> {
+        self.engines.read().expect("engines lock").get(&shard).cloned()
+    }
+
+    /// The engine holding `merchant_id`, if this node holds its shard now.
+    pub fn engine_for(&self, merchant_id: Uuid) -> Option<Engine> {
+        self.engine(shard_of(merchant_id))
+    }
+
+    /// The shards this node has an engine for.
+    pub fn shards(&self) -> Vec<u16> {
+        self.engines.read().expect("engines lock").keys().copied().collect()
+    }
+
+    /// Shuts every engine down (the keeper released or lost their shards
+    /// first, or the node is going away).
+    pub async fn shutdown(&self) {
+        let engines = std::mem::take(&mut *self.engines.write().expect("engines lock"));
+        for engine in engines.into_values() {
+            engine.shutdown().await;
+        }
+    }
+
+    fn shard_dir(&self, shard: u16) -> PathBuf {
+        self.dir.join(format!("shard-{shard:02}"))
+    }
+
+    async fn open(&self, shard: u16, epoch: i64) -> Result<(), String> {
+        let dir = self.shard_dir(shard);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|error| format!("clearing {}: {error}", dir.display()))?;
+        }
+        let mut config = (self.config)(&dir);
+        config.shard_journal = Some(ShardJournal {
+            records: self.records.clone(),
+            shard,
+            epoch,
+        });
+        let engine = Engine::open(config, self.clock.clone())
+            .await
+            .map_err(|error| error.to_string())?;
+        let previous = self.engines.write().expect("engines lock").insert(shard, engine);
+        if let Some(previous) = previous {
+            previous.shutdown().await;
+        }
+        Ok(())
+    }
+
+    fn remove(&self, shard: u16) -> Option<Engine> {
+        self.engines.write().expect("engines lock").remove(&shard)
+    }
+}
+
+impl ShardOwner for ShardHost {
+    fn take(&self, shard: u16, epoch: i64) -> OwnerFuture<'_, Result<(), String>> {
+        Box::pin(self.open(shard, epoch))
+    }
+
+    fn release(&self, shard: u16) -> OwnerFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(engine) = self.remove(shard) {
+                engine.shutdown().await;
+            }
+        })
+    }
+
+    fn lost(&self, shard: u16) {
+        // Out of the map at once, so nothing more is routed to it; its
+        // journal is fenced or about to be, so it can write nothing more.
+        if let Some(engine) = self.remove(shard) {
+            tokio::spawn(async move { engine.shutdown().await });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::cluster::test_postgres::TestPostgres;
+    use crate::cluster::{Database, KeeperHandle, Leases};
+    use crate::domain::SettlementType;
+    use crate::{MinorUnits, NewMerchant};
+    use std::time::{Duration, Instant};
+
+    struct Node {
+        host: Arc<ShardHost>,
+        keeper: KeeperHandle,
+    }
+
+    fn start_node(database: &Database, name: &str, dir: &Path) -> Node {
+        let config: ShardConfig = Arc::new(|dir: &Path| EngineConfig::new(dir));
+        let host = Arc::new(ShardHost::new(
+            dir,
+            ShardRecords::new(database.clone(), name),
+            config,
+            Arc::new(SystemClock),
+        ));
+        let keeper = KeeperHandle::start(
+            Leases::new(database.clone(), name),
+            format!("http://{name}.test"),
+            host.clone(),
+        );
+        Node { host, keeper }
+    }
+
+    async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) {
+        let started = Instant::now();
+        while !done() {
+            assert!(started.elapsed() < limit, "not done within {limit:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn merchant_in(engine: &Engine, name: &str, funding: i64) -> Uuid {
+        let new = NewMerchant {
+            name: name.into(),
+            settlement_type: Some(SettlementType::Wallet),
+            ..Default::default()
+        };
+        let (merchant, _) = engine.create_merchant(new).await.unwrap();
+        engine
+            .credit_wallet(merchant.id, MinorUnits::new(funding), "funding", None)
+            .await
+            .unwrap();
+        merchant.id
+    }
+
+    async fn balance(host: &ShardHost, merchant_id: Uuid) -> i64 {
+        let engine = host.engine_for(merchant_id).expect("the shard's engine is here");
+        engine.wallet_balance(merchant_id).await.unwrap().get()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nodes_share_the_shards_and_a_survivor_serves_a_dead_nodes_merchants_with_all_they_had() {
+        let Some(pg) = TestPostgres::start() else { return };
+        let database = Database::connect(&pg.url()).await.unwrap();
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = start_node(&database, "node-a", dir_a.path());
+        wait_until(Duration::from_secs(60), || a.host.shards().len() == 64).await;
+
+        // Merchants in shards 2 (stays with a) and 3 (moves to b): each id
+        // falls in the shard of the engine that made it.
+        let even = merchant_in(&a.host.engine(2).unwrap(), "even", 1_000).await;
+        let odd = merchant_in(&a.host.engine(3).unwrap(), "odd", 2_000).await;
+        assert_eq!((shard_of(even), shard_of(odd)), (2, 3));
+
+        let b = start_node(&database, "node-b", dir_b.path());
+        wait_until(Duration::from_secs(60), || {
+            a.host.shards().len() == 32 && b.host.shards().len() == 32
+        })
+        .await;
+        assert!(a.host.engine_for(odd).is_none(), "a released the odd shards");
+        assert_eq!(balance(&b.host, odd).await, 2_000, "b recovered what a wrote");
+        b.host
+            .engine_for(odd)
+            .unwrap()
+            .credit_wallet(odd, MinorUnits::new(5), "written on b", None)
+            .await
+            .unwrap();
+
+        // b dies: its leases run out, and a takes its shards back with
+        // everything b acknowledged.
+        b.keeper.abandon().await;
+        b.host.shutdown().await;
+        wait_until(Duration::from_secs(30), || a.host.shards().len() == 64).await;
+        assert_eq!(balance(&a.host, odd).await, 2_005);
+        assert_eq!(balance(&a.host, even).await, 1_000);
+        let engine = a.host.engine_for(odd).unwrap();
+        assert!(engine.verify_ledger().await.unwrap().balanced);
+        a.keeper.shutdown().await;
+        a.host.shutdown().await;
+    }
+}
