@@ -169,6 +169,17 @@ impl Engine {
         std::fs::create_dir_all(&config.data_dir).map_err(StoreError::from)?;
         let format = crate::store::check_data_format(&config.data_dir)?;
         let opening = std::time::Instant::now();
+        if let Some(shard) = config.shard_journal.as_ref().filter(|_| !state_dir.exists()) {
+            let snapshot = shard
+                .records
+                .latest_snapshot(shard.shard)
+                .await
+                .map_err(|error| StoreError::Snapshot(error.to_string()))?;
+            if let Some((seq, state)) = snapshot {
+                crate::store::snapshot::restore_state(&state_dir, &state)?;
+                tracing::info!(shard = shard.shard, seq, bytes = state.len(), "shard snapshot restored");
+            }
+        }
         let store = Arc::new(Store::open(&state_dir)?);
         let store_open_ms = opening.elapsed().as_millis() as u64;
         let from_seq = store.checkpoint_seq()?;
@@ -582,6 +593,14 @@ impl Engine {
     /// The shard this engine holds, in a cluster.
     pub fn shard(&self) -> Option<u16> {
         self.inner.shard
+    }
+
+    /// The state as of the last checkpoint and the journal sequence it
+    /// covers, for a shard snapshot; call once the engine is shut down, so
+    /// nothing was written since its final checkpoint.
+    pub fn export_state(&self) -> Result<(u64, Vec<u8>), EngineError> {
+        let store = self.store();
+        Ok((store.checkpoint_seq()?, store.export_state()?))
     }
 
     /// Whether notify URLs may name private hosts (sandbox mode).

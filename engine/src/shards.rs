@@ -4,8 +4,10 @@
 //! releases or loses it. Merchants are found by their shard.
 //!
 //! A shard's engine starts on an empty directory every time it is taken:
-//! what this node held of it before may be stale, and the journal of record
-//! has everything.
+//! what this node held of it before may be stale, and the database has
+//! everything: the shard's latest snapshot and its records after it. A
+//! shard released (the node's share shrank, or it stops) leaves a snapshot
+//! of its final checkpoint, so the next owner replays nothing before it.
 
 use crate::clock::SharedClock;
 use crate::cluster::{shard_of, OwnerFuture, ShardOwner, ShardRecords};
@@ -25,7 +27,8 @@ pub struct ShardHost {
     records: ShardRecords,
     config: ShardConfig,
     clock: SharedClock,
-    engines: RwLock<BTreeMap<u16, Engine>>,
+    /// Each held shard's engine and the lease epoch it writes under.
+    engines: RwLock<BTreeMap<u16, (i64, Engine)>>,
 }
 
 impl ShardHost {
@@ -43,7 +46,11 @@ impl ShardHost {
 
     /// The engine of `shard`, if this node holds it now.
     pub fn engine(&self, shard: u16) -> Option<Engine> {
-        self.engines.read().expect("engines lock").get(&shard).cloned()
+        self.engines
+            .read()
+            .expect("engines lock")
+            .get(&shard)
+            .map(|(_, engine)| engine.clone())
     }
 
     /// The engine holding `merchant_id`, if this node holds its shard now.
@@ -60,7 +67,7 @@ impl ShardHost {
     /// first, or the node is going away).
     pub async fn shutdown(&self) {
         let engines = std::mem::take(&mut *self.engines.write().expect("engines lock"));
-        for engine in engines.into_values() {
+        for (_, engine) in engines.into_values() {
             engine.shutdown().await;
         }
     }
@@ -83,15 +90,42 @@ impl ShardHost {
         let engine = Engine::open(config, self.clock.clone())
             .await
             .map_err(|error| error.to_string())?;
-        let previous = self.engines.write().expect("engines lock").insert(shard, engine);
-        if let Some(previous) = previous {
+        let previous = self
+            .engines
+            .write()
+            .expect("engines lock")
+            .insert(shard, (epoch, engine));
+        if let Some((_, previous)) = previous {
             previous.shutdown().await;
         }
         Ok(())
     }
 
-    fn remove(&self, shard: u16) -> Option<Engine> {
+    fn remove(&self, shard: u16) -> Option<(i64, Engine)> {
         self.engines.write().expect("engines lock").remove(&shard)
+    }
+
+    /// Shuts `shard`'s engine down and writes the snapshot of its final
+    /// checkpoint. A snapshot that cannot be written only costs the next
+    /// owner a longer replay.
+    async fn release_with_snapshot(&self, shard: u16) {
+        let Some((epoch, engine)) = self.remove(shard) else {
+            return;
+        };
+        engine.shutdown().await;
+        let written = match engine.export_state() {
+            Ok((seq, state)) => self
+                .records
+                .write_snapshot(shard, epoch, seq as i64, &state)
+                .await
+                .map(|()| (seq, state.len()))
+                .map_err(|error| error.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        match written {
+            Ok((seq, bytes)) => tracing::info!(shard, epoch, seq, bytes, "shard snapshot written"),
+            Err(error) => tracing::warn!(shard, epoch, %error, "no shard snapshot; the next owner replays more"),
+        }
     }
 }
 
@@ -101,17 +135,13 @@ impl ShardOwner for ShardHost {
     }
 
     fn release(&self, shard: u16) -> OwnerFuture<'_, ()> {
-        Box::pin(async move {
-            if let Some(engine) = self.remove(shard) {
-                engine.shutdown().await;
-            }
-        })
+        Box::pin(self.release_with_snapshot(shard))
     }
 
     fn lost(&self, shard: u16) {
         // Out of the map at once, so nothing more is routed to it; its
         // journal is fenced or about to be, so it can write nothing more.
-        if let Some(engine) = self.remove(shard) {
+        if let Some((_, engine)) = self.remove(shard) {
             tokio::spawn(async move { engine.shutdown().await });
         }
     }
@@ -195,6 +225,17 @@ mod tests {
         })
         .await;
         assert!(a.host.engine_for(odd).is_none(), "a released the odd shards");
+        // Each release left a snapshot, and b replayed nothing before it.
+        let records = ShardRecords::new(database.clone(), "reader");
+        let (snapshot_seq, _) = records.latest_snapshot(3).await.unwrap().expect("shard 3's snapshot");
+        assert!(snapshot_seq >= 2, "the merchant and its credit are in it");
+        assert!(records
+            .read_after(3, 0, 10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.seq > snapshot_seq));
+        assert!(records.latest_snapshot(2).await.unwrap().is_none(), "a kept shard 2");
         assert_eq!(balance(&b.host, odd).await, 2_000, "b recovered what a wrote");
         b.host
             .engine_for(odd)

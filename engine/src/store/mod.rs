@@ -54,6 +54,7 @@ pub mod record;
 mod retention;
 pub mod runs;
 mod sled_slot;
+pub mod snapshot;
 pub mod stored;
 mod upgrade;
 
@@ -93,6 +94,9 @@ pub enum StoreError {
     /// The data directory was written in another format.
     #[error("{0}")]
     Format(String),
+    /// A shard snapshot could not be taken or restored.
+    #[error("shard snapshot: {0}")]
+    Snapshot(String),
     /// Stored entries break a ledger invariant.
     #[error("ledger corrupt for merchant {merchant_id}: {reason}")]
     Corrupt {
