@@ -7,18 +7,49 @@
 //! what this node held of it before may be stale, and the database has
 //! everything: the shard's latest snapshot and its records after it. A
 //! shard released (the node's share shrank, or it stops) leaves a snapshot
-//! of its final checkpoint, so the next owner replays nothing before it.
+//! of its final checkpoint, so the next owner replays nothing before it;
+//! a running shard's engine leaves one now and then (`SnapshotPolicy`), so a
+//! node that dies leaves its successor a short replay.
 
 use crate::clock::SharedClock;
 use crate::cluster::{shard_of, OwnerFuture, ShardOwner, ShardRecords};
 use crate::{Engine, EngineConfig, ShardJournal};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// Builds the configuration of a shard's engine for its directory.
 pub type ShardConfig = Arc<dyn Fn(&Path) -> EngineConfig + Send + Sync>;
+
+/// When a running shard's engine leaves a snapshot: looked at every
+/// `every`, it does once `records` records were written since its last, or
+/// once any was and `idle_after` has passed since. A snapshot holds the
+/// whole state, so it is not taken for every few records.
+#[derive(Clone, Copy, Debug)]
+pub struct SnapshotPolicy {
+    pub every: Duration,
+    pub records: u64,
+    pub idle_after: Duration,
+}
+
+impl Default for SnapshotPolicy {
+    fn default() -> Self {
+        SnapshotPolicy {
+            every: Duration::from_secs(30),
+            records: 50_000,
+            idle_after: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Where a shard's snapshots stand on this node.
+#[derive(Clone, Copy)]
+struct LastSnapshot {
+    seq: u64,
+    at: Instant,
+}
 
 /// The engines of the shards this node holds.
 pub struct ShardHost {
@@ -29,6 +60,8 @@ pub struct ShardHost {
     clock: SharedClock,
     /// Each held shard's engine and the lease epoch it writes under.
     engines: RwLock<BTreeMap<u16, (i64, Engine)>>,
+    /// The last snapshot this node wrote or opened from, per held shard.
+    snapshots: Mutex<BTreeMap<u16, LastSnapshot>>,
 }
 
 impl ShardHost {
@@ -41,6 +74,63 @@ impl ShardHost {
             config,
             clock,
             engines: RwLock::new(BTreeMap::new()),
+            snapshots: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Leaves snapshots of the running shards' engines under `policy`,
+    /// until the host is dropped.
+    pub fn start_snapshots(self: &Arc<Self>, policy: SnapshotPolicy) -> tokio::task::JoinHandle<()> {
+        let host = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(policy.every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(host) = host.upgrade() else { return };
+                host.snapshot_due(policy).await;
+            }
+        })
+    }
+
+    /// Snapshots every held shard whose policy says so.
+    async fn snapshot_due(&self, policy: SnapshotPolicy) {
+        let held: Vec<(u16, i64, Engine)> = {
+            let engines = self.engines.read().expect("engines lock");
+            engines
+                .iter()
+                .map(|(&shard, (epoch, engine))| (shard, *epoch, engine.clone()))
+                .collect()
+        };
+        for (shard, epoch, engine) in held {
+            let last = self.snapshots.lock().expect("snapshots lock").get(&shard).copied();
+            let written_since = engine.journal_seq().saturating_sub(last.map_or(0, |last| last.seq));
+            let idle = last.is_none_or(|last| last.at.elapsed() >= policy.idle_after);
+            if written_since == 0 || (written_since < policy.records && !idle) {
+                continue;
+            }
+            let written = match engine.snapshot_state().await {
+                Ok((seq, state)) => self
+                    .records
+                    .write_snapshot(shard, epoch, seq as i64, &state)
+                    .await
+                    .map(|()| (seq, state.len()))
+                    .map_err(|error| error.to_string()),
+                Err(error) => Err(error.to_string()),
+            };
+            match written {
+                Ok((seq, bytes)) => {
+                    self.snapshots.lock().expect("snapshots lock").insert(
+                        shard,
+                        LastSnapshot {
+                            seq,
+                            at: Instant::now(),
+                        },
+                    );
+                    tracing::info!(shard, epoch, seq, bytes, "shard snapshot written");
+                }
+                Err(error) => tracing::warn!(shard, epoch, %error, "shard snapshot failed; trying again later"),
+            }
         }
     }
 
@@ -90,6 +180,14 @@ impl ShardHost {
         let engine = Engine::open(config, self.clock.clone())
             .await
             .map_err(|error| error.to_string())?;
+        // What it opened from counts as its last snapshot.
+        self.snapshots.lock().expect("snapshots lock").insert(
+            shard,
+            LastSnapshot {
+                seq: engine.journal_seq(),
+                at: Instant::now(),
+            },
+        );
         let previous = self
             .engines
             .write()
@@ -102,6 +200,7 @@ impl ShardHost {
     }
 
     fn remove(&self, shard: u16) -> Option<(i64, Engine)> {
+        self.snapshots.lock().expect("snapshots lock").remove(&shard);
         self.engines.write().expect("engines lock").remove(&shard)
     }
 
@@ -203,6 +302,56 @@ mod tests {
     async fn balance(host: &ShardHost, merchant_id: Uuid) -> i64 {
         let engine = host.engine_for(merchant_id).expect("the shard's engine is here");
         engine.wallet_balance(merchant_id).await.unwrap().get()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_running_shard_leaves_snapshots_so_a_dead_nodes_successor_replays_only_what_followed() {
+        let Some(pg) = TestPostgres::start() else { return };
+        let database = Database::connect(&pg.url()).await.unwrap();
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = start_node(&database, "node-a", dir_a.path());
+        let snapshots = a.host.start_snapshots(SnapshotPolicy {
+            every: Duration::from_millis(200),
+            records: 3,
+            idle_after: Duration::from_secs(3600),
+        });
+        wait_until(Duration::from_secs(60), || a.host.shards().len() == 64).await;
+        let engine = a.host.engine(5).unwrap();
+        let merchant = merchant_in(&engine, "busy", 100).await;
+        for n in 1..=5 {
+            engine
+                .credit_wallet(merchant, MinorUnits::new(n), "more", None)
+                .await
+                .unwrap();
+        }
+        let records = ShardRecords::new(database.clone(), "reader");
+        let written = engine.journal_seq() as i64;
+        let started = Instant::now();
+        loop {
+            if let Some((seq, _)) = records.latest_snapshot(5).await.unwrap() {
+                if seq >= written - 2 {
+                    break;
+                }
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "no snapshot of shard 5");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Shards with nothing written leave none.
+        assert!(records.latest_snapshot(6).await.unwrap().is_none());
+        engine
+            .credit_wallet(merchant, MinorUnits::new(1_000), "after the snapshot", None)
+            .await
+            .unwrap();
+
+        // a dies without releasing anything; b takes every shard.
+        snapshots.abort();
+        a.keeper.abandon().await;
+        a.host.shutdown().await;
+        let b = start_node(&database, "node-b", dir_b.path());
+        wait_until(Duration::from_secs(30), || b.host.shards().len() == 64).await;
+        assert_eq!(balance(&b.host, merchant).await, 100 + 15 + 1_000);
+        b.keeper.shutdown().await;
+        b.host.shutdown().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
