@@ -357,6 +357,9 @@ async fn balance(shared: &Shared) -> Result<(), ClusterError> {
                 if ready {
                     tracing::info!(shard, epoch, "shard taken");
                     shared.publish();
+                } else {
+                    // Lost while it was being loaded: what was loaded goes too.
+                    shared.owner.lost(shard);
                 }
             }
             Err(error) => {

@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 struct Recorder {
     events: Mutex<Vec<(&'static str, u16)>>,
+    /// The shards loaded and not yet released or lost, as a node's engines.
+    loaded: Mutex<std::collections::BTreeSet<u16>>,
+    /// How long the first `take` takes, and who hears that it started.
+    slow_first_take: Option<(Duration, Mutex<Option<tokio::sync::oneshot::Sender<()>>>)>,
 }
 
 impl Recorder {
@@ -30,14 +34,27 @@ impl Recorder {
 impl ShardOwner for Recorder {
     fn take(&self, shard: u16, _epoch: i64) -> keeper::OwnerFuture<'_, Result<(), String>> {
         self.events.lock().unwrap().push(("take", shard));
-        Box::pin(async { Ok(()) })
+        let slow = self.slow_first_take.as_ref().and_then(|(delay, started)| {
+            let started = started.lock().unwrap().take()?;
+            let _ = started.send(());
+            Some(*delay)
+        });
+        Box::pin(async move {
+            if let Some(delay) = slow {
+                tokio::time::sleep(delay).await;
+            }
+            self.loaded.lock().unwrap().insert(shard);
+            Ok(())
+        })
     }
     fn release(&self, shard: u16) -> keeper::OwnerFuture<'_, ()> {
         self.events.lock().unwrap().push(("release", shard));
+        self.loaded.lock().unwrap().remove(&shard);
         Box::pin(async {})
     }
     fn lost(&self, shard: u16) {
         self.events.lock().unwrap().push(("lost", shard));
+        self.loaded.lock().unwrap().remove(&shard);
     }
 }
 
@@ -396,4 +413,41 @@ async fn catalog_changes_reach_every_follower_in_order_within_a_second_and_after
         log.windows(2).all(|pair| pair[0] < pair[1]),
         "applied in version order: {log:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_lost_while_it_was_being_loaded_is_dropped_once_loaded() {
+    let Some(pg) = TestPostgres::start() else { return };
+    let database = Database::connect(&pg.url()).await.unwrap();
+    let (started, heard) = tokio::sync::oneshot::channel();
+    let owner = Arc::new(Recorder {
+        events: Mutex::default(),
+        loaded: Mutex::default(),
+        slow_first_take: Some((LEASE + Duration::from_secs(1), Mutex::new(Some(started)))),
+    });
+    let a = KeeperHandle::start(
+        Leases::new(database.clone(), "a"),
+        "http://a.test".into(),
+        owner.clone(),
+    );
+    heard.await.unwrap();
+    // The database goes away while the first shard loads: every lease is
+    // given up before the load ends.
+    pg.stop();
+    wait_until(Duration::from_secs(20), || {
+        let events = owner.events.lock().unwrap();
+        events.iter().filter(|(kind, _)| *kind == "take").count() == 64
+            && events.iter().filter(|(kind, _)| *kind == "lost").count() >= 64
+    })
+    .await;
+    // Every take has returned: nothing loaded is left for a shard the node
+    // no longer holds, the slow one included.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(a.serving().is_empty(), "{:?}", a.serving());
+    assert!(
+        owner.loaded.lock().unwrap().is_empty(),
+        "{:?}",
+        owner.loaded.lock().unwrap()
+    );
+    a.abandon().await;
 }
