@@ -395,6 +395,12 @@ async fn metrics_exposes_journal_syncs_and_http_request_counts() {
         .unwrap_or_else(|| panic!("no paygate_journal_syncs_total sample in\n{text}"));
     let count: f64 = syncs.rsplit(' ').next().unwrap().parse().expect("numeric sample");
     assert!(count >= 1.0, "a merchant was written durably: {syncs}");
+    let sync_micros: f64 = text
+        .lines()
+        .find(|l| l.starts_with("paygate_journal_sync_microseconds_total "))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no paygate_journal_sync_microseconds_total sample in\n{text}"));
+    assert!(sync_micros > 0.0, "each sync takes some time");
     assert!(
         text.lines().any(|l| l.starts_with("paygate_http_requests_total{")
             && l.contains("route=\"/v1/balance\"")

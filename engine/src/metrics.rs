@@ -33,6 +33,12 @@ impl Engine {
                 stats.bytes.load(Relaxed),
             ),
             (
+                "paygate_journal_sync_microseconds_total",
+                "Microseconds successful journal writes took to be durable (fdatasync, or a shard's commit in the cluster's database); divided by the syncs, the mean commit latency.",
+                "counter",
+                stats.sync_micros.load(Relaxed),
+            ),
+            (
                 "paygate_journal_writable",
                 "1 while the journal's disk takes its writes; 0 while it refuses them (full or failing) and writes answer 503.",
                 "gauge",

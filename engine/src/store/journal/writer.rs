@@ -169,6 +169,11 @@ impl Writer {
                     "journal write and sync slow"
                 );
             }
+            if attempt.is_ok() {
+                self.stats
+                    .sync_micros
+                    .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+            }
             let error = match attempt {
                 Err(SinkError::Fenced) => {
                     self.health.fenced.store(true, Ordering::Release);
