@@ -64,6 +64,22 @@ async fn a_new_owner_recovers_every_acknowledged_change_and_the_old_one_writes_n
     let balance = a.wallet_balance(merchant.id).await.unwrap();
     assert_eq!(balance.get(), 5_000_000 - disbursement.final_amount.get());
 
+    // The hand-over to the vendor is a record of its own, after the 201:
+    // wait for it, so the new owner has an ON_PROCESS payout to find.
+    let handed_over = std::time::Instant::now();
+    while a
+        .disbursement_for(merchant.id, &disbursement.id.to_string())
+        .unwrap()
+        .status
+        != DisbursementStatus::OnProcess
+    {
+        assert!(
+            handed_over.elapsed() < Duration::from_secs(10),
+            "never handed to the vendor"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
     // Node b takes the shard after a's lease ran out.
     database
         .client()
