@@ -159,11 +159,6 @@ fn wake_sink(host: Arc<OnceLock<WeakHost>>, engine: Arc<OnceLock<Weak<EngineInne
     })
 }
 
-/// The last record a checkpoint covers: it covers those below its marker.
-fn last_covered(covers_below: u64) -> u64 {
-    covers_below.saturating_sub(1)
-}
-
 impl Engine {
     /// Opens the data directory, recovers (sled checkpoint + journal replay),
     /// seeds the catalog on first start and starts the checkpointer.
@@ -601,35 +596,6 @@ impl Engine {
     /// The shard this engine holds, in a cluster.
     pub fn shard(&self) -> Option<u16> {
         self.inner.shard
-    }
-
-    /// The state as of the last checkpoint and the last journal sequence
-    /// it covers, for a shard snapshot; call once the engine is shut down,
-    /// so nothing was written since its final checkpoint.
-    pub fn export_state(&self) -> Result<(u64, Vec<u8>), EngineError> {
-        let store = self.store();
-        Ok((last_covered(store.checkpoint_seq()?), store.export_state()?))
-    }
-
-    /// A checkpoint, then the state it left and the last journal sequence
-    /// it covers, for a shard snapshot of a running engine. Read under the
-    /// checkpoint lock, so no checkpoint moves the state meanwhile; records
-    /// applied to sled directly since (merchants, the catalog) replay over
-    /// it as they do over any checkpoint.
-    pub async fn snapshot_state(&self) -> Result<(u64, Vec<u8>), EngineError> {
-        self.checkpoint().await?;
-        let _guard = self.checkpoint_lock().lock().await;
-        let store = self.store().clone();
-        tokio::task::spawn_blocking(move || {
-            Ok::<_, EngineError>((last_covered(store.checkpoint_seq()?), store.export_state()?))
-        })
-        .await
-        .map_err(|_| EngineError::ShuttingDown)?
-    }
-
-    /// The last journal sequence number made durable.
-    pub fn journal_seq(&self) -> u64 {
-        self.inner.journal.durable_seq()
     }
 
     /// Whether notify URLs may name private hosts (sandbox mode).

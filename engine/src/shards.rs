@@ -109,27 +109,14 @@ impl ShardHost {
             if written_since == 0 || (written_since < policy.records && !idle) {
                 continue;
             }
-            let written = match engine.snapshot_state().await {
-                Ok((seq, state)) => self
-                    .records
-                    .write_snapshot(shard, epoch, seq as i64, &state)
-                    .await
-                    .map(|()| (seq, state.len()))
-                    .map_err(|error| error.to_string()),
-                Err(error) => Err(error.to_string()),
-            };
-            match written {
-                Ok((seq, bytes)) => {
-                    self.snapshots.lock().expect("snapshots lock").insert(
-                        shard,
-                        LastSnapshot {
-                            seq,
-                            at: Instant::now(),
-                        },
-                    );
-                    tracing::info!(shard, epoch, seq, bytes, "shard snapshot written");
-                }
-                Err(error) => tracing::warn!(shard, epoch, %error, "shard snapshot failed; trying again later"),
+            if let Some(seq) = self.write_snapshot(shard, epoch, engine.snapshot_state().await).await {
+                self.snapshots.lock().expect("snapshots lock").insert(
+                    shard,
+                    LastSnapshot {
+                        seq,
+                        at: Instant::now(),
+                    },
+                );
             }
         }
     }
@@ -205,14 +192,25 @@ impl ShardHost {
     }
 
     /// Shuts `shard`'s engine down and writes the snapshot of its final
-    /// checkpoint. A snapshot that cannot be written only costs the next
-    /// owner a longer replay.
+    /// checkpoint.
     async fn release_with_snapshot(&self, shard: u16) {
         let Some((epoch, engine)) = self.remove(shard) else {
             return;
         };
         engine.shutdown().await;
-        let written = match engine.export_state() {
+        self.write_snapshot(shard, epoch, engine.export_state()).await;
+    }
+
+    /// Writes an engine's exported state as `shard`'s snapshot under
+    /// `epoch`; the last record it covers, or `None` (logged) when it was
+    /// not written, which only costs the next owner a longer replay.
+    async fn write_snapshot(
+        &self,
+        shard: u16,
+        epoch: i64,
+        exported: Result<(u64, Vec<u8>), crate::EngineError>,
+    ) -> Option<u64> {
+        let written = match exported {
             Ok((seq, state)) => self
                 .records
                 .write_snapshot(shard, epoch, seq as i64, &state)
@@ -222,8 +220,14 @@ impl ShardHost {
             Err(error) => Err(error.to_string()),
         };
         match written {
-            Ok((seq, bytes)) => tracing::info!(shard, epoch, seq, bytes, "shard snapshot written"),
-            Err(error) => tracing::warn!(shard, epoch, %error, "no shard snapshot; the next owner replays more"),
+            Ok((seq, bytes)) => {
+                tracing::info!(shard, epoch, seq, bytes, "shard snapshot written");
+                Some(seq)
+            }
+            Err(error) => {
+                tracing::warn!(shard, epoch, %error, "no shard snapshot; the next owner replays more");
+                None
+            }
         }
     }
 }

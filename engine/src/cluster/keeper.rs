@@ -67,6 +67,12 @@ struct Shared {
 }
 
 impl Shared {
+    /// Every shard held, with its epoch.
+    fn held_epochs(&self) -> Vec<(u16, i64)> {
+        let held = self.held.lock().expect("held lock");
+        held.iter().map(|(&shard, owned)| (shard, owned.epoch)).collect()
+    }
+
     fn publish(&self) {
         let serving: BTreeMap<u16, i64> = self
             .held
@@ -157,10 +163,7 @@ impl KeeperHandle {
     /// holds, and the node's heartbeat removed.
     pub async fn shutdown(mut self) {
         self.stop_tasks().await;
-        let held: Vec<(u16, i64)> = {
-            let held = self.shared.held.lock().expect("held lock");
-            held.iter().map(|(&shard, owned)| (shard, owned.epoch)).collect()
-        };
+        let held = self.shared.held_epochs();
         for &(shard, epoch) in &held {
             release(&self.shared, shard, epoch).await;
         }
@@ -216,10 +219,7 @@ async fn renew_loop(shared: Arc<Shared>, advertise_url: String, mut stopped: wat
         if let Err(error) = timed(shared.leases.heartbeat(&advertise_url)).await {
             tracing::warn!(%error, "cluster heartbeat failed");
         }
-        let held: Vec<(u16, i64)> = {
-            let held = shared.held.lock().expect("held lock");
-            held.iter().map(|(&shard, owned)| (shard, owned.epoch)).collect()
-        };
+        let held = shared.held_epochs();
         if held.is_empty() {
             continue;
         }
@@ -304,10 +304,7 @@ async fn balance(shared: &Shared) -> Result<(), ClusterError> {
     }
     let rank = live.iter().position(|node| *node == me).expect("this node was added");
     let target = share(live.len(), rank);
-    let held: Vec<(u16, i64)> = {
-        let held = shared.held.lock().expect("held lock");
-        held.iter().map(|(&shard, owned)| (shard, owned.epoch)).collect()
-    };
+    let held = shared.held_epochs();
     if held.len() > target {
         // Shards it does not prefer go first, the highest numbers first.
         let mut extras = held.clone();

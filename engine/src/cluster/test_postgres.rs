@@ -121,21 +121,28 @@ impl TestPostgres {
         self.dir.join("data")
     }
 
-    fn run(&self, program: &str, args: &[&str]) {
+    /// `program` of the install, run as `run_as` when set.
+    fn command(&self, program: &str) -> Command {
         let program = self.bin.join(program);
-        let mut command = match &self.run_as {
+        match &self.run_as {
             Some(user) => {
                 let mut command = Command::new("runuser");
                 command.args(["-u", user, "--"]).arg(&program);
                 command
             }
             None => Command::new(&program),
-        };
-        let output = command.args(args).output().expect("PostgreSQL's programs run");
+        }
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let output = self
+            .command(program)
+            .args(args)
+            .output()
+            .expect("PostgreSQL's programs run");
         assert!(
             output.status.success(),
-            "{} {args:?} failed: {}{}",
-            program.display(),
+            "{program} {args:?} failed: {}{}",
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         );
@@ -184,16 +191,8 @@ fn path_str(path: &Path) -> &str {
 impl Drop for TestPostgres {
     fn drop(&mut self) {
         let data = self.data_dir();
-        let pg_ctl = self.bin.join("pg_ctl");
-        let mut command = match &self.run_as {
-            Some(user) => {
-                let mut command = Command::new("runuser");
-                command.args(["-u", user, "--"]).arg(&pg_ctl);
-                command
-            }
-            None => Command::new(&pg_ctl),
-        };
-        let _ = command
+        let _ = self
+            .command("pg_ctl")
             .args(["-D", path_str(&data), "-m", "immediate", "-w", "stop"])
             .output();
         let _ = std::fs::remove_dir_all(&self.dir);
