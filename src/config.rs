@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run the HTTP service.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Measure disbursements or orders end to end against an in-process
     /// sandbox server, next to a bare axum baseline in the same process.
     Benchmark(BenchmarkArgs),
@@ -85,7 +85,7 @@ pub struct VerifyArgs {
 
 impl Default for Command {
     fn default() -> Self {
-        Command::Serve(ServeArgs::default())
+        Command::Serve(Box::default())
     }
 }
 
@@ -126,6 +126,19 @@ pub struct ServeArgs {
     /// Connections served at once; more are answered 503 and closed [default: 10000].
     #[arg(long, env = "PAYGATE_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// The cluster's PostgreSQL database, `postgres://user@host:port/db`:
+    /// turns cluster mode on [default: one node, no cluster].
+    #[arg(long, env = "PAYGATE_CLUSTER_URL")]
+    pub cluster_url: Option<String>,
+    /// This node's id, unique in the cluster [default: the host name].
+    #[arg(long, env = "PAYGATE_NODE_ID")]
+    pub node_id: Option<String>,
+    /// How the other nodes reach this one [default: the public URL].
+    #[arg(long, env = "PAYGATE_ADVERTISE_URL")]
+    pub advertise_url: Option<String>,
+    /// Shared by the cluster's nodes; signs the requests they forward.
+    #[arg(long, env = "PAYGATE_CLUSTER_SECRET")]
+    pub cluster_secret: Option<String>,
 }
 
 /// Flags of `paygate benchmark`.
@@ -190,6 +203,10 @@ struct FileSettings {
     sandbox_disbursement_delay_ms: Option<u64>,
     vendor_retry_scale: Option<f64>,
     max_connections: Option<usize>,
+    cluster_url: Option<String>,
+    node_id: Option<String>,
+    advertise_url: Option<String>,
+    cluster_secret: Option<String>,
 }
 
 /// The settings in force.
@@ -205,6 +222,69 @@ pub struct Settings {
     pub sandbox_disbursement_delay_ms: u64,
     pub vendor_retry_scale: f64,
     pub max_connections: usize,
+    /// Set in cluster mode.
+    pub cluster: Option<ClusterSettings>,
+}
+
+/// A cluster node's settings (DESIGN.md 12).
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    /// The cluster's database.
+    pub url: String,
+    /// This node's id.
+    pub node_id: String,
+    /// How the other nodes reach this one; `None`: the public URL, known
+    /// once the listener is bound.
+    pub advertise_url: Option<String>,
+    /// Signs forwarded requests.
+    pub secret: String,
+}
+
+/// The cluster settings, when a cluster URL is given: each node needs the
+/// shared secret, and the same admin token (an admin request may be
+/// answered by any node), so neither is left to a default.
+fn resolve_cluster(
+    url: Option<String>,
+    node_id: Option<String>,
+    advertise_url: Option<String>,
+    secret: Option<String>,
+    admin_token: Option<&str>,
+) -> anyhow::Result<Option<ClusterSettings>> {
+    let Some(url) = url.filter(|url| !url.is_empty()) else {
+        return Ok(None);
+    };
+    let secret = secret
+        .filter(|secret| secret.len() >= 16)
+        .context("--cluster-secret (at least 16 characters, the same on every node) is required with --cluster-url")?;
+    if admin_token.is_none() {
+        bail!("--admin-token (the same on every node) is required with --cluster-url");
+    }
+    let node_id = match node_id.filter(|id| !id.is_empty()) {
+        Some(id) => id,
+        None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|name| name.trim().to_string())
+            .ok()
+            .filter(|name| !name.is_empty())
+            .context("--node-id is required: the host name could not be read")?,
+    };
+    if node_id.len() > 64
+        || !node_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    {
+        bail!("--node-id must be 1 to 64 letters, digits, '-', '_' or '.', not {node_id:?}");
+    }
+    let advertise_url = advertise_url.map(|u| u.trim_end_matches('/').to_string());
+    if let Some(url) = &advertise_url {
+        check_public_url(url)
+            .map_err(|_| anyhow::anyhow!("--advertise-url must be an absolute http:// URL, not {url:?}"))?;
+    }
+    Ok(Some(ClusterSettings {
+        url,
+        node_id,
+        advertise_url,
+        secret,
+    }))
 }
 
 impl Settings {
@@ -268,7 +348,15 @@ impl Settings {
         if max_connections == 0 {
             bail!("--max-connections must be at least 1");
         }
+        let cluster = resolve_cluster(
+            args.cluster_url.or(file.cluster_url),
+            args.node_id.or(file.node_id),
+            args.advertise_url.or(file.advertise_url),
+            args.cluster_secret.or(file.cluster_secret),
+            admin_token.as_deref(),
+        )?;
         Ok(Settings {
+            cluster,
             max_connections,
             listen: args.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".into()),
             data_dir: args

@@ -6,6 +6,7 @@ mod allocator;
 mod benchmark;
 mod cluster;
 mod config;
+mod node;
 mod process_stats;
 mod repair;
 mod server;
@@ -38,7 +39,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match command {
         Command::Serve(args) => {
-            let settings = Settings::resolve(args)?;
+            let settings = Settings::resolve(*args)?;
             runtime.block_on(serve(settings))
         }
         Command::Benchmark(args) => runtime.block_on(benchmark::run(args)),

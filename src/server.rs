@@ -3,6 +3,7 @@
 //! and `paygate benchmark` both run it from here.
 
 use crate::config::{self, Settings};
+use crate::node::ClusterNode;
 use anyhow::Context;
 use paygate_api::serve::ConnectionLimits;
 use paygate_api::{router, ApiConfig, AppState, Mode};
@@ -24,17 +25,26 @@ const DEMO_FUNDING_MINOR: i64 = 10_000_000_000;
 pub struct RunningServer {
     /// Where it listens (the port chosen for `:0`).
     pub address: SocketAddr,
-    engine: Engine,
     stop_http: oneshot::Sender<()>,
     http: JoinHandle<std::io::Result<()>>,
-    stop_dispatcher: watch::Sender<bool>,
-    dispatcher: JoinHandle<()>,
+    service: Service,
 }
 
-/// Opens the engine on `settings.data_dir`, binds `settings.listen` and
-/// starts serving HTTP and delivering webhooks.
-pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
-    let mut engine_config = EngineConfig::new(&settings.data_dir);
+/// What serves behind the listener.
+enum Service {
+    /// One node: one engine on the data dir, and its webhook dispatcher.
+    Single {
+        engine: Engine,
+        stop_dispatcher: watch::Sender<bool>,
+        dispatcher: JoinHandle<()>,
+    },
+    /// A cluster node: an engine per shard it holds.
+    Cluster(ClusterNode),
+}
+
+/// The engine configuration of `settings`, on `dir`.
+pub fn engine_config(settings: &Settings, dir: &Path) -> EngineConfig {
+    let mut engine_config = EngineConfig::new(dir);
     engine_config.vendor_retry_scale = settings.vendor_retry_scale;
     engine_config.webhook_retention = settings.webhook_retention;
     if settings.mode == Mode::Sandbox {
@@ -44,18 +54,14 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         engine_config.sandbox_refund_delay = Some(delay);
         engine_config.allow_private_notify_urls = true;
     }
-    let engine = Engine::open(engine_config, Arc::new(SystemClock))
-        .await
-        .with_context(|| format!("opening data dir {}", settings.data_dir.display()))?;
-    let admin_token = match &settings.admin_token {
-        Some(token) => token.clone(),
-        None => load_or_create_admin_token(&settings.data_dir)?,
-    };
-    // Not "the data dir was new": a start killed before the demo merchant
-    // was made would leave a data dir without one for good.
-    if settings.mode == Mode::Sandbox && engine.merchant_ids().is_empty() {
-        create_demo_merchant(&engine, settings).await?;
-    }
+    engine_config
+}
+
+/// Opens the engine on `settings.data_dir` (or, in a cluster, joins it),
+/// binds `settings.listen` and starts serving HTTP and delivering webhooks.
+pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("creating data dir {}", settings.data_dir.display()))?;
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("binding {}", settings.listen))?;
@@ -64,39 +70,66 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{address}"));
-    let state = AppState::new(
-        engine.clone(),
-        ApiConfig {
-            mode: settings.mode,
-            public_url,
-            admin_token,
-            cdn_url: config::CDN_URL.into(),
-            webhook_retry_scale: settings.webhook_retry_scale,
-            sandbox_disbursement_delay_ms: settings.sandbox_disbursement_delay_ms,
-        },
-    );
-    let (stop_dispatcher, dispatcher_stop) = watch::channel(false);
-    let dispatcher = tokio::spawn(paygate_api::webhooks::run(state.clone(), dispatcher_stop));
+    let api_config = |admin_token: String| ApiConfig {
+        mode: settings.mode,
+        public_url: public_url.clone(),
+        admin_token,
+        cdn_url: config::CDN_URL.into(),
+        webhook_retry_scale: settings.webhook_retry_scale,
+        sandbox_disbursement_delay_ms: settings.sandbox_disbursement_delay_ms,
+    };
+    let (service, app, connections) = match &settings.cluster {
+        None => {
+            let engine = Engine::open(engine_config(settings, &settings.data_dir), Arc::new(SystemClock))
+                .await
+                .with_context(|| format!("opening data dir {}", settings.data_dir.display()))?;
+            let admin_token = match &settings.admin_token {
+                Some(token) => token.clone(),
+                None => load_or_create_admin_token(&settings.data_dir)?,
+            };
+            // Not "the data dir was new": a start killed before the demo merchant
+            // was made would leave a data dir without one for good.
+            if settings.mode == Mode::Sandbox && engine.merchant_ids().is_empty() {
+                create_demo_merchant(&engine, settings).await?;
+            }
+            let state = AppState::new(engine.clone(), api_config(admin_token));
+            let (stop_dispatcher, dispatcher_stop) = watch::channel(false);
+            let dispatcher = tokio::spawn(paygate_api::webhooks::run(state.clone(), dispatcher_stop));
+            let connections = state.connections.clone();
+            let service = Service::Single {
+                engine,
+                stop_dispatcher,
+                dispatcher,
+            };
+            (service, router(state), connections)
+        }
+        Some(cluster) => {
+            let admin_token = settings
+                .admin_token
+                .clone()
+                .context("a cluster node needs --admin-token")?;
+            let advertise_url = cluster.advertise_url.clone().unwrap_or_else(|| public_url.clone());
+            let (node, app) = ClusterNode::start(settings, cluster, api_config(admin_token), advertise_url).await?;
+            (Service::Cluster(node), app, Arc::default())
+        }
+    };
     let (stop_http, http_stop) = oneshot::channel::<()>();
     let limits = ConnectionLimits {
         max_connections: settings.max_connections,
         ..ConnectionLimits::default()
     };
-    let connections = state.connections.clone();
     let http = tokio::spawn(async move {
         let stop = async move {
             let _ = http_stop.await;
         };
-        paygate_api::serve::serve(listener, router(state), limits, connections, stop).await;
+        paygate_api::serve::serve(listener, app, limits, connections, stop).await;
         Ok::<(), std::io::Error>(())
     });
     Ok(RunningServer {
         address,
-        engine,
         stop_http,
         http,
-        stop_dispatcher,
-        dispatcher,
+        service,
     })
 }
 
@@ -115,14 +148,26 @@ impl RunningServer {
     async fn finish(self, final_checkpoint: bool) -> anyhow::Result<()> {
         let _ = self.stop_http.send(());
         let served = self.http.await.context("HTTP server task")?;
+        let (engine, stop_dispatcher, dispatcher) = match self.service {
+            Service::Single {
+                engine,
+                stop_dispatcher,
+                dispatcher,
+            } => (engine, stop_dispatcher, dispatcher),
+            Service::Cluster(node) => {
+                node.stop().await;
+                tracing::info!("stopped");
+                return Ok(served?);
+            }
+        };
         // Deliveries still in flight are not waited for: their events stay due
         // and are delivered after the next start.
-        self.stop_dispatcher.send_replace(true);
-        let _ = self.dispatcher.await;
+        stop_dispatcher.send_replace(true);
+        let _ = dispatcher.await;
         if final_checkpoint {
-            self.engine.shutdown().await;
-            let state_dir = self.engine.state_dir();
-            drop(self.engine);
+            engine.shutdown().await;
+            let state_dir = engine.state_dir();
+            drop(engine);
             let started = std::time::Instant::now();
             let snapshot = move || paygate_engine::store::snapshot_closed_state(&state_dir);
             match tokio::task::spawn_blocking(snapshot).await {
@@ -134,7 +179,7 @@ impl RunningServer {
                 Err(error) => tracing::warn!(%error, "storage snapshot task failed"),
             }
         } else {
-            self.engine.halt_without_checkpoint().await;
+            engine.halt_without_checkpoint().await;
         }
         tracing::info!("stopped");
         Ok(served?)

@@ -7,11 +7,14 @@
 //! - `error`: the V1 envelope and the engine-error mapping table.
 //! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
 //! - `callbacks`: signed payment-vendor callbacks. `webhooks`: the dispatcher.
+//! - `cluster`: a cluster node's front door, serving or forwarding each
+//!   request by its merchant's shard.
 //! - `ops`: healthz, metrics, 404/405. `openapi`: the API document and `/docs`.
 //! - `pages`: the checkout page and the merchant dashboard (HTML, maud).
 
 pub mod admin;
 pub mod callbacks;
+pub mod cluster;
 pub mod error;
 pub mod extract;
 pub mod guard;

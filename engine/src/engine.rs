@@ -263,6 +263,7 @@ impl Engine {
             keys_in_memory: config.idempotency_keys_in_memory.max(1),
             ref_codes: ref_codes.clone(),
             created,
+            shard: config.shard_journal.as_ref().map(|journal| journal.shard),
         });
         let http_client = reqwest::Client::new();
         let disbursements = DisbursementHost::new(Arc::new(PayoutContext {

@@ -130,6 +130,20 @@ impl ShardHost {
             .map(|(_, engine)| engine.clone())
     }
 
+    /// Every held shard's lease epoch and engine.
+    pub fn held(&self) -> BTreeMap<u16, (i64, Engine)> {
+        self.engines.read().expect("engines lock").clone()
+    }
+
+    /// The lease epoch `shard`'s engine writes under, if this node holds it now.
+    pub fn epoch(&self, shard: u16) -> Option<i64> {
+        self.engines
+            .read()
+            .expect("engines lock")
+            .get(&shard)
+            .map(|(epoch, _)| *epoch)
+    }
+
     /// The engine holding `merchant_id`, if this node holds its shard now.
     pub fn engine_for(&self, merchant_id: Uuid) -> Option<Engine> {
         self.engine(shard_of(merchant_id))

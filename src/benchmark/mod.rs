@@ -59,6 +59,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     };
     let admin_token = config::random_token();
     let settings = Settings {
+        cluster: None,
         listen: "127.0.0.1:0".into(),
         data_dir: data_dir.clone(),
         mode: Mode::Sandbox,

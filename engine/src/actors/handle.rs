@@ -35,6 +35,8 @@ pub struct MerchantActorSettings {
     pub ref_codes: Arc<RefCodes>,
     /// Created disbursements, once durable.
     pub created: CreatedDisbursements,
+    /// The cluster shard the engine serves, which new disbursement ids fall in.
+    pub shard: Option<u16>,
 }
 
 /// Gets or spawns merchant actors and calls them; cheap to clone.
@@ -70,6 +72,7 @@ impl MerchantHandle {
                     keys_in_memory: settings.keys_in_memory,
                     ref_codes: settings.ref_codes.clone(),
                     created: settings.created.clone(),
+                    shard: settings.shard,
                 };
                 let (actor, _) = Actor::spawn(None, MerchantActor, args).await.map_err(|error| {
                     tracing::error!(%error, %merchant_id, "merchant actor failed to start");

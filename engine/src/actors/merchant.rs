@@ -195,6 +195,8 @@ pub struct MerchantArgs {
     pub ref_codes: Arc<RefCodes>,
     /// Where a created disbursement goes once durable: its own actor.
     pub created: super::handle::CreatedDisbursements,
+    /// The cluster shard the engine serves, which new disbursement ids fall in.
+    pub shard: Option<u16>,
 }
 
 /// A merchant actor's state.

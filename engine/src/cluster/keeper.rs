@@ -159,6 +159,17 @@ impl KeeperHandle {
         )
     }
 
+    /// Reads the same counts as `counts`, for as long as it is kept.
+    pub fn counts_reader(&self) -> impl Fn() -> (u64, u64) + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || {
+            (
+                shared.renewals.load(Ordering::Relaxed),
+                shared.losses.load(Ordering::Relaxed),
+            )
+        }
+    }
+
     /// Stops cleanly: every shard released after its owner wrote what it
     /// holds, and the node's heartbeat removed.
     pub async fn shutdown(mut self) {

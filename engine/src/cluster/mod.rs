@@ -56,6 +56,33 @@ pub fn shard_of(merchant_id: Uuid) -> u16 {
     (xxhash_rust::xxh3::xxh3_64(merchant_id.as_bytes()) % SHARDS as u64) as u16
 }
 
+/// The shard a credential (an API key, a Legacy client id) routes to: a
+/// node that receives a request finds its owner from the credential alone,
+/// because credentials are made to fall in their merchant's shard
+/// (`in_shard`).
+pub fn shard_of_credential(credential: &str) -> u16 {
+    (xxhash_rust::xxh3::xxh3_64(credential.as_bytes()) % SHARDS as u64) as u16
+}
+
+/// The first value `make` returns that `shard_of_value` puts in `shard`, or
+/// the first value at all without a shard (one node). One value in
+/// `SHARDS` falls in a given shard, so this takes 64 tries on average.
+pub fn in_shard<T>(shard: Option<u16>, mut make: impl FnMut() -> T, shard_of_value: impl Fn(&T) -> u16) -> T {
+    loop {
+        let value = make();
+        if shard.is_none_or(|shard| shard_of_value(&value) == shard) {
+            return value;
+        }
+    }
+}
+
+/// A new random id in `shard` (any id without one): resources a request
+/// may name without a credential (orders on the checkout page,
+/// disbursements an operator approves) carry their shard in their id.
+pub fn new_id_in(shard: Option<u16>) -> Uuid {
+    in_shard(shard, Uuid::new_v4, |id| shard_of(*id))
+}
+
 /// What went wrong talking to the cluster's database.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {

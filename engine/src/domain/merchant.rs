@@ -1,5 +1,6 @@
 //! Merchants: settlement type, fees, limits, credentials and keys.
 
+use crate::cluster::{in_shard, shard_of_credential};
 use crate::limits::defaults;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -150,14 +151,32 @@ fn random_client_id() -> String {
 impl Credentials {
     /// Fresh credentials with a new client id.
     pub fn generate() -> Credentials {
-        Credentials::rotate(random_client_id())
+        Credentials::generate_in(None)
+    }
+
+    /// Fresh credentials whose API key and client id route to `shard`
+    /// (`cluster::shard_of_credential`); any without a cluster.
+    pub fn generate_in(shard: Option<u16>) -> Credentials {
+        let client_id = in_shard(shard, random_client_id, |id| shard_of_credential(id));
+        Credentials::rotate_in(client_id, shard)
     }
 
     /// Fresh key and secrets for an existing client id.
     pub fn rotate(client_id: String) -> Credentials {
+        Credentials::rotate_in(client_id, None)
+    }
+
+    /// Fresh key and secrets for an existing client id, the key routing to
+    /// `shard` as the client id already does.
+    pub fn rotate_in(client_id: String, shard: Option<u16>) -> Credentials {
         use base64::Engine as _;
+        let api_key = in_shard(
+            shard,
+            || hex::encode(random_bytes::<32>()),
+            |key| shard_of_credential(key),
+        );
         Credentials {
-            api_key: hex::encode(random_bytes::<32>()),
+            api_key,
             client_id,
             client_secret: hex::encode(random_bytes::<24>()),
             webhook_secret: format!(

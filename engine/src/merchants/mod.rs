@@ -110,21 +110,16 @@ impl Engine {
         if let Some(url) = &new.default_notify_url {
             self.validate_notify_url("default_notify_url", url)?;
         }
+        // In a cluster a merchant's id decides its shard, and its API key
+        // and client id route to it: all three fall in this engine's shard.
         let credentials = loop {
-            let candidate = Credentials::generate();
+            let candidate = Credentials::generate_in(self.shard());
             if self.store().directory().by_client_id(&candidate.client_id).is_none() {
                 break candidate;
             }
         };
         let now = self.now_ms();
-        // In a cluster a merchant's id decides its shard: it must be this
-        // engine's (one in `SHARDS` random ids is).
-        let id = loop {
-            let id = Uuid::new_v4();
-            if self.shard().is_none_or(|shard| crate::cluster::shard_of(id) == shard) {
-                break id;
-            }
-        };
+        let id = crate::cluster::new_id_in(self.shard());
         let record = MerchantRecord {
             id,
             organization_id,
@@ -226,7 +221,7 @@ impl Engine {
     pub async fn rotate_credentials(&self, merchant_id: Uuid) -> Result<Credentials, EngineError> {
         self.ensure_writable()?;
         let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
-        let credentials = Credentials::rotate(current.credentials.client_id.clone());
+        let credentials = Credentials::rotate_in(current.credentials.client_id.clone(), self.shard());
         self.change_merchant(merchant_id, MerchantChange::Credentials(credentials.to_stored()))
             .await?;
         Ok(credentials)

@@ -235,7 +235,7 @@ impl Engine {
             .ref_codes()
             .next("ORD", now, |code| store.order_ref_exists(code).unwrap_or(true));
         Ok(Order {
-            id: Uuid::new_v4(),
+            id: crate::cluster::new_id_in(self.shard()),
             ref_code,
             merchant_id,
             merchant_order_id: new.merchant_order_id.clone(),

@@ -53,7 +53,7 @@ impl MerchantState {
             Channel::Ewallet => self.profile.fees.disbursement_fee_ewallet_minor,
         });
         let final_amount = request_amount.checked_add(fee).ok_or(LedgerError::Overflow)?;
-        let id = Uuid::new_v4();
+        let id = crate::cluster::new_id_in(self.args.shard);
         let mut postings = vec![
             Posting::debit(Account::Wallet, final_amount),
             Posting::credit(Account::PayoutClearing, request_amount),

@@ -1,0 +1,248 @@
+//! A cluster of three paygate nodes on one PostgreSQL (DESIGN.md 12): the
+//! shards spread over the nodes, any node answers any request exactly as
+//! the owner of the merchant's shard does (idempotent replays included),
+//! and a request with a forged forwarding signature is refused.
+
+mod support;
+
+use paygate_engine::cluster::test_postgres::TestPostgres;
+use paygate_engine::cluster::{shard_of, shard_of_credential, Database, Leases};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use support::TestServer;
+
+const SECRET: &str = "cluster-secret-for-tests";
+
+/// Three nodes on `pg`, each with its own data dir.
+fn start_cluster(pg: &TestPostgres) -> Vec<TestServer> {
+    ["node-a", "node-b", "node-c"]
+        .iter()
+        .map(|node| {
+            TestServer::start_with(&[
+                "--cluster-url",
+                &pg.url(),
+                "--node-id",
+                node,
+                "--cluster-secret",
+                SECRET,
+                "--sandbox-disbursement-delay-ms",
+                "200",
+            ])
+        })
+        .collect()
+}
+
+async fn health(node: &TestServer) -> Value {
+    let reply = node.call(Method::GET, "/healthz", None, None).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    reply.body
+}
+
+/// Waits until the three nodes serve all 64 shards between them, each its share.
+async fn wait_until_spread(nodes: &[TestServer]) {
+    let mut spread = Vec::new();
+    for _ in 0..300 {
+        spread.clear();
+        for node in nodes {
+            let body = health(node).await;
+            let shards: Vec<u16> = serde_json::from_value(body["shards"].clone()).unwrap();
+            spread.push(shards);
+        }
+        let all: BTreeSet<u16> = spread.iter().flatten().copied().collect();
+        let counts: Vec<usize> = spread.iter().map(Vec::len).collect();
+        if all.len() == 64 && counts.iter().sum::<usize>() == 64 && counts.iter().all(|&n| (21..=22).contains(&n)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the shards never spread over the three nodes: {spread:?}");
+}
+
+/// Which node serves `shard` now.
+async fn owner_of(nodes: &[TestServer], shard: u16) -> usize {
+    for (index, node) in nodes.iter().enumerate() {
+        let shards: Vec<u16> = serde_json::from_value(health(node).await["shards"].clone()).unwrap();
+        if shards.contains(&shard) {
+            return index;
+        }
+    }
+    panic!("no node serves shard {shard}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
+    let Some(pg) = TestPostgres::start() else { return };
+    let nodes = start_cluster(&pg);
+    wait_until_spread(&nodes).await;
+    let body = health(&nodes[1]).await;
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["storage"], "writable");
+    assert_eq!(body["node"], "node-b");
+
+    // A merchant made through one node lands in some shard; its id, key and
+    // client id all route there.
+    let merchant = nodes[0].create_wallet_merchant().await;
+    let merchant_id: uuid::Uuid = merchant.id.parse().unwrap();
+    let shard = shard_of(merchant_id);
+    assert_eq!(shard_of_credential(&merchant.api_key), shard);
+    assert_eq!(shard_of_credential(&merchant.client_id), shard);
+    let owner = owner_of(&nodes, shard).await;
+    let other = (owner + 1) % 3;
+    assert_eq!(nodes[other].credit(&merchant.id, 5_000_000).await, 5_000_000);
+
+    // The same reads through every node.
+    let mut balances = Vec::new();
+    for node in &nodes {
+        let reply = node
+            .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        balances.push(reply.body);
+    }
+    assert!(balances.windows(2).all(|pair| pair[0] == pair[1]), "{balances:?}");
+
+    // An order created through a non-owner, replayed through the owner and
+    // the third node: the first answer each time.
+    let order = json!({"merchant_order_id": "routed-1", "amount_minor": 150_000, "payment_method": "QRIS"});
+    let create = |node: &TestServer| {
+        node.client
+            .post(format!("{}/v1/orders", node.base))
+            .header("X-API-Key", &merchant.api_key)
+            .header("Idempotency-Key", "route-key-1")
+            .json(&order)
+            .send()
+    };
+    let first = create(&nodes[other]).await.unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first: Value = first.json().await.unwrap();
+    for node in [&nodes[owner], &nodes[(owner + 2) % 3]] {
+        let replay = create(node).await.unwrap();
+        assert_eq!(replay.status(), StatusCode::CREATED);
+        assert_eq!(replay.json::<Value>().await.unwrap(), first);
+    }
+    let order_id = first["data"]["id"].as_str().unwrap().to_string();
+    assert_eq!(shard_of(order_id.parse().unwrap()), shard);
+
+    // The checkout page, which names only the order, from every node.
+    for node in &nodes {
+        let page = node
+            .client
+            .get(format!("{}/checkout/{order_id}", node.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), StatusCode::OK);
+    }
+
+    // An error answers the same through a non-owner: an unknown key, and a
+    // Legacy query for an order that does not exist.
+    let unknown = nodes[other]
+        .call(Method::GET, "/v1/balance", Some(&"0".repeat(64)), None)
+        .await;
+    support::assert_v1_error(&unknown, 401, "INVALID_API_KEY");
+    let legacy = nodes[other]
+        .client
+        .post(format!("{}/api/order/query", nodes[other].base))
+        .json(&json!({"clientId": merchant.client_id, "orderId": "nope", "signature": "x"}))
+        .send()
+        .await
+        .unwrap();
+    let through_owner = nodes[owner]
+        .client
+        .post(format!("{}/api/order/query", nodes[owner].base))
+        .json(&json!({"clientId": merchant.client_id, "orderId": "nope", "signature": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(legacy.status(), through_owner.status());
+    assert_eq!(legacy.text().await.unwrap(), through_owner.text().await.unwrap());
+
+    // A forwarded request whose signature is not the cluster's is refused,
+    // and one signed long ago too.
+    for forged in [
+        format!(
+            "v1;shard={shard};node=node-a;client=-;t={};sig={}",
+            now(),
+            "00".repeat(32)
+        ),
+        "v1;shard=0;node=node-a;client=-;t=1;sig=00".to_string(),
+        "nonsense".to_string(),
+    ] {
+        let reply = nodes[owner]
+            .client
+            .get(format!("{}/v1/balance", nodes[owner].base))
+            .header("X-API-Key", &merchant.api_key)
+            .header("X-Paygate-Forwarded", forged)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), StatusCode::UNAUTHORIZED);
+        let body: Value = reply.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "INVALID_SIGNATURE");
+    }
+
+    // The ledger check through any node covers every shard.
+    let check = nodes[2].verify().await;
+    assert_eq!(check["balanced"], true, "{check}");
+    assert_eq!(check["merchants"], 1, "{check}");
+
+    // The nodes' own metrics name their leases.
+    let metrics = nodes[0]
+        .client
+        .get(format!("{}/metrics", nodes[0].base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("paygate_cluster_shards_owned 2"), "{metrics}");
+    assert!(
+        metrics.contains("paygate_journal_sync_microseconds_total{shard="),
+        "{metrics}"
+    );
+
+    // A node that stops gives its shards back, and the others take them.
+    let database = Database::connect(&pg.url()).await.unwrap();
+    let mut nodes = nodes;
+    nodes[owner].stop();
+    let live: Vec<&TestServer> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != owner)
+        .map(|(_, n)| n)
+        .collect();
+    let status = Leases::new(database, "");
+    let mut served = false;
+    for _ in 0..150 {
+        let reply = live[0]
+            .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
+            .await;
+        if reply.status == StatusCode::OK {
+            assert_eq!(reply.body, balances[0]);
+            served = true;
+            break;
+        }
+        assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE, "{}", reply.body);
+        assert_eq!(reply.headers["retry-after"], "1");
+        assert_eq!(reply.body["error"]["code"], "UNAVAILABLE");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(served, "the merchant was not served again after its owner stopped");
+    let stopped = ["node-a", "node-b", "node-c"][owner];
+    let leases = status.status().await.unwrap();
+    assert!(leases
+        .shards
+        .iter()
+        .all(|s| s.node_id.as_deref() != Some(stopped) || s.expires_in_s <= 0.0));
+    assert!(leases.nodes.iter().all(|n| n.node_id != stopped), "{:?}", leases.nodes);
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
