@@ -9,73 +9,15 @@ use paygate_engine::cluster::test_postgres::TestPostgres;
 use paygate_engine::cluster::{shard_of, shard_of_credential, Database, Leases};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 use std::time::Duration;
+use support::cluster::{health, owner_of, start_cluster, wait_until_spread, NODE_IDS};
 use support::TestServer;
-
-const SECRET: &str = "cluster-secret-for-tests";
-
-/// Three nodes on `pg`, each with its own data dir.
-fn start_cluster(pg: &TestPostgres) -> Vec<TestServer> {
-    ["node-a", "node-b", "node-c"]
-        .iter()
-        .map(|node| {
-            TestServer::start_with(&[
-                "--cluster-url",
-                &pg.url(),
-                "--node-id",
-                node,
-                "--cluster-secret",
-                SECRET,
-                "--sandbox-disbursement-delay-ms",
-                "200",
-            ])
-        })
-        .collect()
-}
-
-async fn health(node: &TestServer) -> Value {
-    let reply = node.call(Method::GET, "/healthz", None, None).await;
-    assert_eq!(reply.status, StatusCode::OK);
-    reply.body
-}
-
-/// Waits until the three nodes serve all 64 shards between them, each its share.
-async fn wait_until_spread(nodes: &[TestServer]) {
-    let mut spread = Vec::new();
-    for _ in 0..300 {
-        spread.clear();
-        for node in nodes {
-            let body = health(node).await;
-            let shards: Vec<u16> = serde_json::from_value(body["shards"].clone()).unwrap();
-            spread.push(shards);
-        }
-        let all: BTreeSet<u16> = spread.iter().flatten().copied().collect();
-        let counts: Vec<usize> = spread.iter().map(Vec::len).collect();
-        if all.len() == 64 && counts.iter().sum::<usize>() == 64 && counts.iter().all(|&n| (21..=22).contains(&n)) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the shards never spread over the three nodes: {spread:?}");
-}
-
-/// Which node serves `shard` now.
-async fn owner_of(nodes: &[TestServer], shard: u16) -> usize {
-    for (index, node) in nodes.iter().enumerate() {
-        let shards: Vec<u16> = serde_json::from_value(health(node).await["shards"].clone()).unwrap();
-        if shards.contains(&shard) {
-            return index;
-        }
-    }
-    panic!("no node serves shard {shard}");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
     let Some(pg) = TestPostgres::start() else { return };
-    let nodes = start_cluster(&pg);
-    wait_until_spread(&nodes).await;
+    let nodes = start_cluster(&pg, &[]);
+    wait_until_spread(&nodes.iter().collect::<Vec<_>>(), Duration::from_secs(30)).await;
     let body = health(&nodes[1]).await;
     assert_eq!(body["status"], "ok");
     assert_eq!(body["storage"], "writable");
@@ -231,7 +173,7 @@ async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(served, "the merchant was not served again after its owner stopped");
-    let stopped = ["node-a", "node-b", "node-c"][owner];
+    let stopped = NODE_IDS[owner];
     let leases = status.status().await.unwrap();
     assert!(leases
         .shards

@@ -254,7 +254,10 @@ impl Engine {
                 }
             })
         };
-        let ref_codes = Arc::new(crate::refcode::RefCodes::starting_at(started_at));
+        let ref_codes = Arc::new(
+            crate::refcode::RefCodes::starting_at(started_at)
+                .in_shard(config.shard_journal.as_ref().map(|journal| journal.shard)),
+        );
         let merchants = MerchantHandle::new(MerchantActorSettings {
             store: store.clone(),
             journal: journal.clone(),

@@ -32,6 +32,10 @@ pub struct RefCodes {
     // Unix seconds: when this process started, and the latest second seen.
     started_second: i64,
     latest_second: std::sync::atomic::AtomicI64,
+    /// In a cluster, the shard every code routes to
+    /// (`cluster::shard_of_credential`): a node finds a code's shard from
+    /// the code alone, and two shards can never hand out the same code.
+    shard: Option<u16>,
 }
 
 impl Default for RefCodes {
@@ -47,7 +51,13 @@ impl RefCodes {
             issued: Mutex::default(),
             started_second: started.timestamp(),
             latest_second: std::sync::atomic::AtomicI64::new(started.timestamp()),
+            shard: None,
         }
+    }
+
+    /// The same, handing out only codes that route to `shard`.
+    pub fn in_shard(self, shard: Option<u16>) -> RefCodes {
+        RefCodes { shard, ..self }
     }
 
     /// A fresh code `prefix-yymmddHHMMSS-XXXX` for `now` (in WIB) that is
@@ -81,6 +91,12 @@ impl RefCodes {
             code.push_str(&issued.stamp);
             code.push('-');
             code.extend((0..4).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char));
+            if self
+                .shard
+                .is_some_and(|shard| crate::cluster::shard_of_credential(&code) != shard)
+            {
+                continue;
+            }
             let known_taken = issued.codes.contains(&code) || (ask_storage && taken(&code));
             if !known_taken {
                 issued.codes.insert(code.clone());
@@ -94,6 +110,15 @@ impl RefCodes {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn codes_of_a_shard_route_to_it() {
+        let codes = RefCodes::default().in_shard(Some(17));
+        for _ in 0..200 {
+            let code = codes.next("ORD", Utc::now(), |_| false);
+            assert_eq!(crate::cluster::shard_of_credential(&code), 17, "{code}");
+        }
+    }
 
     #[test]
     fn codes_have_the_wib_shape_and_do_not_repeat() {

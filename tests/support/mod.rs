@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod cluster;
 pub mod openapi;
 
 use reqwest::{Method, StatusCode};

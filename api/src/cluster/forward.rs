@@ -45,6 +45,26 @@ pub fn client() -> reqwest::Client {
         .expect("the forwarding client builds")
 }
 
+/// At most one log line a second about forwards that failed.
+pub static FAILURES_LOGGED: LogLimit = LogLimit(std::sync::atomic::AtomicU64::new(0));
+
+/// Lets a log line through at most once a second.
+pub struct LogLimit(std::sync::atomic::AtomicU64);
+
+impl LogLimit {
+    /// Whether a line may be logged now.
+    pub fn check(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let now = now_seconds();
+        let last = self.0.load(Ordering::Relaxed);
+        last != now
+            && self
+                .0
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
 /// What a forwarded request's signature vouches for.
 pub struct Hop {
     /// The shard the sender found the owner of.

@@ -5,8 +5,10 @@
 //! `Retry-After: 1` while nobody does (a takeover under way).
 //!
 //! A request names its shard through what it carries: a V1 API key, a
-//! Legacy `clientId`, a merchant, order or disbursement id in the path
-//! (credentials and those ids are made to fall in their merchant's shard).
+//! Legacy `clientId`, a merchant, order or disbursement id in the path, an
+//! order's reference code, a vendor callback's payout, refund or order
+//! (credentials, those ids and reference codes are made to fall in their
+//! merchant's shard).
 //! A request that names none (a missing key, the API document) is answered
 //! by any shard's router, which answers it as every shard would. What spans
 //! every shard (the ledger check, settlement runs, the platform catalog)
@@ -96,6 +98,8 @@ enum Target {
     EveryShard(fanout::Join),
     /// This node itself (`/healthz`, `/metrics`).
     Node,
+    /// A vendor callback: the shard of what its body names.
+    Callback,
 }
 
 async fn front_door(State(front): State<Arc<ClusterFront>>, request: Request) -> Response {
@@ -112,6 +116,13 @@ async fn front_door(State(front): State<Arc<ClusterFront>>, request: Request) ->
             Err(response) => return *response,
         };
         target = legacy_target(&bytes);
+        PendingBody::Read(bytes)
+    } else if target == Target::Callback {
+        let bytes = match read_body(body).await {
+            Ok(bytes) => bytes,
+            Err(response) => return *response,
+        };
+        target = callback_target(&bytes);
         PendingBody::Read(bytes)
     } else if target == Target::EveryShard(fanout::Join::Settlements) {
         // A run for one merchant is its shard's alone.
@@ -136,16 +147,23 @@ async fn front_door(State(front): State<Arc<ClusterFront>>, request: Request) ->
             fanout::every_shard(&front, join, parts, body).await
         }
         Target::Shard(shard) => to_shard(&front, shard, parts, body).await,
+        // Its body named nothing routable: any shard refuses it alike.
+        Target::Callback => to_anywhere(&front, parts, body).await,
         Target::NewMerchant => match pick_owned_shard(&front) {
             Some(shard) => to_shard(&front, shard, parts, body).await,
             None => unavailable(&parts),
         },
-        Target::Anywhere => match front.directory.shards().first() {
-            Some(&shard) => to_shard(&front, shard, parts, body).await,
-            None => match (0..SHARDS).find(|&shard| front.directory.owner_url(shard).is_some()) {
-                Some(shard) => to_shard(&front, shard, parts, body).await,
-                None => unavailable(&parts),
-            },
+        Target::Anywhere => to_anywhere(&front, parts, body).await,
+    }
+}
+
+/// Any shard's router answers: one here, else one elsewhere.
+async fn to_anywhere(front: &ClusterFront, parts: Parts, body: PendingBody) -> Response {
+    match front.directory.shards().first() {
+        Some(&shard) => to_shard(front, shard, parts, body).await,
+        None => match (0..SHARDS).find(|&shard| front.directory.owner_url(shard).is_some()) {
+            Some(shard) => to_shard(front, shard, parts, body).await,
+            None => unavailable(&parts),
         },
     }
 }
@@ -188,10 +206,15 @@ fn target_of(parts: &Parts) -> Target {
     let shard_of_id = |id: &str| Uuid::parse_str(id).map_or(Target::Anywhere, |id| Target::Shard(shard_of(id)));
     match segments.as_slice() {
         ["healthz"] | ["metrics"] if parts.method == Method::GET => Target::Node,
+        // The QR image is fetched by its order's reference code alone.
+        ["v1", "orders", ref_code, "qr.png"] if api_key(parts).is_none() => {
+            Target::Shard(shard_of_credential(ref_code))
+        }
         ["v1", ..] => api_key(parts).map_or(Target::Anywhere, |key| Target::Shard(shard_of_credential(&key))),
         ["admin", "v1", "merchants"] if parts.method == Method::POST => Target::NewMerchant,
         ["admin", "v1", "merchants", id, ..] | ["admin", "v1", "disbursements", id, ..] => shard_of_id(id),
         ["checkout", id, ..] => shard_of_id(id),
+        ["callbacks", _] => Target::Callback,
         ["admin", "v1", "ledger", "verify"] if parts.method == Method::GET => Target::EveryShard(fanout::Join::Ledger),
         ["admin", "v1", "settlements", "run"] if parts.method == Method::POST => {
             Target::EveryShard(fanout::Join::Settlements)
@@ -233,6 +256,22 @@ fn legacy_target(body: &Bytes) -> Target {
     }
 }
 
+/// A vendor callback's shard: that of the payout, refund or order (by its
+/// reference code) it reports on.
+fn callback_target(body: &Bytes) -> Target {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Target::Anywhere;
+    };
+    let id = |name: &str| {
+        let id = Uuid::parse_str(fields.get(name)?.as_str()?).ok()?;
+        Some(shard_of(id))
+    };
+    let shard = id("payout_id")
+        .or_else(|| id("refund_id"))
+        .or_else(|| Some(shard_of_credential(fields.get("ref_code")?.as_str()?)));
+    shard.map_or(Target::Anywhere, Target::Shard)
+}
+
 /// The shard of a settlement run's `merchant_id`, when it names one.
 fn settlement_merchant_shard(body: &Bytes) -> Option<u16> {
     let fields: serde_json::Value = serde_json::from_slice(body).ok()?;
@@ -269,7 +308,11 @@ async fn to_shard(front: &ClusterFront, shard: u16, parts: Parts, body: PendingB
     match forward::send(front, &owner, shard, &parts, body).await {
         Ok(response) => response,
         Err(error) => {
-            tracing::warn!(%error, shard, owner, "forwarding to the shard's owner failed");
+            // An owner that died fails every request until its lease runs
+            // out: said once a second, not once a request.
+            if forward::FAILURES_LOGGED.check() {
+                tracing::warn!(%error, shard, owner, "forwarding to the shard's owner failed");
+            }
             unavailable(&parts)
         }
     }

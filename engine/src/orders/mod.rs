@@ -421,7 +421,7 @@ impl Engine {
         }
         let now_ms = self.clock().now().timestamp_millis();
         let refund = Refund {
-            id: Uuid::new_v4(),
+            id: crate::cluster::new_id_in(self.shard()),
             order_id: order.id,
             order_ref_code: order.ref_code.clone(),
             merchant_id,
