@@ -142,6 +142,13 @@ impl TestServer {
         }
     }
 
+    /// Sends the process a signal (`libc::SIGSTOP`, `libc::SIGCONT`...).
+    pub fn signal(&self, signal: i32) {
+        unsafe {
+            libc::kill(self.child.id() as i32, signal);
+        }
+    }
+
     /// Kills the process with SIGKILL (no shutdown, no final checkpoint).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
