@@ -9,10 +9,11 @@
 
 use crate::config::{ClusterSettings, Settings};
 use axum::Router;
+use paygate_api::cluster::CatalogLookup;
 use paygate_api::cluster::{ClusterFront, ShardDirectory};
 use paygate_api::{router, ApiConfig, AppState};
 use paygate_engine::clock::SystemClock;
-use paygate_engine::cluster::{Database, KeeperHandle, Leases, ShardRecords};
+use paygate_engine::cluster::{Database, KeeperHandle, Leases, ShardRecords, SharedCatalog};
 use paygate_engine::shards::{ShardConfig, ShardHost, SnapshotPolicy};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,6 +21,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use uuid::Uuid;
 
 /// How often the node reads who owns the other shards.
 const OWNERS_EVERY: Duration = Duration::from_millis(250);
@@ -53,7 +55,12 @@ struct NodeDirectory {
     /// last read, runs out.
     owners: RwLock<BTreeMap<u16, (String, Instant)>>,
     lease_counts: Box<dyn Fn() -> (u64, u64) + Send + Sync>,
+    /// The cluster's catalog: which merchant each dashboard email is.
+    catalog: SharedCatalog,
 }
+
+/// The catalog kind of a dashboard user's email; its body is the merchant id.
+const USER_EMAIL: &str = "user-email";
 
 impl ClusterNode {
     /// Joins the cluster of `cluster`: connects to its database (bringing
@@ -89,13 +96,18 @@ impl ClusterNode {
             served: RwLock::new(BTreeMap::new()),
             owners: RwLock::new(BTreeMap::new()),
             lease_counts: Box::new(counts),
+            catalog: SharedCatalog::new(database.clone()),
         });
         let tasks = vec![
             snapshots,
-            tokio::spawn(reconcile_loop(directory.clone(), api_config, keeper.subscribe())),
+            tokio::spawn(reconcile_loop(
+                directory.clone(),
+                api_config.clone(),
+                keeper.subscribe(),
+            )),
             tokio::spawn(owners_loop(directory.clone(), Leases::new(database, ""))),
         ];
-        let front = ClusterFront::new(directory.clone(), &cluster.secret);
+        let front = ClusterFront::new(directory.clone(), &cluster.secret, &api_config.admin_token);
         Ok((
             ClusterNode {
                 keeper,
@@ -252,6 +264,34 @@ impl ShardDirectory for NodeDirectory {
         self.host.held().values().all(|(_, engine)| engine.storage_writable())
     }
 
+    fn user_merchant<'a>(&'a self, email: &'a str) -> CatalogLookup<'a, Option<Uuid>> {
+        Box::pin(async move {
+            let entry = self.catalog.get(USER_EMAIL, email).await.map_err(|e| e.to_string())?;
+            Ok(entry.and_then(|entry| merchant_of(entry.body?.as_slice())))
+        })
+    }
+
+    fn claim_user<'a>(&'a self, email: &'a str, merchant: Uuid) -> CatalogLookup<'a, Option<Uuid>> {
+        Box::pin(async move {
+            let standing = self
+                .catalog
+                .claim(USER_EMAIL, email, merchant.as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(standing.and_then(|body| merchant_of(&body)))
+        })
+    }
+
+    fn release_user<'a>(&'a self, email: &'a str) -> CatalogLookup<'a, ()> {
+        Box::pin(async move {
+            self.catalog
+                .delete(USER_EMAIL, email)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        })
+    }
+
     fn node_metrics(&self) -> String {
         let (renewals, losses) = (self.lease_counts)();
         let owned = self.shards().len();
@@ -267,4 +307,9 @@ impl ShardDirectory for NodeDirectory {
              paygate_cluster_lease_losses_total {losses}\n"
         )
     }
+}
+
+/// The merchant id an email's catalog entry holds.
+fn merchant_of(body: &[u8]) -> Option<Uuid> {
+    Uuid::from_slice(body).ok()
 }

@@ -146,6 +146,96 @@ async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
         "{metrics}"
     );
 
+    // An organization made through one node exists in every shard: merchants
+    // of it are made wherever they land.
+    let reply = nodes[1]
+        .admin(
+            Method::POST,
+            "/admin/v1/organizations",
+            Some(json!({ "name": "Grup Nusantara" })),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let organization = reply.body["data"]["id"].as_str().unwrap().to_string();
+    let mut shards = std::collections::BTreeSet::new();
+    for n in 0..6 {
+        let member = nodes[n % 3]
+            .create_merchant_with("WALLET", json!({ "organization_id": organization }))
+            .await;
+        shards.insert(shard_of(member.id.parse().unwrap()));
+    }
+    assert!(shards.len() > 1, "{shards:?}");
+
+    // A dashboard user made through a non-owner; its email is the platform's
+    // once: another merchant, in another shard, cannot take it.
+    let reply = user(&nodes[other], &merchant.id, "Kasir@Toko.id").await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let elsewhere = loop {
+        let candidate = nodes[0].create_wallet_merchant().await;
+        if shard_of(candidate.id.parse().unwrap()) != shard {
+            break candidate;
+        }
+    };
+    let taken = user(&nodes[owner], &elsewhere.id, "kasir@toko.id").await;
+    support::assert_v1_error(&taken, 409, "EMAIL_TAKEN");
+    let bad = user(&nodes[owner], &elsewhere.id, "not-an-email").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
+    let unauthorized = nodes[owner]
+        .client
+        .post(format!(
+            "{}/admin/v1/merchants/{}/users",
+            nodes[owner].base, elsewhere.id
+        ))
+        .json(&json!({ "email": "free@toko.id", "password": "a long enough password" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthorized.status(), StatusCode::UNAUTHORIZED);
+    let reply = user(&nodes[2], &elsewhere.id, "free@toko.id").await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+
+    // The user signs in through every node, and the session works through
+    // every node.
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for node in &nodes {
+        let page = browser
+            .get(format!("{}/dashboard/sign-in", node.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), StatusCode::OK);
+        let form_cookie = set_cookie_pair(page.headers(), "paygate_sign_in");
+        let html = page.text().await.unwrap();
+        let at = html.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
+        let csrf = html[at..].split('"').next().unwrap().to_string();
+        let signed_in = browser
+            .post(format!("{}/dashboard/sign-in", node.base))
+            .header("Cookie", form_cookie)
+            .form(&[
+                ("email", "kasir@toko.id"),
+                ("password", "a long enough password"),
+                ("csrf", &csrf),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+        let session = set_cookie_pair(signed_in.headers(), "paygate_session");
+        for other_node in &nodes {
+            let page = browser
+                .get(format!("{}/dashboard", other_node.base))
+                .header("Cookie", &session)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(page.status(), StatusCode::OK);
+            assert!(page.text().await.unwrap().contains("kasir@toko.id"));
+        }
+    }
+
     // A node that stops gives its shards back, and the others take them.
     let database = Database::connect(&pg.url()).await.unwrap();
     let mut nodes = nodes;
@@ -180,6 +270,28 @@ async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
         .iter()
         .all(|s| s.node_id.as_deref() != Some(stopped) || s.expires_in_s <= 0.0));
     assert!(leases.nodes.iter().all(|n| n.node_id != stopped), "{:?}", leases.nodes);
+}
+
+/// Creates a dashboard user of `merchant_id` through `node`.
+async fn user(node: &TestServer, merchant_id: &str, email: &str) -> support::Reply {
+    node.admin(
+        Method::POST,
+        &format!("/admin/v1/merchants/{merchant_id}/users"),
+        Some(json!({ "email": email, "password": "a long enough password" })),
+    )
+    .await
+}
+
+/// The `name=value` of cookie `name` set in `headers`.
+fn set_cookie_pair(headers: &reqwest::header::HeaderMap, name: &str) -> String {
+    headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with(&format!("{name}=")))
+        .and_then(|value| value.split(';').next())
+        .unwrap_or_else(|| panic!("no {name} cookie set"))
+        .to_string()
 }
 
 fn now() -> u64 {

@@ -269,20 +269,24 @@ impl FromRequestParts<AppState> for V1Merchant {
 /// Proof of a valid admin bearer token.
 pub struct Admin;
 
+/// Whether `headers` carry `Authorization: Bearer <expected>`, compared in
+/// constant time.
+pub fn admin_token_matches(headers: &axum::http::HeaderMap, expected: &str) -> bool {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        // RFC 9110: the auth scheme name is case-insensitive.
+        .and_then(|(scheme, token)| scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()))
+        .unwrap_or_default();
+    !presented.is_empty() && bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+}
+
 impl FromRequestParts<AppState> for Admin {
     type Rejection = V1Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, V1Error> {
-        let presented = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' '))
-            // RFC 9110: the auth scheme name is case-insensitive.
-            .and_then(|(scheme, token)| scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()))
-            .unwrap_or_default();
-        let expected = state.config.admin_token.as_bytes();
-        if presented.is_empty() || !bool::from(presented.as_bytes().ct_eq(expected)) {
+        if !admin_token_matches(&parts.headers, &state.config.admin_token) {
             return Err(V1Error::new(
                 StatusCode::UNAUTHORIZED,
                 "UNAUTHORIZED",

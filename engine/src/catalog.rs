@@ -70,15 +70,22 @@ impl Engine {
         self.store().catalog_version()
     }
 
-    /// Creates an organization.
-    pub async fn create_organization(&self, name: &str) -> Result<Organization, EngineError> {
+    /// Creates an organization. `id` is given only in a cluster, where
+    /// every shard keeps the platform catalog and is told of the same new
+    /// organization under the one id the front door chose; elsewhere it is
+    /// made here.
+    pub async fn create_organization(&self, name: &str, id: Option<Uuid>) -> Result<Organization, EngineError> {
         self.ensure_writable()?;
         let name = name.trim();
         if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
         }
+        let id = match id {
+            Some(id) if self.shard().is_some() => id,
+            _ => Uuid::new_v4(),
+        };
         let organization = Organization {
-            id: Uuid::new_v4(),
+            id,
             name: name.to_string(),
             created_at_ms: self.now_ms(),
         };

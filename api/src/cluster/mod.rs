@@ -16,11 +16,17 @@
 //!
 //! - `forward`: the signed hop between nodes.
 //! - `fanout`: the requests every shard answers, and their joined answer.
+//! - `users`: dashboard users, found by email through the cluster's catalog.
 
 mod fanout;
 mod forward;
+mod users;
 
 pub use forward::FORWARDED_HEADER;
+
+/// The id the front door chose for a new organization, which every shard
+/// records under the same id. Never taken from a client.
+pub const ORGANIZATION_ID_HEADER: &str = "x-paygate-organization-id";
 
 use crate::error::V1Error;
 use crate::legacy::messages;
@@ -42,6 +48,9 @@ use uuid::Uuid;
 /// whole (to find a Legacy `clientId`, or to forward it).
 const BODY_DEADLINE: Duration = Duration::from_secs(10);
 
+/// A lookup in the cluster's catalog; an error is the database's, said.
+pub type CatalogLookup<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, String>> + Send + 'a>>;
+
 /// What the front needs to know of its node: the routers of the shards it
 /// serves and the owners of the others.
 pub trait ShardDirectory: Send + Sync + 'static {
@@ -58,6 +67,13 @@ pub trait ShardDirectory: Send + Sync + 'static {
     fn writable(&self) -> bool;
     /// The node's own metrics (leases, the database), in Prometheus text.
     fn node_metrics(&self) -> String;
+    /// The merchant whose dashboard user has `email` (normalized).
+    fn user_merchant<'a>(&'a self, email: &'a str) -> CatalogLookup<'a, Option<Uuid>>;
+    /// Claims `email` for a user of `merchant`: `None` when claimed now,
+    /// else the merchant holding it.
+    fn claim_user<'a>(&'a self, email: &'a str, merchant: Uuid) -> CatalogLookup<'a, Option<Uuid>>;
+    /// Gives a claimed email back.
+    fn release_user<'a>(&'a self, email: &'a str) -> CatalogLookup<'a, ()>;
 }
 
 /// The front door's state.
@@ -65,16 +81,20 @@ pub struct ClusterFront {
     directory: Arc<dyn ShardDirectory>,
     secret: forward::ClusterSecret,
     client: reqwest::Client,
+    /// The operator's token, the same on every node: only an operator's
+    /// request may claim a user's email in the catalog.
+    admin_token: String,
 }
 
 impl ClusterFront {
     /// A front over `directory`, signing and checking forwarded requests
     /// with `secret`.
-    pub fn new(directory: Arc<dyn ShardDirectory>, secret: &str) -> ClusterFront {
+    pub fn new(directory: Arc<dyn ShardDirectory>, secret: &str, admin_token: &str) -> ClusterFront {
         ClusterFront {
             directory,
             secret: forward::ClusterSecret::new(secret),
             client: forward::client(),
+            admin_token: admin_token.to_string(),
         }
     }
 }
@@ -100,14 +120,30 @@ enum Target {
     Node,
     /// A vendor callback: the shard of what its body names.
     Callback,
+    /// A new dashboard user of this merchant (`users`).
+    NewUser(Uuid),
+    /// A dashboard sign-in (`users`).
+    SignIn,
 }
 
 async fn front_door(State(front): State<Arc<ClusterFront>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     if parts.headers.contains_key(FORWARDED_HEADER) {
         return receive_forwarded(&front, parts, body).await;
     }
+    parts.headers.remove(ORGANIZATION_ID_HEADER);
     let mut target = target_of(&parts);
+    match target {
+        Target::NewUser(merchant) => return users::create_user(&front, merchant, parts, body).await,
+        Target::SignIn => return users::sign_in(&front, parts, body).await,
+        _ => {}
+    }
+    if target == Target::EveryShard(fanout::Join::Same) && parts.method == Method::POST {
+        let id = Uuid::new_v4().to_string();
+        parts
+            .headers
+            .insert(ORGANIZATION_ID_HEADER, id.parse().expect("a UUID is a header value"));
+    }
     // A Legacy request names its merchant in its body; any other body is
     // read only if it must travel.
     let body = if is_legacy(&parts) {
@@ -154,6 +190,7 @@ async fn front_door(State(front): State<Arc<ClusterFront>>, request: Request) ->
             None => unavailable(&parts),
         },
         Target::Anywhere => to_anywhere(&front, parts, body).await,
+        Target::NewUser(_) | Target::SignIn => unreachable!("answered above"),
     }
 }
 
@@ -212,7 +249,17 @@ fn target_of(parts: &Parts) -> Target {
         }
         ["v1", ..] => api_key(parts).map_or(Target::Anywhere, |key| Target::Shard(shard_of_credential(&key))),
         ["admin", "v1", "merchants"] if parts.method == Method::POST => Target::NewMerchant,
+        ["admin", "v1", "merchants", id, "users"] if parts.method == Method::POST => {
+            Uuid::parse_str(id).map_or(Target::Anywhere, Target::NewUser)
+        }
         ["admin", "v1", "merchants", id, ..] | ["admin", "v1", "disbursements", id, ..] => shard_of_id(id),
+        ["dashboard", "sign-in"] if parts.method == Method::POST => Target::SignIn,
+        // A signed-in session's token routes to its merchant's shard.
+        ["dashboard", ..] => {
+            crate::pages::dashboard::cookie(&parts.headers, crate::pages::dashboard::session::SESSION_COOKIE)
+                .filter(|token| !token.is_empty())
+                .map_or(Target::Anywhere, |token| Target::Shard(shard_of_credential(token)))
+        }
         ["checkout", id, ..] => shard_of_id(id),
         ["callbacks", _] => Target::Callback,
         ["admin", "v1", "ledger", "verify"] if parts.method == Method::GET => Target::EveryShard(fanout::Join::Ledger),
@@ -223,6 +270,7 @@ fn target_of(parts: &Parts) -> Target {
         ["admin", "v1", "banks" | "ewallets" | "vendors", _] if parts.method == Method::PUT => {
             Target::EveryShard(fanout::Join::Same)
         }
+        ["admin", "v1", "organizations"] if parts.method == Method::POST => Target::EveryShard(fanout::Join::Same),
         ["admin", "v1", "organizations", _, "vendors" | "payout-vendors", _] if parts.method == Method::PUT => {
             Target::EveryShard(fanout::Join::Same)
         }

@@ -123,7 +123,9 @@ pub async fn sign_in(
         return sign_in_response(&state, StatusCode::UNAUTHORIZED, Some("Wrong email or password."));
     };
     state.sessions.succeeded(&form.email);
-    let token = state.sessions.start(user.id, user.merchant_id, &user.email);
+    let token = state
+        .sessions
+        .start(state.engine.shard(), user.id, user.merchant_id, &user.email);
     let mut response = Redirect::to("/dashboard").into_response();
     let headers = response.headers_mut();
     headers.append(header::SET_COOKIE, set_cookie(&state, SESSION_COOKIE, &token, None));

@@ -131,7 +131,7 @@ fn layout(title: &str, session: Option<&Session>, current: &str, body: Markup) -
 }
 
 /// The session cookie's value in `headers`.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()

@@ -67,8 +67,12 @@ pub struct Sessions {
 
 impl Sessions {
     /// Starts a session; returns its token (for the cookie, never stored).
-    pub fn start(&self, user_id: Uuid, merchant_id: Uuid, email: &str) -> String {
-        let token = random_token();
+    /// In a cluster the token routes to `shard` (the merchant's), so any
+    /// node sends the session's requests to the node that holds it.
+    pub fn start(&self, shard: Option<u16>, user_id: Uuid, merchant_id: Uuid, email: &str) -> String {
+        let token = paygate_engine::cluster::in_shard(shard, random_token, |token| {
+            paygate_engine::cluster::shard_of_credential(token)
+        });
         let session = Session {
             user_id,
             merchant_id,
@@ -165,9 +169,9 @@ mod tests {
     fn sessions_start_end_and_end_with_their_merchants_rotation() {
         let sessions = Sessions::default();
         let merchant = Uuid::new_v4();
-        let a = sessions.start(Uuid::new_v4(), merchant, "a@toko.id");
-        let b = sessions.start(Uuid::new_v4(), merchant, "b@toko.id");
-        let other = sessions.start(Uuid::new_v4(), Uuid::new_v4(), "c@lain.id");
+        let a = sessions.start(None, Uuid::new_v4(), merchant, "a@toko.id");
+        let b = sessions.start(None, Uuid::new_v4(), merchant, "b@toko.id");
+        let other = sessions.start(Some(5), Uuid::new_v4(), Uuid::new_v4(), "c@lain.id");
         assert_eq!(sessions.get(&a).unwrap().email, "a@toko.id");
         sessions.end_merchant(merchant, Some(&a));
         assert!(sessions.get(&a).is_some(), "the rotating session stays");
