@@ -80,6 +80,38 @@ fn an_admin_token_no_header_can_carry_is_refused() {
 }
 
 #[test]
+fn a_cluster_node_without_its_secret_admin_token_or_a_fit_id_is_refused() {
+    let url = ["--cluster-url", "postgres://paygate@127.0.0.1:1/paygate"];
+    let secret = ["--cluster-secret", "a-secret-of-sixteen"];
+    let token = ["--admin-token", "the-same-on-every-node"];
+    let cases: [(Vec<&str>, &str); 5] = [
+        ([&url[..], &token[..]].concat(), "--cluster-secret"),
+        (
+            [&url[..], &token[..], &["--cluster-secret", "short"]].concat(),
+            "--cluster-secret",
+        ),
+        ([&url[..], &secret[..]].concat(), "--admin-token"),
+        (
+            [&url[..], &secret[..], &token[..], &["--node-id", "bad id"]].concat(),
+            "--node-id",
+        ),
+        (
+            [&url[..], &secret[..], &token[..], &["--advertise-url", "nowhere"]].concat(),
+            "--advertise-url",
+        ),
+    ];
+    for (args, named) in cases {
+        let (ok, stderr) = serve(&args);
+        assert!(!ok, "{args:?} accepted");
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
+    }
+    // All given, an unreachable database: refused with the reason.
+    let (ok, stderr) = serve(&[&url[..], &secret[..], &token[..]].concat());
+    assert!(!ok);
+    assert!(stderr.contains("cluster database"), "{stderr}");
+}
+
+#[test]
 fn a_sandbox_delay_beyond_a_day_is_refused() {
     let (ok, stderr) = serve(&["--sandbox-disbursement-delay-ms", "18446744073709551615"]);
     assert!(!ok);
