@@ -76,13 +76,17 @@ impl ClusterNode {
         let node_id = cluster.node_id.clone();
         let engine_settings = settings.clone();
         let config: ShardConfig = Arc::new(move |dir: &Path| crate::server::engine_config(&engine_settings, dir));
-        let host = Arc::new(ShardHost::new(
-            settings.data_dir.join("shards"),
-            ShardRecords::new(database.clone(), node_id.clone()),
-            config,
-            Arc::new(SystemClock),
-        ));
+        let host = Arc::new(
+            ShardHost::new(
+                settings.data_dir.join("shards"),
+                ShardRecords::new(database.clone(), node_id.clone()),
+                config,
+                Arc::new(SystemClock),
+            )
+            .with_shared_catalog(SharedCatalog::new(database.clone())),
+        );
         let snapshots = host.start_snapshots(SnapshotPolicy::default());
+        let catalog_follower = host.start_catalog_follower().expect("the host has a shared catalog");
         let keeper = KeeperHandle::start(
             Leases::new(database.clone(), node_id.clone()),
             advertise_url,
@@ -100,6 +104,7 @@ impl ClusterNode {
         });
         let tasks = vec![
             snapshots,
+            catalog_follower,
             tokio::spawn(reconcile_loop(
                 directory.clone(),
                 api_config.clone(),
@@ -239,6 +244,12 @@ impl ShardDirectory for NodeDirectory {
 
     fn local(&self, shard: u16) -> Option<Router> {
         let epoch = *self.serving.borrow().get(&shard)?;
+        // A fenced shard is another node's already: requests go to it (or
+        // wait for it) from the moment an append fails on the epoch, not
+        // from the keeper's next renewal.
+        if self.host.engine(shard).is_none_or(|engine| engine.is_fenced()) {
+            return None;
+        }
         let served = self.served.read().expect("served lock");
         let entry = served.get(&shard).filter(|entry| entry.epoch == epoch)?;
         Some(entry.router.clone())

@@ -145,11 +145,22 @@ async fn a_node_killed_under_load_loses_nothing_pays_nothing_twice_and_its_shard
         .admin(Method::PUT, "/admin/v1/vendors/acme", Some(vendor))
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    // Routed through another node, whose shards learn of the vendor within
+    // a second.
     let path = format!("/admin/v1/organizations/{DEFAULT_ORGANIZATION}/payout-vendors/BANK");
-    let reply = nodes[2]
-        .admin(Method::PUT, &path, Some(json!({ "vendors": ["acme"] })))
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let reply = nodes[2]
+            .admin(Method::PUT, &path, Some(json!({ "vendors": ["acme"] })))
+            .await;
+        if reply.status == StatusCode::OK {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", reply.body);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // And every shard learns of the route within a second.
+    tokio::time::sleep(Duration::from_secs(1)).await;
 
     let limits = json!({ "rate_limit_per_second": 100_000, "rate_limit_burst": 100_000 });
     let mut merchants = Vec::new();

@@ -50,6 +50,21 @@ impl Engine {
         Ok(())
     }
 
+    /// Applies a platform catalog change another shard published (a record
+    /// `write_catalog` encoded), journaled here as this shard's own.
+    pub async fn apply_catalog_record(&self, bytes: &[u8]) -> Result<(), EngineError> {
+        let record = JournalRecord::decode(bytes).map_err(|error| EngineError::Internal(error.to_string()))?;
+        match record {
+            JournalRecord::OrganizationSaved(_)
+            | JournalRecord::BankSaved(_)
+            | JournalRecord::EwalletSaved(_)
+            | JournalRecord::PaymentVendorSaved(_)
+            | JournalRecord::VendorRoutingSaved(_)
+            | JournalRecord::PayoutRoutingSaved(_) => self.write(record).await,
+            _ => Err(EngineError::Internal("not a platform catalog record".into())),
+        }
+    }
+
     /// A bank by short code, without copying the catalog.
     pub fn bank(&self, short_code: &str) -> Option<Bank> {
         self.store().catalog().banks.get(short_code).cloned()
@@ -70,26 +85,19 @@ impl Engine {
         self.store().catalog_version()
     }
 
-    /// Creates an organization. `id` is given only in a cluster, where
-    /// every shard keeps the platform catalog and is told of the same new
-    /// organization under the one id the front door chose; elsewhere it is
-    /// made here.
-    pub async fn create_organization(&self, name: &str, id: Option<Uuid>) -> Result<Organization, EngineError> {
+    /// Creates an organization.
+    pub async fn create_organization(&self, name: &str) -> Result<Organization, EngineError> {
         self.ensure_writable()?;
         let name = name.trim();
         if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
         }
-        let id = match id {
-            Some(id) if self.shard().is_some() => id,
-            _ => Uuid::new_v4(),
-        };
         let organization = Organization {
-            id,
+            id: Uuid::new_v4(),
             name: name.to_string(),
             created_at_ms: self.now_ms(),
         };
-        self.write(JournalRecord::OrganizationSaved(organization.clone()))
+        self.write_catalog(JournalRecord::OrganizationSaved(organization.clone()))
             .await?;
         Ok(organization)
     }
@@ -123,7 +131,7 @@ impl Engine {
                 }
             }
         };
-        self.write(JournalRecord::BankSaved(bank.clone())).await?;
+        self.write_catalog(JournalRecord::BankSaved(bank.clone())).await?;
         Ok(bank)
     }
 
@@ -139,7 +147,7 @@ impl Engine {
             .cloned()
             .ok_or(EngineError::EwalletNotFound)?;
         ewallet.is_enabled = is_enabled;
-        self.write(JournalRecord::EwalletSaved(ewallet.clone())).await?;
+        self.write_catalog(JournalRecord::EwalletSaved(ewallet.clone())).await?;
         Ok(ewallet)
     }
 }

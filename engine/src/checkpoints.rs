@@ -109,6 +109,13 @@ impl Engine {
         self.journal().is_writable() && !self.storage().state_store_failed()
     }
 
+    /// Whether the shard this engine serves was taken by another node (its
+    /// journal's append failed on the epoch): it writes nothing more and is
+    /// to be given up.
+    pub fn is_fenced(&self) -> bool {
+        self.journal().is_fenced()
+    }
+
     /// Refuses a write while storage cannot take it. Every write command
     /// calls it first, before it changes anything or asks a vendor. A write
     /// that passed just before the disk filled waits in the journal,

@@ -64,6 +64,9 @@ pub struct EngineConfig {
     /// database, this engine recovers from and writes to, instead of the
     /// journal files of `data_dir`.
     pub shard_journal: Option<ShardJournal>,
+    /// In a cluster: where platform catalog changes go, so every shard
+    /// keeps the same catalog (`shard_catalog`).
+    pub catalog_publisher: Option<Arc<dyn crate::shard_catalog::CatalogPublisher>>,
 }
 
 /// A shard's journal of record an engine holds under a lease epoch.
@@ -92,6 +95,7 @@ impl EngineConfig {
             webhook_retention: limits::WEBHOOK_RETENTION,
             sled_reopen_journal_bytes: limits::SLED_REOPEN_JOURNAL_BYTES,
             shard_journal: None,
+            catalog_publisher: None,
         }
     }
 }
@@ -111,6 +115,8 @@ struct EngineInner {
     clock: SharedClock,
     /// The shard this engine holds, in a cluster.
     shard: Option<u16>,
+    /// Where platform catalog changes go, in a cluster.
+    catalog_publisher: Option<Arc<dyn crate::shard_catalog::CatalogPublisher>>,
     // Catalog edits are read-modify-write of shared records: one at a time.
     catalog_lock: tokio::sync::Mutex<()>,
     checkpoint_lock: tokio::sync::Mutex<()>,
@@ -307,6 +313,7 @@ impl Engine {
                 orders,
                 allow_private_notify_urls: config.allow_private_notify_urls,
                 shard: config.shard_journal.as_ref().map(|journal| journal.shard),
+                catalog_publisher: config.catalog_publisher.clone(),
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
@@ -432,6 +439,19 @@ impl Engine {
         });
         self.inner.journal.append(payload, done).await?;
         told.await.map_err(|_| EngineError::ShuttingDown)
+    }
+
+    /// Journals a platform catalog change: in a cluster it is published to
+    /// every shard (this one included, before this returns); else written
+    /// here.
+    pub(crate) async fn write_catalog(&self, record: JournalRecord) -> Result<(), EngineError> {
+        match &self.inner.catalog_publisher {
+            Some(publisher) => publisher.publish(self, record.encode()).await.map_err(|error| {
+                tracing::warn!(%error, "a catalog change could not be published to the cluster");
+                EngineError::StorageUnavailable
+            }),
+            None => self.write(record).await,
+        }
     }
 
     fn start_checkpointer(&self, interval: Duration) {

@@ -50,6 +50,7 @@ pub mod orders;
 pub mod qris;
 mod refcode;
 pub mod settlements;
+pub mod shard_catalog;
 mod sharded;
 pub mod shards;
 pub mod signing;

@@ -12,7 +12,8 @@
 //! node that dies leaves its successor a short replay.
 
 use crate::clock::SharedClock;
-use crate::cluster::{shard_of, OwnerFuture, ShardOwner, ShardRecords};
+use crate::cluster::{shard_of, OwnerFuture, ShardOwner, ShardRecords, SharedCatalog};
+use crate::shard_catalog::CatalogSync;
 use crate::{Engine, EngineConfig, ShardJournal};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,10 @@ struct LastSnapshot {
     at: Instant,
 }
 
+/// How often a node's shards catch up with the platform catalog besides
+/// when it changes.
+const CATALOG_RETRY_EVERY: Duration = Duration::from_secs(5);
+
 /// The engines of the shards this node holds.
 pub struct ShardHost {
     /// Each shard's engine works in `<dir>/shard-NN`.
@@ -62,6 +67,8 @@ pub struct ShardHost {
     engines: RwLock<BTreeMap<u16, (i64, Engine)>>,
     /// The last snapshot this node wrote or opened from, per held shard.
     snapshots: Mutex<BTreeMap<u16, LastSnapshot>>,
+    /// The platform catalog every shard keeps the same, in a cluster node.
+    catalog: Option<Arc<CatalogSync>>,
 }
 
 impl ShardHost {
@@ -75,7 +82,53 @@ impl ShardHost {
             clock,
             engines: RwLock::new(BTreeMap::new()),
             snapshots: Mutex::new(BTreeMap::new()),
+            catalog: None,
         }
+    }
+
+    /// The same host, keeping the platform catalog of its shards' engines
+    /// the same as every other shard's through `catalog`.
+    pub fn with_shared_catalog(self, catalog: SharedCatalog) -> ShardHost {
+        ShardHost {
+            catalog: Some(CatalogSync::new(catalog)),
+            ..self
+        }
+    }
+
+    /// Applies the platform catalog's changes to every held shard as they
+    /// come, until the host is dropped.
+    pub fn start_catalog_follower(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        let sync = self.catalog.clone()?;
+        let host = Arc::downgrade(self);
+        let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
+        let follower = sync.follower(move || {
+            let _ = wake.send(());
+        });
+        Some(tokio::spawn(async move {
+            let _follower = follower;
+            // Besides every change, now and then: a shard whose catch-up
+            // failed (the database away) is not left behind until the next.
+            let mut retry = tokio::time::interval(CATALOG_RETRY_EVERY);
+            loop {
+                tokio::select! {
+                    woke = woken.recv() => if woke.is_none() { return },
+                    _ = retry.tick() => {}
+                }
+                while woken.try_recv().is_ok() {}
+                let Some(host) = host.upgrade() else { return };
+                let mut catch_ups = tokio::task::JoinSet::new();
+                for (shard, (_, engine)) in host.held() {
+                    let sync = sync.clone();
+                    catch_ups.spawn(async move { sync.catch_up(shard, &engine).await });
+                }
+                drop(host);
+                while let Some(done) = catch_ups.join_next().await {
+                    if let Ok(Err(error)) = done {
+                        tracing::warn!(%error, "a platform catalog change is not applied yet; tried again on the next");
+                    }
+                }
+            }
+        }))
     }
 
     /// Leaves snapshots of the running shards' engines under `policy`,
@@ -178,9 +231,21 @@ impl ShardHost {
             shard,
             epoch,
         });
+        config.catalog_publisher = self
+            .catalog
+            .clone()
+            .map(|sync| sync as Arc<dyn crate::shard_catalog::CatalogPublisher>);
         let engine = Engine::open(config, self.clock.clone())
             .await
             .map_err(|error| error.to_string())?;
+        // A shard serves only once its platform catalog is the cluster's.
+        if let Some(sync) = &self.catalog {
+            sync.forget(shard);
+            if let Err(error) = sync.catch_up(shard, &engine).await {
+                engine.shutdown().await;
+                return Err(format!("catching up with the platform catalog: {error}"));
+            }
+        }
         // What it opened from counts as its last snapshot.
         self.snapshots.lock().expect("snapshots lock").insert(
             shard,
@@ -320,6 +385,47 @@ mod tests {
     async fn balance(host: &ShardHost, merchant_id: Uuid) -> i64 {
         let engine = host.engine_for(merchant_id).expect("the shard's engine is here");
         engine.wallet_balance(merchant_id).await.unwrap().get()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_catalog_change_reaches_every_shard_and_a_shard_taken_later_catches_up() {
+        let Some(pg) = TestPostgres::start() else { return };
+        let database = Database::connect(&pg.url()).await.unwrap();
+        let config: ShardConfig = Arc::new(|dir: &Path| EngineConfig::new(dir));
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let host = |dir: &Path, name: &str| {
+            let records = ShardRecords::new(database.clone(), name);
+            let host = ShardHost::new(dir, records, config.clone(), Arc::new(SystemClock));
+            Arc::new(host.with_shared_catalog(SharedCatalog::new(database.clone())))
+        };
+        let (a, b) = (host(dir_a.path(), "a"), host(dir_b.path(), "b"));
+        let _following = (a.start_catalog_follower(), b.start_catalog_follower());
+        assert_eq!(
+            Leases::new(database.clone(), "a").acquire(&[1]).await.unwrap(),
+            vec![(1, 1)]
+        );
+        assert_eq!(
+            Leases::new(database.clone(), "b").acquire(&[2, 3]).await.unwrap(),
+            vec![(2, 1), (3, 1)]
+        );
+        a.take(1, 1).await.unwrap();
+        b.take(2, 1).await.unwrap();
+
+        // Made through shard 1: there at once, on the other node's shard
+        // within a second.
+        let one = a.engine(1).unwrap();
+        assert!(one.bank("BCA").unwrap().is_enabled);
+        one.save_bank("BCA", false, None).await.unwrap();
+        assert!(!one.bank("BCA").unwrap().is_enabled);
+        let two = b.engine(2).unwrap();
+        wait_until(Duration::from_secs(1), || !two.bank("BCA").unwrap().is_enabled).await;
+
+        // Shard 3 opens seeded with the defaults and serves only once it has
+        // caught up.
+        b.take(3, 1).await.unwrap();
+        assert!(!b.engine(3).unwrap().bank("BCA").unwrap().is_enabled);
+        a.shutdown().await;
+        b.shutdown().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

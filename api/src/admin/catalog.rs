@@ -24,16 +24,9 @@ pub struct CreateOrganization {
 pub async fn create_organization(
     State(state): State<AppState>,
     _admin: Admin,
-    headers: axum::http::HeaderMap,
     V1Json(body): V1Json<CreateOrganization>,
 ) -> Result<Created<OrganizationView>, V1Error> {
-    // Set only by a cluster's front door, which strips it from what clients
-    // send; the engine heeds it only in a cluster.
-    let chosen_id = headers
-        .get(crate::cluster::ORGANIZATION_ID_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| uuid::Uuid::parse_str(value).ok());
-    let organization = state.engine.create_organization(&body.name, chosen_id).await?;
+    let organization = state.engine.create_organization(&body.name).await?;
     Ok(Created(organization_view(&organization)))
 }
 

@@ -23,14 +23,10 @@ pub enum Join {
     Ledger,
     /// `settlements/run`: every shard's settlements, in one list.
     Settlements,
-    /// A platform catalog write: every shard keeps the same, so any
-    /// shard's answer is the answer.
-    Same,
 }
 
 /// Asks every shard and joins the answers. The first shard that refuses
-/// (by shard number) gives the answer: a catalog write refused by one
-/// shard is refused, and, being a PUT, may be sent again whole.
+/// (by shard number) gives the answer.
 pub async fn every_shard(front: &Arc<ClusterFront>, join: Join, parts: Parts, body: Bytes) -> Response {
     let mut targets = Vec::with_capacity(usize::from(SHARDS));
     for shard in 0..SHARDS {
@@ -82,11 +78,10 @@ pub async fn every_shard(front: &Arc<ClusterFront>, join: Join, parts: Parts, bo
         };
         bodies.insert(shard, (status, bytes));
     }
-    let Some((status, first)) = bodies.get(&0).cloned() else {
+    let Some((status, _)) = bodies.get(&0).cloned() else {
         return unavailable(&parts);
     };
     let joined = match join {
-        Join::Same => return (status, [(header::CONTENT_TYPE, "application/json")], first).into_response(),
         Join::Ledger => join_ledgers(&bodies),
         Join::Settlements => join_lists(&bodies),
     };

@@ -10,9 +10,11 @@
 //! (credentials, those ids and reference codes are made to fall in their
 //! merchant's shard).
 //! A request that names none (a missing key, the API document) is answered
-//! by any shard's router, which answers it as every shard would. What spans
-//! every shard (the ledger check, settlement runs, the platform catalog)
-//! is asked of every shard and the answers joined (`fanout`).
+//! by any shard's router, which answers it as every shard would (a platform
+//! catalog change among them: the shard publishes it to every shard through
+//! the cluster's catalog). What spans every shard (the ledger check,
+//! settlement runs) is asked of every shard and the answers joined
+//! (`fanout`).
 //!
 //! - `forward`: the signed hop between nodes.
 //! - `fanout`: the requests every shard answers, and their joined answer.
@@ -23,10 +25,6 @@ mod forward;
 mod users;
 
 pub use forward::FORWARDED_HEADER;
-
-/// The id the front door chose for a new organization, which every shard
-/// records under the same id. Never taken from a client.
-pub const ORGANIZATION_ID_HEADER: &str = "x-paygate-organization-id";
 
 use crate::error::V1Error;
 use crate::legacy::messages;
@@ -127,22 +125,15 @@ enum Target {
 }
 
 async fn front_door(State(front): State<Arc<ClusterFront>>, request: Request) -> Response {
-    let (mut parts, body) = request.into_parts();
+    let (parts, body) = request.into_parts();
     if parts.headers.contains_key(FORWARDED_HEADER) {
         return receive_forwarded(&front, parts, body).await;
     }
-    parts.headers.remove(ORGANIZATION_ID_HEADER);
     let mut target = target_of(&parts);
     match target {
         Target::NewUser(merchant) => return users::create_user(&front, merchant, parts, body).await,
         Target::SignIn => return users::sign_in(&front, parts, body).await,
         _ => {}
-    }
-    if target == Target::EveryShard(fanout::Join::Same) && parts.method == Method::POST {
-        let id = Uuid::new_v4().to_string();
-        parts
-            .headers
-            .insert(ORGANIZATION_ID_HEADER, id.parse().expect("a UUID is a header value"));
     }
     // A Legacy request names its merchant in its body; any other body is
     // read only if it must travel.
@@ -265,14 +256,6 @@ fn target_of(parts: &Parts) -> Target {
         ["admin", "v1", "ledger", "verify"] if parts.method == Method::GET => Target::EveryShard(fanout::Join::Ledger),
         ["admin", "v1", "settlements", "run"] if parts.method == Method::POST => {
             Target::EveryShard(fanout::Join::Settlements)
-        }
-        // The platform catalog is kept by every shard: each one is told.
-        ["admin", "v1", "banks" | "ewallets" | "vendors", _] if parts.method == Method::PUT => {
-            Target::EveryShard(fanout::Join::Same)
-        }
-        ["admin", "v1", "organizations"] if parts.method == Method::POST => Target::EveryShard(fanout::Join::Same),
-        ["admin", "v1", "organizations", _, "vendors" | "payout-vendors", _] if parts.method == Method::PUT => {
-            Target::EveryShard(fanout::Join::Same)
         }
         _ => Target::Anywhere,
     }

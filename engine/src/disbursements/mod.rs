@@ -389,7 +389,8 @@ impl Engine {
         if let Some(twice) = routing.vendors.iter().find(|name| !seen.insert(name.as_str())) {
             return Err(EngineError::invalid("vendors", format!("{twice} is listed twice")));
         }
-        self.write(JournalRecord::PayoutRoutingSaved(routing.clone())).await?;
+        self.write_catalog(JournalRecord::PayoutRoutingSaved(routing.clone()))
+            .await?;
         Ok(routing)
     }
 

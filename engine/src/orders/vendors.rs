@@ -97,7 +97,8 @@ impl Engine {
             }
             VendorKind::Sandbox => return Err(EngineError::invalid("kind", "must be HTTP")),
         }
-        self.write(JournalRecord::PaymentVendorSaved(config.clone())).await?;
+        self.write_catalog(JournalRecord::PaymentVendorSaved(config.clone()))
+            .await?;
         Ok(config)
     }
 
@@ -117,7 +118,8 @@ impl Engine {
                 }
             }
         }
-        self.write(JournalRecord::VendorRoutingSaved(routing.clone())).await?;
+        self.write_catalog(JournalRecord::VendorRoutingSaved(routing.clone()))
+            .await?;
         Ok(routing)
     }
 
