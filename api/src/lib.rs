@@ -144,9 +144,16 @@ pub fn document_json() -> serde_json::Value {
 /// The whole service: V1, Legacy, admin and operations routes with request ids,
 /// metrics and the body limit.
 pub fn router(state: AppState) -> Router {
-    let (routes, document) = routes_and_document();
+    // Built once a process: a cluster node makes a router per shard, and
+    // the routes and their document are the same for all.
+    static ROUTES: std::sync::OnceLock<(Router<AppState>, Arc<openapi::Served>)> = std::sync::OnceLock::new();
+    let (routes, served) = ROUTES.get_or_init(|| {
+        let (routes, document) = routes_and_document();
+        (routes, Arc::new(openapi::Served::new(&document)))
+    });
     routes
-        .layer(Extension(Arc::new(openapi::Served::new(&document))))
+        .clone()
+        .layer(Extension(served.clone()))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
