@@ -147,12 +147,23 @@ async fn reconcile_loop(
 ) {
     loop {
         let serving = changes.borrow_and_update().clone();
+        // A shard whose append failed on the epoch is another node's: its
+        // engine is dropped now, not at the keeper's next renewal.
+        for (shard, (epoch, engine)) in directory.host.held() {
+            if engine.is_fenced() {
+                tracing::warn!(shard, epoch, "shard fenced: another node owns it now; dropped");
+                paygate_engine::cluster::ShardOwner::lost(directory.host.as_ref(), shard);
+            }
+        }
         let engines = directory.host.held();
         let stale: Vec<ServedShard> = {
             let mut served = directory.served.write().expect("served lock");
             let gone: Vec<u16> = served
                 .iter()
-                .filter(|(shard, entry)| serving.get(shard) != Some(&entry.epoch))
+                .filter(|(shard, entry)| {
+                    serving.get(shard) != Some(&entry.epoch)
+                        || engines.get(shard).map(|(epoch, _)| epoch) != Some(&entry.epoch)
+                })
                 .map(|(shard, _)| *shard)
                 .collect();
             let stale = gone.iter().filter_map(|shard| served.remove(shard)).collect();
@@ -268,6 +279,7 @@ impl ShardDirectory for NodeDirectory {
             .iter()
             .filter(|(shard, epoch)| served.get(shard).is_some_and(|entry| entry.epoch == **epoch))
             .map(|(shard, _)| *shard)
+            .filter(|shard| self.host.engine(*shard).is_some_and(|engine| !engine.is_fenced()))
             .collect()
     }
 
