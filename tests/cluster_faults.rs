@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::cluster::{owner_of, shards_of, start_cluster, wait_until_spread, NODE_IDS};
+use support::cluster::{metrics, owner_of, shards_of, start_cluster, wait_until_spread, NODE_IDS};
 use support::{TestMerchant, TestServer};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -132,16 +132,8 @@ async fn a_node_paused_past_its_lease_writes_nothing_and_gives_its_shards_up() {
     // answers the merchant as the new owner does.
     let mut lost = false;
     for _ in 0..100 {
-        let metrics = nodes[victim]
-            .client
-            .get(format!("{}/metrics", nodes[victim].base))
-            .send()
+        if metrics(&nodes[victim])
             .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if metrics
             .lines()
             .any(|line| line.starts_with("paygate_cluster_lease_losses_total ") && !line.ends_with(" 0"))
         {
@@ -260,7 +252,11 @@ async fn a_database_restart_under_load_costs_503s_loses_nothing_and_heals_by_its
         assert_eq!(refusal["body"]["error"]["code"], "UNAVAILABLE", "{refusal}");
     }
 
-    // Every acknowledged credit is in its merchant's wallet, through any node.
+    // Every acknowledged credit is in its merchant's wallet, through any node,
+    // once every shard has an owner again (leases that ran out while the
+    // database was away are taken anew, with 503s meanwhile) and every node
+    // has read who that is.
+    wait_until_spread(&nodes.iter().collect::<Vec<_>>(), Duration::from_secs(30)).await;
     let acknowledged = acknowledged.lock().unwrap().clone();
     for (index, merchant) in merchants.iter().enumerate() {
         let credited: Vec<i64> = acknowledged

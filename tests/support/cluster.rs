@@ -56,7 +56,7 @@ pub async fn shards_of(node: &TestServer) -> Vec<u16> {
 }
 
 /// Waits until `nodes` serve all 64 shards between them, each its even
-/// share; how long it took.
+/// share, and every node knows who serves what; how long the spread took.
 pub async fn wait_until_spread(nodes: &[&TestServer], within: Duration) -> Duration {
     let started = Instant::now();
     let (low, high) = (64 / nodes.len(), 64_usize.div_ceil(nodes.len()));
@@ -69,7 +69,10 @@ pub async fn wait_until_spread(nodes: &[&TestServer], within: Duration) -> Durat
         let all: BTreeSet<u16> = spread.iter().flatten().copied().collect();
         let counts: Vec<usize> = spread.iter().map(Vec::len).collect();
         if all.len() == 64 && counts.iter().sum::<usize>() == 64 && counts.iter().all(|n| (low..=high).contains(n)) {
-            return started.elapsed();
+            let spread_after = started.elapsed();
+            // Each node reads who owns the others' shards every 250 ms.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return spread_after;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -87,4 +90,16 @@ pub async fn owner_of(nodes: &[TestServer], shard: u16) -> usize {
         }
     }
     panic!("no node serves shard {shard}");
+}
+
+/// A node's `/metrics` text.
+pub async fn metrics(node: &TestServer) -> String {
+    let response = node
+        .client
+        .get(format!("{}/metrics", node.base))
+        .send()
+        .await
+        .expect("metrics answered");
+    assert_eq!(response.status(), StatusCode::OK);
+    response.text().await.expect("metrics read")
 }

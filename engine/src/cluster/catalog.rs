@@ -42,13 +42,32 @@ impl SharedCatalog {
         SharedCatalog { database }
     }
 
-    /// Writes `body` as entry `kind`/`id` (`None`: deletes it); its version.
-    async fn write(&self, kind: &str, id: &str, body: Option<&[u8]>) -> Result<i64, ClusterError> {
+    /// Writes `body` as entry `kind`/`id` (`None`: deletes it) under the
+    /// next version, unless `keep_live` and a live entry stands there:
+    /// `Ok(version)` when written, else `Err` with the standing body.
+    async fn write_entry(
+        &self,
+        kind: &str,
+        id: &str,
+        body: Option<&[u8]>,
+        keep_live: bool,
+    ) -> Result<Result<i64, Vec<u8>>, ClusterError> {
         let mut client = self.database.client().await?;
         let transaction = client.transaction().await?;
         transaction
             .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
             .await?;
+        if keep_live {
+            let standing = transaction
+                .query_opt(
+                    "SELECT body FROM catalog_entries WHERE kind = $1 AND id = $2 AND body IS NOT NULL",
+                    &[&kind, &id],
+                )
+                .await?;
+            if let Some(row) = standing {
+                return Ok(Err(row.get(0)));
+            }
+        }
         let row = transaction
             .query_one(
                 "INSERT INTO catalog_entries (kind, id, version, body)
@@ -63,42 +82,22 @@ impl SharedCatalog {
             .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &version.to_string()])
             .await?;
         transaction.commit().await?;
-        Ok(version)
+        Ok(Ok(version))
+    }
+
+    /// Writes `body` as entry `kind`/`id` (`None`: deletes it); its version.
+    async fn write(&self, kind: &str, id: &str, body: Option<&[u8]>) -> Result<i64, ClusterError> {
+        Ok(self
+            .write_entry(kind, id, body, false)
+            .await?
+            .expect("an unconditional write is written"))
     }
 
     /// Writes `body` as entry `kind`/`id` unless a live entry stands
     /// there: `None` when written, else the standing entry's body. Two
     /// nodes claiming one id at once: one writes, the other sees its body.
     pub async fn claim(&self, kind: &str, id: &str, body: &[u8]) -> Result<Option<Vec<u8>>, ClusterError> {
-        let mut client = self.database.client().await?;
-        let transaction = client.transaction().await?;
-        transaction
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-            .await?;
-        let standing = transaction
-            .query_opt(
-                "SELECT body FROM catalog_entries WHERE kind = $1 AND id = $2 AND body IS NOT NULL",
-                &[&kind, &id],
-            )
-            .await?;
-        if let Some(row) = standing {
-            return Ok(Some(row.get(0)));
-        }
-        let row = transaction
-            .query_one(
-                "INSERT INTO catalog_entries (kind, id, version, body)
-                 VALUES ($1, $2, nextval('catalog_versions'), $3)
-                 ON CONFLICT (kind, id) DO UPDATE SET version = EXCLUDED.version, body = EXCLUDED.body
-                 RETURNING version",
-                &[&kind, &id, &Some(body)],
-            )
-            .await?;
-        let version: i64 = row.get(0);
-        transaction
-            .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &version.to_string()])
-            .await?;
-        transaction.commit().await?;
-        Ok(None)
+        Ok(self.write_entry(kind, id, Some(body), true).await?.err())
     }
 
     /// Writes entry `kind`/`id`; its version.
