@@ -50,6 +50,19 @@ impl Engine {
         Ok(())
     }
 
+    /// Journals a platform catalog change: in a cluster it is published to
+    /// every shard (this one included, before this returns); else written
+    /// here.
+    pub(crate) async fn write_catalog(&self, record: JournalRecord) -> Result<(), EngineError> {
+        match self.catalog_publisher() {
+            Some(publish) => publish(self.clone(), record.encode()).await.map_err(|error| {
+                tracing::warn!(%error, "a catalog change could not be published to the cluster");
+                EngineError::StorageUnavailable
+            }),
+            None => self.write(record).await,
+        }
+    }
+
     /// Applies a platform catalog change another shard published (a record
     /// `write_catalog` encoded), journaled here as this shard's own.
     pub async fn apply_catalog_record(&self, bytes: &[u8]) -> Result<(), EngineError> {

@@ -66,8 +66,17 @@ pub struct EngineConfig {
     pub shard_journal: Option<ShardJournal>,
     /// In a cluster: where platform catalog changes go, so every shard
     /// keeps the same catalog (`shard_catalog`).
-    pub catalog_publisher: Option<Arc<dyn crate::shard_catalog::CatalogPublisher>>,
+    pub catalog_publisher: Option<CatalogPublisher>,
 }
+
+/// Publishes a platform catalog change (an encoded catalog record) from
+/// the engine it was made in to every shard, returning once that engine
+/// has it, or why not.
+pub type CatalogPublisher = Arc<
+    dyn Fn(Engine, Vec<u8>) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// A shard's journal of record an engine holds under a lease epoch.
 #[derive(Clone)]
@@ -116,7 +125,7 @@ struct EngineInner {
     /// The shard this engine holds, in a cluster.
     shard: Option<u16>,
     /// Where platform catalog changes go, in a cluster.
-    catalog_publisher: Option<Arc<dyn crate::shard_catalog::CatalogPublisher>>,
+    catalog_publisher: Option<CatalogPublisher>,
     // Catalog edits are read-modify-write of shared records: one at a time.
     catalog_lock: tokio::sync::Mutex<()>,
     checkpoint_lock: tokio::sync::Mutex<()>,
@@ -441,17 +450,9 @@ impl Engine {
         told.await.map_err(|_| EngineError::ShuttingDown)
     }
 
-    /// Journals a platform catalog change: in a cluster it is published to
-    /// every shard (this one included, before this returns); else written
-    /// here.
-    pub(crate) async fn write_catalog(&self, record: JournalRecord) -> Result<(), EngineError> {
-        match &self.inner.catalog_publisher {
-            Some(publisher) => publisher.publish(self, record.encode()).await.map_err(|error| {
-                tracing::warn!(%error, "a catalog change could not be published to the cluster");
-                EngineError::StorageUnavailable
-            }),
-            None => self.write(record).await,
-        }
+    /// Where platform catalog changes go, in a cluster.
+    pub(crate) fn catalog_publisher(&self) -> Option<&CatalogPublisher> {
+        self.inner.catalog_publisher.as_ref()
     }
 
     fn start_checkpointer(&self, interval: Duration) {

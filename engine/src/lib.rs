@@ -61,7 +61,7 @@ pub mod vendor;
 pub mod webhooks;
 
 pub use actors::PostReceipt;
-pub use engine::{Engine, EngineConfig, ShardJournal};
+pub use engine::{CatalogPublisher, Engine, EngineConfig, ShardJournal};
 pub use error::EngineError;
 pub use merchants::{HistoryPage, HistoryQuery, LedgerReport, MerchantPatch, NewMerchant, HISTORY_LIMIT_MAX};
 pub use money::MinorUnits;

@@ -8,9 +8,9 @@
 //! taken later catches up from the table before it serves. The table keeps
 //! each entry's latest version only, which is all a catch-up needs.
 
-use crate::cluster::{CatalogEntry, CatalogFollower, ClusterError, OwnerFuture, SharedCatalog};
+use crate::cluster::{CatalogEntry, CatalogFollower, ClusterError, SharedCatalog};
+use crate::engine::{CatalogPublisher, Engine};
 use crate::store::record::JournalRecord;
-use crate::Engine;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -18,13 +18,6 @@ use std::sync::Arc;
 const PLATFORM: &str = "platform";
 /// Entries read at a time in a catch-up.
 const PAGE: i64 = 500;
-
-/// Where a cluster's shard engine sends a platform catalog change.
-pub trait CatalogPublisher: Send + Sync {
-    /// Publishes `record` (an encoded catalog `JournalRecord`) to every
-    /// shard; returns once `engine`, the shard it came from, has it.
-    fn publish<'a>(&'a self, engine: &'a Engine, record: Vec<u8>) -> OwnerFuture<'a, Result<(), String>>;
-}
 
 /// The entry a catalog record is kept under: one per bank, e-wallet,
 /// organization, vendor and route, so a later change replaces an earlier.
@@ -115,7 +108,18 @@ impl CatalogSync {
         }
     }
 
-    async fn publish_record(&self, engine: &Engine, record: Vec<u8>) -> Result<(), String> {
+    /// What a shard engine publishes its catalog changes through.
+    pub fn publisher(self: &Arc<Self>) -> CatalogPublisher {
+        let sync = self.clone();
+        Arc::new(move |engine, record| {
+            let sync = sync.clone();
+            Box::pin(async move { sync.publish(&engine, record).await })
+        })
+    }
+
+    /// Writes `record` to the table, then brings `engine`, the shard it
+    /// came from, up to it.
+    async fn publish(&self, engine: &Engine, record: Vec<u8>) -> Result<(), String> {
         let decoded = JournalRecord::decode(&record).map_err(|error| error.to_string())?;
         let id = entry_id(&decoded).ok_or("not a platform catalog record")?;
         self.catalog
@@ -124,11 +128,5 @@ impl CatalogSync {
             .map_err(|error: ClusterError| error.to_string())?;
         let shard = engine.shard().ok_or("a publishing engine serves a shard")?;
         self.catch_up(shard, engine).await
-    }
-}
-
-impl CatalogPublisher for CatalogSync {
-    fn publish<'a>(&'a self, engine: &'a Engine, record: Vec<u8>) -> OwnerFuture<'a, Result<(), String>> {
-        Box::pin(self.publish_record(engine, record))
     }
 }

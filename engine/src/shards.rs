@@ -231,10 +231,7 @@ impl ShardHost {
             shard,
             epoch,
         });
-        config.catalog_publisher = self
-            .catalog
-            .clone()
-            .map(|sync| sync as Arc<dyn crate::shard_catalog::CatalogPublisher>);
+        config.catalog_publisher = self.catalog.as_ref().map(CatalogSync::publisher);
         let engine = Engine::open(config, self.clock.clone())
             .await
             .map_err(|error| error.to_string())?;

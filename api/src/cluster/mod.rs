@@ -140,31 +140,22 @@ async fn front_door(State(front): State<Arc<ClusterFront>>, request: Request) ->
         }
         _ => {}
     }
-    // A Legacy request names its merchant in its body; any other body is
-    // read only if it must travel.
-    let body = if is_legacy(&parts) {
+    // A Legacy request names its merchant in its body, a vendor callback
+    // its payout, refund or order, a settlement run perhaps its merchant;
+    // any other body is read only if it must travel.
+    let named_in_body =
+        is_legacy(&parts) || matches!(target, Target::Callback | Target::EveryShard(fanout::Join::Settlements));
+    let body = if named_in_body {
         let bytes = match read_body(body).await {
             Ok(bytes) => bytes,
             Err(response) => return *response,
         };
-        target = legacy_target(&bytes);
-        PendingBody::Read(bytes)
-    } else if target == Target::Callback {
-        let bytes = match read_body(body).await {
-            Ok(bytes) => bytes,
-            Err(response) => return *response,
+        target = match target {
+            Target::Callback => callback_target(&bytes),
+            // A run for one merchant is its shard's alone.
+            Target::EveryShard(_) => settlement_merchant_shard(&bytes).map_or(target, Target::Shard),
+            _ => legacy_target(&bytes),
         };
-        target = callback_target(&bytes);
-        PendingBody::Read(bytes)
-    } else if target == Target::EveryShard(fanout::Join::Settlements) {
-        // A run for one merchant is its shard's alone.
-        let bytes = match read_body(body).await {
-            Ok(bytes) => bytes,
-            Err(response) => return *response,
-        };
-        if let Some(shard) = settlement_merchant_shard(&bytes) {
-            target = Target::Shard(shard);
-        }
         PendingBody::Read(bytes)
     } else {
         PendingBody::Unread(body)
@@ -179,14 +170,12 @@ async fn front_door(State(front): State<Arc<ClusterFront>>, request: Request) ->
             fanout::every_shard(&front, join, parts, body).await
         }
         Target::Shard(shard) => to_shard(&front, shard, parts, body).await,
-        // Its body named nothing routable: any shard refuses it alike.
-        Target::Callback => to_anywhere(&front, parts, body).await,
         Target::NewMerchant => match pick_owned_shard(&front) {
             Some(shard) => to_shard(&front, shard, parts, body).await,
             None => unavailable(&parts),
         },
         Target::Anywhere => to_anywhere(&front, parts, body).await,
-        Target::NewUser(_) | Target::SignIn => unreachable!("answered above"),
+        Target::Callback | Target::NewUser(_) | Target::SignIn => unreachable!("resolved or answered above"),
     }
 }
 
