@@ -238,14 +238,18 @@ impl Engine {
                 from_seq == 0 && outcome.records_replayed == 0,
             ),
         };
-        // Everything replayed is in the overlay now: make it the new checkpoint.
-        let checkpointing = std::time::Instant::now();
-        let covered = store.checkpoint()?;
-        journal.drop_segments_below(covered)?;
-        tracing::info!(
-            elapsed_ms = checkpointing.elapsed().as_millis() as u64,
-            "recovery checkpoint written"
-        );
+        // Everything replayed is in the overlay now: make it the new
+        // checkpoint. With nothing replayed (a clean stop) sled already is
+        // the last checkpoint, and the checkpointer's own turn does the rest.
+        if outcome.records_replayed > 0 || format != crate::store::DATA_FORMAT {
+            let checkpointing = std::time::Instant::now();
+            let covered = store.checkpoint()?;
+            journal.drop_segments_below(covered)?;
+            tracing::info!(
+                elapsed_ms = checkpointing.elapsed().as_millis() as u64,
+                "recovery checkpoint written"
+            );
+        }
         store.allow_fresh_keys();
         // Opening the store brought an older layout to this one, durably.
         if format != crate::store::DATA_FORMAT {

@@ -32,6 +32,9 @@ const DAILY_LIMIT_MINOR: i64 = 1_000_000_000_000_000_000;
 const RATE_LIMIT_MAX: i64 = 1_000_000;
 /// One request's time limit: far above any answer of a healthy server.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The ledger check's time limit: it reads every entry the run made, and a
+/// run of ten million items makes ten million entries (about a minute).
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// A merchant made for the run.
 pub struct BenchMerchant {
@@ -148,7 +151,10 @@ impl Gateway {
 
     /// `GET /admin/v1/ledger/verify`'s data.
     pub async fn verify_ledger(&self) -> anyhow::Result<Value> {
-        let get = self.http.get(format!("{}/admin/v1/ledger/verify", self.base));
+        let get = self
+            .http
+            .get(format!("{}/admin/v1/ledger/verify", self.base))
+            .timeout(VERIFY_TIMEOUT);
         self.admin(get, StatusCode::OK, "verifying the ledger").await
     }
 

@@ -11,12 +11,17 @@
 //! the slot's own is alive. It waits a bounded time for that and otherwise
 //! leaves the reopen to the next checkpoint, so a reader that holds one
 //! handle while it asks for another delays a reopen but cannot deadlock it.
+//!
+//! A reader that finds a reopen under way waits for it off the async
+//! runtime's worker (`wait_off_the_runtime`): its worker's other tasks move
+//! to another thread, so a reopen holds up the reads that need sled and
+//! nothing else (requests answered from memory, the journal, replies).
 
 use super::StoreError;
 use crate::limits;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 /// How long a reopen waits for the handles out to come back.
@@ -80,8 +85,18 @@ impl SledSlot {
         })
     }
 
+    /// The slot, read-locked: at once outside a reopen, else once the
+    /// reopen is done, waited for off the runtime's worker.
+    fn read(&self) -> RwLockReadGuard<'_, Option<Handles>> {
+        match self.handles.try_read() {
+            Ok(handles) => handles,
+            Err(TryLockError::WouldBlock) => wait_off_the_runtime(|| self.handles.read().expect("sled slot lock")),
+            Err(TryLockError::Poisoned(_)) => panic!("sled slot lock poisoned"),
+        }
+    }
+
     fn held(&self, pick: impl Fn(&Handles) -> &sled::Tree) -> HeldTree {
-        let handles = self.handles.read().expect("sled slot lock");
+        let handles = self.read();
         // Only a reopen empties the slot, and it fills it again before it
         // lets go of the write lock (or ends the process).
         let handles = handles.as_ref().expect("sled is open outside a reopen");
@@ -108,7 +123,7 @@ impl SledSlot {
 
     /// Flushes sled's buffers to its files (not an fsync).
     pub fn flush(&self) -> Result<(), StoreError> {
-        let handles = self.handles.read().expect("sled slot lock");
+        let handles = self.read();
         handles.as_ref().expect("sled is open outside a reopen").db.flush()?;
         Ok(())
     }
@@ -160,6 +175,18 @@ impl SledSlot {
     }
 }
 
+/// Runs `wait`, which blocks, where it cannot hold up other tasks: on a
+/// worker of a multi-threaded tokio runtime through `block_in_place` (the
+/// worker's other tasks go to another thread first); anywhere else (a
+/// plain thread, the blocking pool, a current-thread runtime) as it is.
+fn wait_off_the_runtime<T>(wait: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+        _ => wait(),
+    }
+}
+
 /// Opens sled, waiting briefly while a previous instance in this process
 /// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
 /// by a few milliseconds.
@@ -180,5 +207,31 @@ pub(super) fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
             }
             other => return Ok(other?),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wait_off_the_runtime;
+    use std::time::{Duration, Instant};
+
+    /// A read that waits on a reopen holds up only itself: on a runtime of
+    /// one worker, a task that needs no storage runs meanwhile.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_read_waiting_on_a_reopen_leaves_the_worker_to_other_tasks() {
+        let (started, has_started) = tokio::sync::oneshot::channel();
+        let waiting = tokio::spawn(async move {
+            let _ = started.send(());
+            wait_off_the_runtime(|| std::thread::sleep(Duration::from_secs(2)));
+            Instant::now()
+        });
+        has_started.await.expect("the waiting task started");
+        let other = tokio::spawn(async { Instant::now() });
+        let other_done = tokio::time::timeout(Duration::from_secs(1), other)
+            .await
+            .expect("another task ran while a read waited")
+            .expect("the other task");
+        let waiting_done = waiting.await.expect("the waiting task");
+        assert!(other_done < waiting_done);
     }
 }
