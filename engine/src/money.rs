@@ -36,6 +36,12 @@ impl MinorUnits {
         self.0.checked_add(other.0).map(MinorUnits)
     }
 
+    /// `self + other`, held at the largest amount instead of overflowing:
+    /// for running sums compared against a limit, which such a sum exceeds.
+    pub fn saturating_add(self, other: MinorUnits) -> Self {
+        MinorUnits(self.0.saturating_add(other.0))
+    }
+
     /// `self - other`, or `None` on overflow.
     pub fn checked_sub(self, other: MinorUnits) -> Option<Self> {
         self.0.checked_sub(other.0).map(MinorUnits)

@@ -222,7 +222,7 @@ pub struct MerchantState {
     disbursements: HashMap<Uuid, Arc<Disbursement>>,
     disbursement_keys: HashMap<u128, Uuid>,
     /// The WIB day and its running sum of request amounts not reversed.
-    daily_total: Option<(i64, i64)>,
+    daily_total: Option<(i64, MinorUnits)>,
     /// Every disbursement idempotency key hash, while they fit: a key not
     /// in it is new without a storage read (which a checkpoint can stall).
     known_disbursement_keys: KnownKeys,

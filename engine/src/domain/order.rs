@@ -253,9 +253,12 @@ pub struct Order {
 }
 
 impl Order {
-    /// What may still be refunded.
+    /// What may still be refunded: never more than the amount, as refunds
+    /// are never more than what was left.
     pub fn refundable(&self) -> MinorUnits {
-        MinorUnits::new(self.amount.get() - self.refunded_amount.get())
+        self.amount
+            .checked_sub(self.refunded_amount)
+            .unwrap_or(MinorUnits::ZERO)
     }
 
     /// The status a paid order has with `refunded` of it refunded.

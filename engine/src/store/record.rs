@@ -25,8 +25,13 @@ const RECORD_CAPACITY_HINT: usize = 768;
 /// recovery may replay records sled already holds. Disbursements are shared
 /// (`Arc`, encoded as the value itself) with the merchant actor's memory and
 /// the store's overlay, so a version is built once, not copied to each.
+///
+/// The order of the variants is the data format: serde numbers a variant by
+/// its place, and that number is written before its fields. A variant is
+/// only ever added at the end (`record/tests.rs` pins the order).
 #[serde_as]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, strum::EnumDiscriminants)]
+#[strum_discriminants(name(RecordVariant), vis(pub(crate)), derive(strum::EnumIter, strum::IntoStaticStr))]
 pub enum JournalRecord {
     /// An organization was created.
     OrganizationSaved(#[serde_as(as = "Versioned")] Organization),
@@ -309,22 +314,11 @@ impl JournalRecord {
     }
 }
 
-/// Variant indexes of `JournalRecord`, as serde's derive numbers them.
-mod variant {
-    pub const ENTRY_POSTED: u32 = 4;
-    pub const DISBURSEMENT_CREATED: u32 = 5;
-    pub const DISBURSEMENT_UPDATED: u32 = 7;
-    pub const DISBURSEMENT_REVERSED: u32 = 8;
-    pub const EVENTED: u32 = 15;
-    pub const DISBURSEMENTS_UPDATED: u32 = 19;
-    pub const DISBURSEMENT_BATCH_CREATED: u32 = 21;
-}
-
 /// Encodes `JournalRecord::EntryPosted(entry)` without cloning `entry`.
 pub fn encode_entry(entry: &Entry) -> Vec<u8> {
     let mut out = Vec::with_capacity(RECORD_CAPACITY_HINT);
     begin_record(&mut out);
-    tag(&mut out, variant::ENTRY_POSTED);
+    tag(&mut out, RecordVariant::EntryPosted);
     put_versioned(&mut out, entry);
     out
 }
@@ -350,14 +344,20 @@ fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     bincode::serde::encode_into_std_write(value, out, config()).expect("journal records always encode");
 }
 
-fn tag(out: &mut Vec<u8>, index: u32) {
-    bincode::encode_into_std_write(index, out, config()).expect("journal records always encode");
+/// A variant's number as serde writes it: its place in `JournalRecord`,
+/// which is what `RecordVariant`'s discriminants are.
+fn tag(out: &mut Vec<u8>, variant: RecordVariant) {
+    put_u32(out, variant as u32);
+}
+
+fn put_u32(out: &mut Vec<u8>, number: u32) {
+    bincode::encode_into_std_write(number, out, config()).expect("journal records always encode");
 }
 
 /// A journal record's layout tag and number, before its variant.
 fn begin_record(out: &mut Vec<u8>) {
     out.push(LAYOUT_TAG);
-    tag(out, <JournalRecord as Stored>::NEWEST);
+    put_u32(out, <JournalRecord as Stored>::NEWEST);
 }
 
 /// Writes a stored version where a span can find it: tagged, so a block
@@ -400,28 +400,28 @@ impl JournalRecord {
     fn encode_spanned(&self, out: &mut Vec<u8>, spans: &mut Vec<Range<usize>>) {
         match self {
             JournalRecord::DisbursementCreated { disbursement, entry } => {
-                tag(out, variant::DISBURSEMENT_CREATED);
+                tag(out, RecordVariant::DisbursementCreated);
                 put_spanned(out, spans, &**disbursement);
                 put_versioned(out, entry);
             }
             JournalRecord::DisbursementUpdated(disbursement) => {
-                tag(out, variant::DISBURSEMENT_UPDATED);
+                tag(out, RecordVariant::DisbursementUpdated);
                 put_spanned(out, spans, &**disbursement);
             }
             JournalRecord::DisbursementReversed { disbursement, entry } => {
-                tag(out, variant::DISBURSEMENT_REVERSED);
+                tag(out, RecordVariant::DisbursementReversed);
                 put_spanned(out, spans, &**disbursement);
                 put_versioned(out, entry);
             }
             JournalRecord::DisbursementsUpdated(disbursements) => {
-                tag(out, variant::DISBURSEMENTS_UPDATED);
+                tag(out, RecordVariant::DisbursementsUpdated);
                 put(out, &(disbursements.len() as u64));
                 for disbursement in disbursements {
                     put_spanned(out, spans, &**disbursement);
                 }
             }
             JournalRecord::DisbursementBatchCreated { disbursements, batch } => {
-                tag(out, variant::DISBURSEMENT_BATCH_CREATED);
+                tag(out, RecordVariant::DisbursementBatchCreated);
                 put(out, &(disbursements.len() as u64));
                 // A tuple is its fields one after the other.
                 for (disbursement, entry) in disbursements {
@@ -431,7 +431,7 @@ impl JournalRecord {
                 put_versioned(out, &**batch);
             }
             JournalRecord::Evented { record, events } => {
-                tag(out, variant::EVENTED);
+                tag(out, RecordVariant::Evented);
                 record.encode_spanned(out, spans);
                 put(out, &(events.len() as u64));
                 let carried = record.resource_versions();

@@ -45,7 +45,8 @@ impl MerchantState {
         let now = self.args.clock.now();
         let day = wib_day(now.timestamp_millis());
         let day_total = self.day_total(day)?;
-        if day_total.saturating_add(request_amount.get()) > limits.daily_minor {
+        let day_total_after = day_total.saturating_add(request_amount);
+        if day_total_after.get() > limits.daily_minor {
             return Err(EngineError::DailyLimitExceeded);
         }
         let fee = MinorUnits::new(match request.destination.channel() {
@@ -107,7 +108,7 @@ impl MerchantState {
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         });
-        self.daily_total = Some((day, day_total + request_amount.get()));
+        self.daily_total = Some((day, day_total_after));
         self.remember_disbursement(key_hash, disbursement.clone());
         Ok((disbursement, entry))
     }
@@ -227,8 +228,12 @@ impl MerchantState {
             let (entry, _) = self.record_entry(proposal)?;
             next.reversal_seq = Some(entry.seq);
             if let Some((day, total)) = self.daily_total.as_mut() {
-                if *day == current.wib_day {
-                    *total -= current.request_amount.get();
+                // The day's total holds this request, so taking it out cannot go below zero.
+                if let Some(less) = total
+                    .checked_sub(current.request_amount)
+                    .filter(|_| *day == current.wib_day)
+                {
+                    *total = less;
                 }
             }
             reversal = Some(entry);
@@ -264,7 +269,7 @@ impl MerchantState {
 
     /// The WIB day's sum of request amounts not reversed: from storage the
     /// first time a day is seen (nothing of a new day is in flight then).
-    fn day_total(&mut self, day: i64) -> Result<i64, EngineError> {
+    fn day_total(&mut self, day: i64) -> Result<MinorUnits, EngineError> {
         if let Some((cached_day, total)) = self.daily_total {
             if cached_day == day {
                 return Ok(total);
@@ -272,7 +277,7 @@ impl MerchantState {
         }
         let start_ms = (day * 86_400 - WIB_OFFSET_SECONDS) * 1000;
         let end_ms = start_ms + 86_400_000;
-        let mut total = 0i64;
+        let mut total = MinorUnits::ZERO;
         let (disbursements, _) = self.args.store.merchant_disbursements(
             &self.args.merchant_id,
             start_ms,
@@ -282,7 +287,7 @@ impl MerchantState {
             usize::MAX,
         )?;
         for disbursement in disbursements {
-            total = total.saturating_add(disbursement.request_amount.get());
+            total = total.saturating_add(disbursement.request_amount);
         }
         self.daily_total = Some((day, total));
         Ok(total)

@@ -301,6 +301,10 @@ impl MerchantState {
         if refund.amount.get() > order.refundable().get() {
             return Err(EngineError::AmountExceedsOrder);
         }
+        let refunded = order
+            .refunded_amount
+            .checked_add(refund.amount)
+            .ok_or(LedgerError::Overflow)?;
         let mut entry = None;
         if self.profile.settlement_type == SettlementType::Wallet {
             let proposal = EntryProposal {
@@ -318,7 +322,6 @@ impl MerchantState {
             refund.debit_seq = Some(posted.seq);
             entry = Some((*posted).clone());
         }
-        let refunded = MinorUnits::new(order.refunded_amount.get() + refund.amount.get());
         let before = order.status;
         order.refunded_amount = refunded;
         order.status = order.status_for_refunded(refunded);
@@ -400,7 +403,12 @@ impl MerchantState {
                 refund.settlement_id = None;
                 entry = Some((*posted).clone());
             }
-            let refunded = MinorUnits::new((order.refunded_amount.get() - refund.amount.get()).max(0));
+            // The order's refunded amount holds this refund's, so it cannot go below zero.
+            let refunded = order
+                .refunded_amount
+                .checked_sub(refund.amount)
+                .filter(|left| !left.is_negative())
+                .unwrap_or(MinorUnits::ZERO);
             order.refunded_amount = refunded;
             if order.status.was_paid() {
                 order.status = order.status_for_refunded(refunded);

@@ -7,7 +7,7 @@ use super::orders::OrderOutcome;
 use super::MerchantState;
 use crate::domain::{Order, Refund, RefundStatus, Settlement, SettlementStatus};
 use crate::error::EngineError;
-use crate::ledger::{reversal_idempotency_key, Account, EntryKind, EntryProposal, Posting};
+use crate::ledger::{reversal_idempotency_key, Account, EntryKind, EntryProposal, LedgerError, Posting};
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
 use uuid::Uuid;
@@ -213,11 +213,14 @@ impl MerchantState {
         let mut entry = None;
         if to == SettlementStatus::Failed {
             settlement.failure_reason = reason.or_else(|| Some("the transfer failed".into()));
-            let transfer = settlement.net_payout.get() + settlement.disbursement_fee.get();
-            settlement.carry_out = MinorUnits::new(transfer);
+            let transfer = settlement
+                .net_payout
+                .checked_add(settlement.disbursement_fee)
+                .ok_or(LedgerError::Overflow)?;
+            settlement.carry_out = transfer;
             if let Some(taken) = settlement.entry_seq {
                 let mut postings = vec![
-                    Posting::credit(Account::PendingSettlement, MinorUnits::new(transfer)),
+                    Posting::credit(Account::PendingSettlement, transfer),
                     Posting::debit(Account::PayoutClearing, settlement.net_payout),
                 ];
                 if settlement.disbursement_fee.is_positive() {

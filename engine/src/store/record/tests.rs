@@ -3,14 +3,59 @@
 use super::*;
 use crate::ledger::{wallet_credit, MerchantBook};
 use crate::money::MinorUnits;
+use strum::IntoEnumIterator;
 use uuid::Uuid;
+
+/// Every variant in the order it has in the data format: its number is its
+/// place here. Journals already on disk are read by these numbers, so a
+/// reorder, or a variant added anywhere but at the end, breaks them.
+const VARIANTS_IN_DATA_FORMAT_ORDER: [&str; 24] = [
+    "OrganizationSaved",
+    "BankSaved",
+    "EwalletSaved",
+    "MerchantSaved",
+    "EntryPosted",
+    "DisbursementCreated",
+    "BeneficiariesSaved",
+    "DisbursementUpdated",
+    "DisbursementReversed",
+    "PaymentVendorSaved",
+    "VendorRoutingSaved",
+    "OrderCreated",
+    "OrderUpdated",
+    "OrderPaid",
+    "RefundSaved",
+    "Evented",
+    "WebhookAttempted",
+    "SettlementCreated",
+    "SettlementUpdated",
+    "DisbursementsUpdated",
+    "PayoutRoutingSaved",
+    "DisbursementBatchCreated",
+    "MerchantUserSaved",
+    "WebhookAttemptRecorded",
+];
+
+/// The variants keep their numbers: a new one goes at the end of
+/// `JournalRecord` and of the list above.
+#[test]
+fn journal_record_variants_keep_their_data_format_numbers() {
+    let declared: Vec<&str> = RecordVariant::iter().map(<&str>::from).collect();
+    assert_eq!(
+        declared, VARIANTS_IN_DATA_FORMAT_ORDER,
+        "JournalRecord's variants were reordered or inserted: their numbers are the data format"
+    );
+    for (place, variant) in RecordVariant::iter().enumerate() {
+        assert_eq!(variant as usize, place, "{variant:?}");
+    }
+}
 
 /// Records nested thousands deep are refused, not a stack overflow (the
 /// `record_decode` fuzz target's crash); the one level the engine writes,
 /// and a few more, still decode.
 #[test]
 fn deeply_nested_records_are_an_error_not_a_crash() {
-    let deep = vec![variant::EVENTED as u8; 4096];
+    let deep = vec![RecordVariant::Evented as u8; 4096];
     assert!(JournalRecord::decode(&deep).is_err());
     let organization = Organization {
         id: Uuid::new_v4(),
@@ -18,11 +63,11 @@ fn deeply_nested_records_are_an_error_not_a_crash() {
         created_at_ms: 1,
     };
     let mut tagged_deep = vec![LAYOUT_TAG, 1];
-    tagged_deep.extend(vec![variant::EVENTED as u8; 4096]);
+    tagged_deep.extend(vec![RecordVariant::Evented as u8; 4096]);
     assert!(JournalRecord::decode(&tagged_deep).is_err());
     // Three levels, each with no events: `tag 1 [Evented]*3 record [0]*3`.
     let mut bytes = vec![LAYOUT_TAG, 1];
-    bytes.extend([variant::EVENTED as u8; 3]);
+    bytes.extend([RecordVariant::Evented as u8; 3]);
     bytes.extend(&JournalRecord::OrganizationSaved(organization.clone()).encode()[2..]);
     bytes.extend([0u8; 3]);
     let decoded = JournalRecord::decode(&bytes).expect("three levels decode");
