@@ -266,10 +266,68 @@ async fn third_quick_request_over_a_burst_of_two_is_429_with_retry_after() {
 async fn unknown_route_is_404_not_found_envelope() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
-    for path in ["/v1/nothing-here", "/v2/balance", "/"] {
+    for path in ["/v1/nothing-here", "/v2/balance", "/v1"] {
         let reply = server.call(Method::GET, path, Some(&merchant.api_key), None).await;
         assert_v1_error(&reply, 404, "NOT_FOUND");
         assert_eq!(sorted_keys(&reply.body), strings(&["error", "success"]));
+    }
+}
+
+/// `/` is a page for a browser (sandbox or live, the version, the links a
+/// newcomer needs) and the same facts as JSON for a client asking for JSON.
+#[tokio::test]
+async fn the_front_page_links_the_docs_dashboard_document_and_health() {
+    let server = TestServer::start();
+    let page = server
+        .client
+        .get(format!("{}/", server.base))
+        .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(page.headers().contains_key("content-security-policy"));
+    let html = page.text().await.unwrap();
+    for link in [
+        "href=\"/docs\"",
+        "href=\"/dashboard\"",
+        "href=\"/openapi.json\"",
+        "href=\"/healthz\"",
+    ] {
+        assert!(html.contains(link), "{link} missing from {html}");
+    }
+    assert!(html.contains("Sandbox"), "{html}");
+    assert!(html.contains(env!("CARGO_PKG_VERSION")), "{html}");
+
+    let reply = server
+        .client
+        .get(format!("{}/", server.base))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), StatusCode::OK);
+    assert_eq!(reply.headers()["content-type"], "application/json");
+    let body: Value = reply.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "name": "paygate",
+            "version": env!("CARGO_PKG_VERSION"),
+            "mode": "sandbox",
+            "links": {"docs": "/docs", "dashboard": "/dashboard", "openapi": "/openapi.json", "healthz": "/healthz"}
+        })
+    );
+    // Every link answers.
+    for path in ["/docs", "/openapi.json", "/healthz"] {
+        let reply = server
+            .client
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), StatusCode::OK, "{path}");
     }
 }
 

@@ -340,6 +340,7 @@ pub const ROUTE_ERRORS: &[(&str, Answers)] = &[
     ("dashboard_resend", &[]),
     ("dashboard_test_event", &[]),
     ("get_asset", &[]),
+    ("home", &[]),
     ("checkout_page", &[]),
     ("checkout_status", &[(404, &["ORDER_NOT_FOUND"]), (500, &["INTERNAL"])]),
     // Operations: only the shared answers.

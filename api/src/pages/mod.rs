@@ -1,6 +1,6 @@
 //! Web pages (DESIGN.md 9), rendered on the server with maud and served by
 //! the same binary: the payer's checkout page (`checkout`) and the merchant
-//! dashboard (`dashboard`). Every asset they use is embedded (`assets`); no
+//! dashboard (`dashboard`), and the front page `/` (`home`). Every asset they use is embedded (`assets`); no
 //! CDN, no build step that downloads. The pages call the same engine
 //! methods as the API: there is no second path to the money.
 //!
@@ -10,6 +10,7 @@
 pub mod assets;
 pub mod checkout;
 pub mod dashboard;
+pub mod home;
 pub mod html;
 pub mod language;
 pub mod rupiah;
@@ -23,4 +24,5 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(assets::routes())
         .merge(checkout::routes())
         .merge(dashboard::routes())
+        .routes(utoipa_axum::routes!(home::home))
 }
