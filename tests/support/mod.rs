@@ -8,9 +8,11 @@ pub mod openapi;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The admin token every test server is started with.
@@ -34,6 +36,43 @@ fn client() -> reqwest::Client {
         .expect("HTTP client")
 }
 
+/// Log lines of a server kept for when its test fails.
+const LOG_LINES_KEPT: usize = 400;
+
+/// A server's log (its stderr), across its restarts: the last
+/// `LOG_LINES_KEPT` lines, printed only when its test fails. A passing test
+/// prints none of the warnings it provokes on purpose (a vendor that never
+/// answers, a node killed under load).
+#[derive(Clone, Default)]
+struct ServerLog(Arc<Mutex<VecDeque<String>>>);
+
+impl ServerLog {
+    /// Reads `stderr` to its end on a thread, keeping its last lines.
+    fn follow(&self, stderr: ChildStderr) {
+        let lines = self.0.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                let mut lines = lines.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if lines.len() == LOG_LINES_KEPT {
+                    lines.pop_front();
+                }
+                lines.push_back(line);
+            }
+        });
+    }
+
+    /// The kept lines, to the test's own output (shown when it fails).
+    fn print(&self) {
+        let lines = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        eprintln!("--- the server's last {} log lines ---", lines.len());
+        for line in lines.iter() {
+            eprintln!("{line}");
+        }
+        eprintln!("--- end of the server's log ---");
+    }
+}
+
 /// A running server process.
 pub struct TestServer {
     /// `http://127.0.0.1:<port>`.
@@ -44,6 +83,7 @@ pub struct TestServer {
     _temp: Option<tempfile::TempDir>,
     child: Child,
     extra_args: Vec<String>,
+    log: ServerLog,
     /// HTTP client.
     pub client: reqwest::Client,
 }
@@ -64,7 +104,7 @@ pub struct TestMerchant {
     pub webhook_secret: String,
 }
 
-fn spawn(data_dir: &Path, extra_args: &[String]) -> (Child, String) {
+fn spawn(data_dir: &Path, extra_args: &[String], log: &ServerLog) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_paygate"))
         .arg("serve")
         .arg("--listen")
@@ -76,9 +116,10 @@ fn spawn(data_dir: &Path, extra_args: &[String]) -> (Child, String) {
         .args(extra_args)
         .env("PAYGATE_LOG", "warn")
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("paygate binary starts");
+    log.follow(child.stderr.take().expect("stderr piped"));
     let stdout = child.stdout.take().expect("stdout piped");
     // Read on a thread, so a server that never gets to its address line
     // fails the test after `START_WAIT` instead of holding the whole run.
@@ -100,6 +141,7 @@ fn spawn(data_dir: &Path, extra_args: &[String]) -> (Child, String) {
         Err(error) => {
             let _ = child.kill();
             let status = child.wait();
+            log.print();
             panic!("the server printed no address within {START_WAIT:?} ({error}; {status:?})");
         }
     };
@@ -117,13 +159,15 @@ impl TestServer {
         let temp = tempfile::tempdir().expect("temp dir");
         let data_dir = temp.path().to_path_buf();
         let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
-        let (child, base) = spawn(&data_dir, &extra_args);
+        let log = ServerLog::default();
+        let (child, base) = spawn(&data_dir, &extra_args, &log);
         TestServer {
             base,
             data_dir,
             _temp: Some(temp),
             child,
             extra_args,
+            log,
             client: client(),
         }
     }
@@ -131,13 +175,15 @@ impl TestServer {
     /// A server on `data_dir`, which the caller owns (a filesystem it mounted, say).
     pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> TestServer {
         let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
-        let (child, base) = spawn(data_dir, &extra_args);
+        let log = ServerLog::default();
+        let (child, base) = spawn(data_dir, &extra_args, &log);
         TestServer {
             base,
             data_dir: data_dir.to_path_buf(),
             _temp: None,
             child,
             extra_args,
+            log,
             client: client(),
         }
     }
@@ -180,7 +226,7 @@ impl TestServer {
 
     /// Starts the server again on the same data dir (after `kill` or `stop`).
     pub fn restart(&mut self) {
-        let (child, base) = spawn(&self.data_dir, &self.extra_args);
+        let (child, base) = spawn(&self.data_dir, &self.extra_args, &self.log);
         self.child = child;
         self.base = base;
     }
@@ -292,6 +338,9 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         self.kill();
+        if std::thread::panicking() {
+            self.log.print();
+        }
     }
 }
 
