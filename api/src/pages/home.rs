@@ -92,12 +92,7 @@ fn page(home: &Home) -> maud::Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { "paygate" }
-                link rel="stylesheet" href="/dashboard/style.css";
-            }
+            (crate::pages::html::head("paygate", crate::pages::dashboard::STYLESHEET_PATH))
             body {
                 header.top { span.brand { "paygate" } }
                 main {

@@ -3,7 +3,7 @@
 
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use maud::Markup;
+use maud::{html, Markup};
 
 /// What a page may load: its own scripts, styles and images (and `data:`
 /// images), fetches to its own origin, nothing inline, never framed (no
@@ -49,4 +49,17 @@ pub fn page_under(policy: &'static str, status: StatusCode, markup: Markup) -> R
         markup.into_string(),
     )
         .into_response()
+}
+
+/// A page's `<head>`: the charset, the viewport, `title` and the stylesheet
+/// at `stylesheet` (this origin's, as the policies allow).
+pub fn head(title: &str, stylesheet: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) }
+            link rel="stylesheet" href=(stylesheet);
+        }
+    }
 }

@@ -62,6 +62,9 @@ const UPLOAD_BYTES_MAX: usize = 1024 * 1024;
 /// The pages' one stylesheet.
 const STYLE: &str = include_str!("dashboard.css");
 
+/// Where the stylesheet is served (also to the front page).
+pub(crate) const STYLESHEET_PATH: &str = "/dashboard/style.css";
+
 /// GET /dashboard/style.css.
 #[utoipa::path(get, path = "/dashboard/style.css", tag = "Pages", operation_id = "dashboard_stylesheet",
     summary = "The dashboard's stylesheet", security(()),
@@ -98,12 +101,7 @@ fn layout(title: &str, session: Option<&Session>, current: &str, body: Markup) -
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · paygate dashboard" }
-                link rel="stylesheet" href="/dashboard/style.css";
-            }
+            (crate::pages::html::head(&format!("{title} · paygate dashboard"), STYLESHEET_PATH))
             body {
                 header.top {
                     span.brand { "paygate" }
