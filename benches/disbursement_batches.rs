@@ -1,5 +1,5 @@
-//! How long one 1,000-item disbursement batch takes (DESIGN.md 11; target:
-//! at most 50 ms of server time), one batch at a time:
+//! How long one 1,000-item disbursement batch takes (target: at most
+//! 50 ms of server time), one batch at a time:
 //! - `http_1000_items`: server time, the whole route in process: the V1
 //!   router gets the request (a JSON body of 1,000 bank disbursements,
 //!   about 180 KB) and the time runs until its answer's body is read:

@@ -1,4 +1,4 @@
-//! Balance history pages (DESIGN.md 11) deep in a long statement: one
+//! Balance history pages deep in a long statement: one
 //! merchant with `BENCH_HISTORY_ENTRIES` (default 1,000,000) wallet credits,
 //! checkpointed to disk; then a 100-line page read at the top of the
 //! statement (the baseline of the same run), in its middle and at its very

@@ -5,8 +5,8 @@
 use libmimalloc_sys::{mi_option_get, mi_option_set, mi_option_t};
 use std::os::raw::c_long;
 
-// glibc malloc spent a third of the engine's CPU under load (many small
-// allocations freed on other threads); mimalloc is built for that pattern.
+// The engine makes many small allocations that other threads free, a
+// pattern glibc malloc handles at a high CPU cost and mimalloc is built for.
 // The `system-allocator` feature leaves the system's malloc in place, so
 // heap profilers that interpose malloc (heaptrack, valgrind) see every
 // allocation.
@@ -18,13 +18,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// names no constant for it).
 const MI_OPTION_PURGE_DELAY: mi_option_t = 15;
 
-/// Never: mimalloc's default (return freed pages after 1 s) handed back pages
-/// that the next second of a steady load took again, 250,000 page faults in
-/// a 10 s 1,000-merchant disbursement benchmark (many of them zeroing a 2 MiB
-/// huge page) against 1,500, and 12 to 27% fewer disbursements a second.
+/// Never: mimalloc's default (return freed pages after 1 s) hands back pages
+/// that the next second of a steady load takes again: a page fault for each
+/// (often one zeroing a 2 MiB huge page), and lower throughput.
 /// The server's heap mostly grows (its indexes); what it frees is reused.
-/// A delay set here instead of -1 still let purges through (32,000 faults
-/// with a minute): a delay only takes full effect from the environment.
+/// A delay set here instead of -1 still lets purges through: a delay only
+/// takes full effect from the environment.
 const PURGE_DELAY_MS: c_long = -1;
 
 /// Turns purging off, unless the operator chose a delay (`MIMALLOC_PURGE_DELAY`).

@@ -1,5 +1,5 @@
 //! Command line, `PAYGATE_*` environment and `--config` TOML file, resolved
-//! in that order of precedence over the embedded defaults (DESIGN.md 7).
+//! in that order of precedence over the embedded defaults.
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
@@ -226,7 +226,7 @@ pub struct Settings {
     pub cluster: Option<ClusterSettings>,
 }
 
-/// A cluster node's settings (DESIGN.md 12).
+/// A cluster node's settings (ARCHITECTURE.md, A cluster).
 #[derive(Debug, Clone)]
 pub struct ClusterSettings {
     /// The cluster's database.
@@ -381,7 +381,7 @@ const WEBHOOK_RETENTION_MAX_DAYS: f64 = 36_500.0;
 /// sandbox user could mean (and far from the clock's overflow).
 const SANDBOX_DELAY_MAX_MS: u64 = 86_400_000;
 
-/// `qr_url` and other links are built on it (DESIGN.md 5): it must be an
+/// `qr_url` and other links are built on it: it must be an
 /// absolute http(s) URL with a host, and no query or fragment to break them.
 fn check_public_url(url: &str) -> anyhow::Result<()> {
     let parsed = url::Url::parse(url).map_err(|error| anyhow::anyhow!("--public-url {url:?}: {error}"))?;

@@ -1,6 +1,7 @@
-//! A cluster node (DESIGN.md 12): the lease keeper, the engines of the
-//! shards it holds, each shard's own router and webhook dispatcher, and the
-//! front door that serves or forwards each request by its merchant's shard.
+//! A cluster node (ARCHITECTURE.md, A cluster): the lease keeper, the
+//! engines of the shards it holds, each shard's own router and webhook
+//! dispatcher, and the front door that serves or forwards each request by
+//! its merchant's shard.
 //!
 //! Each shard's API state and dispatcher live exactly as long as this node
 //! serves the shard under one lease epoch: a shard lost or released stops

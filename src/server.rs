@@ -216,7 +216,7 @@ fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     written.with_context(|| format!("writing {}", path.display()))
 }
 
-/// DESIGN.md 7: without `--admin-token` the token is generated once and kept
+/// Without `--admin-token` the token is generated once and kept
 /// in `<data-dir>/admin-token` (mode 0600).
 fn load_or_create_admin_token(data_dir: &Path) -> anyhow::Result<String> {
     let path = data_dir.join("admin-token");

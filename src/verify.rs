@@ -2,7 +2,7 @@
 //! one a crash left. It opens the engine on it the way a start would (the
 //! journal replayed over the last checkpoint, a torn tail cut, damage
 //! anywhere else refused with its file and byte), checks every invariant of
-//! DESIGN.md 2 over every stored entry (`Engine::verify_ledger`: balanced
+//! the ledger over every stored entry (`Engine::verify_ledger`: balanced
 //! entries, gapless sequences, each entry's running wallet balance, no
 //! negative wallet, stored books equal to the entries, accounts summing to
 //! zero), then prints the balances' summary, or each problem with its

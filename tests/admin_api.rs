@@ -1,4 +1,4 @@
-//! The operator API under `/admin/v1/` (DESIGN.md 7): bearer auth, merchants,
+//! The operator API under `/admin/v1/`: bearer auth, merchants,
 //! keys, credentials, wallet credits, ledger verification and reference data,
 //! spoken to over HTTP against the real binary.
 
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use support::*;
 use uuid::Uuid;
 
-/// DESIGN.md 3 defaults, as the merchant view shows them.
+/// The default fees (`limits::defaults`), as the merchant view shows them.
 fn default_fees() -> Value {
     json!({
         "qris_mdr_bps": 70,
@@ -25,7 +25,7 @@ fn default_fees() -> Value {
     })
 }
 
-/// DESIGN.md 3 defaults, as the merchant view shows them.
+/// The default limits (`limits::defaults`), as the merchant view shows them.
 fn default_limits() -> Value {
     json!({
         "per_transaction_minor": 5000000000i64,
@@ -743,7 +743,7 @@ async fn wallet_credit_to_a_manual_merchant_is_403_not_wallet_merchant() {
         json!({ "amount_minor": 1000, "reason": "top up" }),
     )
     .await;
-    // The code's status everywhere (SPEC.md 7.1).
+    // The code's status everywhere, as on `GET /v1/balance`.
     assert_v1_error(&reply, 403, "NOT_WALLET_MERCHANT");
 }
 

@@ -1,4 +1,4 @@
-//! `GET /v1/balance/history` (DESIGN.md 11) over HTTP against the real
+//! `GET /v1/balance/history` over HTTP against the real
 //! server: every line type with its exact amount, balance and resource; the
 //! chain and its end at `GET /v1/balance`; cursor walks with no gap or
 //! repeat; filters; CSV equal to JSON; isolation between merchants; the

@@ -1,4 +1,4 @@
-//! Beneficiaries over HTTP (SPEC.md 4.5, 3.5; DESIGN.md 4): per-channel
+//! Beneficiaries over HTTP: per-channel
 //! validation, verification by account inquiry, defaults, soft delete, and
 //! disbursements that name a beneficiary.
 
@@ -172,7 +172,7 @@ async fn invalid_beneficiaries_are_refused_with_their_codes_and_nothing_is_saved
         assert_v1_error(&reply, status, code);
     }
     assert!(list(&server, &merchant).await.is_empty());
-    // A beneficiary's holder name is optional (SPEC.md 4.5): not asked for.
+    // A beneficiary's holder name is optional: not asked for.
     let reply = create(
         &server,
         &merchant,
@@ -305,7 +305,7 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000 - 100_000 - 250_000);
 }
 
-/// `require_signature` covers every V1 write (DESIGN.md 7), a DELETE too:
+/// `require_signature` covers every V1 write, a DELETE too:
 /// its `X-Signature` is over the (empty) raw body.
 #[tokio::test]
 async fn a_required_signature_guards_deleting_a_beneficiary() {

@@ -1,4 +1,4 @@
-//! The payer's checkout page (DESIGN.md 9) in a real browser (headless
+//! The payer's checkout page in a real browser (headless
 //! Chromium, `support::browser`; skipped with a note where none is
 //! installed) and over plain HTTP: the amount, the QR or the virtual
 //! account, the countdown, the live turn to paid and the redirect, the
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use support::browser::{Browser, Options, DESKTOP, PHONE};
 use support::{assert_v1_error, openapi, TestMerchant, TestServer};
 
-/// The CSP DESIGN.md 9's pages are sent with.
+/// The CSP the pages are sent with.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
      connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 

@@ -1,5 +1,5 @@
-//! A node of a three-node cluster killed with SIGKILL under mixed load
-//! (DESIGN.md 12): its shards are served by the others within 10 s, every
+//! A node of a three-node cluster killed with SIGKILL under mixed load:
+//! its shards are served by the others within 10 s, every
 //! change any node acknowledged is found through any node, the payout
 //! vendor is asked to take each payout at most once, every wallet is what
 //! its ledger says, every final event is delivered; restarted, the node

@@ -1,4 +1,4 @@
-//! A three-node cluster through faults (DESIGN.md 12): a node paused past
+//! A three-node cluster through faults: a node paused past
 //! its lease writes nothing when it wakes and gives its shards up; the
 //! database restarted under load costs 503s while it is down, loses nothing
 //! acknowledged, and service resumes by itself; a key rotated through one

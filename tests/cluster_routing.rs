@@ -1,4 +1,4 @@
-//! A cluster of three paygate nodes on one PostgreSQL (DESIGN.md 12): the
+//! A cluster of three paygate nodes on one PostgreSQL: the
 //! shards spread over the nodes, any node answers any request exactly as
 //! the owner of the merchant's shard does (idempotent replays included),
 //! and a request with a forged forwarding signature is refused.

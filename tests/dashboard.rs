@@ -1,4 +1,4 @@
-//! The merchant dashboard over HTTP (DESIGN.md 9): users made by the
+//! The merchant dashboard over HTTP: users made by the
 //! operator, sign-in with a session cookie, CSRF on every form, sign-in
 //! throttling, sign-out and rotation ending sessions on the server, pages
 //! showing what the API shows, escaped.

@@ -1,5 +1,5 @@
 //! `POST /v1/disbursements/batch` and `GET /v1/disbursements/batch/{id}`
-//! (DESIGN.md 11) over HTTP against the real binary: items succeed and fail
+//! over HTTP against the real binary: items succeed and fail
 //! on their own with the single route's codes, a reused item key is that
 //! item's 409 with the existing disbursement, the batch key replays the
 //! first answer (across a SIGKILL too), the envelope's refusals change
@@ -12,11 +12,11 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use support::*;
 
-/// DESIGN.md 3: `fees.disbursement_fee_bank_minor` default.
+/// The default `fees.disbursement_fee_bank_minor`.
 const BANK_FEE: i64 = 250_000;
-/// DESIGN.md 3: `limits.review_threshold_minor` default.
+/// The default `limits.review_threshold_minor`.
 const REVIEW_THRESHOLD: i64 = 2_500_000_000;
-/// DESIGN.md 3: `limits.per_transaction_minor` default.
+/// The default `limits.per_transaction_minor`.
 const PER_TRANSACTION: i64 = 5_000_000_000;
 /// The sandbox vendor waits a minute: disbursements stay ON_PROCESS.
 const SLOW: &[&str] = &["--sandbox-disbursement-delay-ms", "60000"];

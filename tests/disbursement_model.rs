@@ -2,8 +2,8 @@
 //! vendor failures and successes, operator rejections, reused keys and
 //! restarts, against a model of the wallet. The wallet always equals the
 //! model, money comes back exactly once per failed or rejected disbursement,
-//! its statement is exactly the model's lines and chains to it (DESIGN.md
-//! 11), and the ledger verifies.
+//! its statement (`GET /v1/balance/history`) is exactly the model's lines
+//! and chains to it, and the ledger verifies.
 
 #[path = "statement_check/mod.rs"]
 mod statement_check;

@@ -1,8 +1,7 @@
-//! V1 disbursements over HTTP against the real binary: creation (SPEC.md 2.3,
-//! 4.3), every refusal of SPEC.md 7.1 and DESIGN.md 3/5 with the wallet left
-//! untouched, the idempotency key, the lifecycle with the sandbox vendor
-//! (DESIGN.md 4, 7), operator review, sandbox completion, listing (SPEC.md
-//! 4.1, 8; DESIGN.md 5) and the optional `X-Signature` (SPEC.md 5.1).
+//! V1 disbursements over HTTP against the real binary: creation, every
+//! refusal `POST /v1/disbursements` documents (the wallet left untouched),
+//! the idempotency key, the lifecycle with the sandbox vendor, operator
+//! review, sandbox completion, listing and the optional `X-Signature`.
 
 mod support;
 
@@ -14,9 +13,9 @@ use std::time::{Duration, Instant};
 use support::*;
 use uuid::Uuid;
 
-/// DESIGN.md 3: `fees.disbursement_fee_bank_minor` default.
+/// The default `fees.disbursement_fee_bank_minor`.
 const BANK_FEE: i64 = 250_000;
-/// DESIGN.md 3: `limits.review_threshold_minor` default.
+/// The default `limits.review_threshold_minor`.
 const REVIEW_THRESHOLD: i64 = 2_500_000_000;
 /// The sandbox vendor settles after 300 ms: lifecycle tests.
 const FAST: &[&str] = &["--sandbox-disbursement-delay-ms", "300"];
@@ -25,7 +24,7 @@ const SLOW: &[&str] = &["--sandbox-disbursement-delay-ms", "60000"];
 /// How long a lifecycle may take to reach the awaited status.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// SPEC.md 2.3, every field of the single-record response.
+/// Every field of the single-record response, in its order.
 const FIELDS: [&str; 17] = [
     "id",
     "ref_code",
@@ -202,7 +201,7 @@ async fn assert_refused(server: &TestServer, merchant: &TestMerchant, body: Valu
     reply
 }
 
-/// `assert_refused` for 400 `INVALID_BODY` whose message names `field` (DESIGN.md 5).
+/// `assert_refused` for 400 `INVALID_BODY` whose message names `field`.
 async fn assert_invalid_body(server: &TestServer, merchant: &TestMerchant, body: Value, field: &str) {
     let reply = assert_refused(server, merchant, body, 400, "INVALID_BODY").await;
     let message = reply.body["error"]["message"].as_str().unwrap();
@@ -268,7 +267,7 @@ fn assert_timestamp(value: &Value) -> chrono::DateTime<chrono::FixedOffset> {
 }
 
 /// `^DSB-\d{12}-[A-Z0-9]{4}$`, the 12 digits being `created_at` as
-/// `yymmddHHMMSS` in WIB (DESIGN.md 5).
+/// `yymmddHHMMSS` in WIB.
 fn assert_ref_code(ref_code: &Value, created_at: &Value) {
     let code = ref_code
         .as_str()
@@ -292,7 +291,7 @@ fn assert_ref_code(ref_code: &Value, created_at: &Value) {
     assert_eq!(parts[1], stamp, "{code} vs created_at {created_at}");
 }
 
-/// `sha256=<lowercase hex HMAC-SHA256(secret, body)>` (SPEC.md 5.1).
+/// `sha256=<lowercase hex HMAC-SHA256(secret, body)>`.
 fn sign(secret: &str, body: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(body);
@@ -504,7 +503,7 @@ async fn ewallet_disbursement_without_phone_or_provider_is_400_missing_ewallet_i
 async fn ewallet_phones_are_11_to_14_digits_after_normalization() {
     let server = TestServer::start_with(SLOW);
     let merchant = funded_merchant(&server, 5_000_000).await;
-    // DESIGN.md 5: ^628[1-35-9][0-9]{7,10}$.
+    // Valid once normalized: ^628[1-35-9][0-9]{7,10}$.
     for (key, phone, stored) in [
         ("p-11", "62812345678", "62812345678"),
         ("p-11-local", "0812345678", "62812345678"),
@@ -724,7 +723,7 @@ async fn daily_limit_counts_the_days_requests_and_a_failed_one_frees_its_share()
     assert_refused(&server, &merchant, body.clone(), 422, "DAILY_LIMIT_EXCEEDED").await;
     assert_eq!(server.balance(&merchant.api_key).await, after_two);
 
-    // A FAILED disbursement no longer counts (DESIGN.md 3).
+    // A FAILED disbursement no longer counts toward the daily limit.
     let reply = complete(&server, &merchant, first["id"].as_str().unwrap(), "FAILED").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let restored = after_two + 1_500_000 + BANK_FEE;
@@ -1003,7 +1002,7 @@ async fn approve_or_reject_with_a_non_uuid_is_400_invalid_id_and_unknown_is_404(
     assert_v1_error(&reject(&server, &unknown).await, 404, "DISBURSEMENT_NOT_FOUND");
     assert_v1_error(&approve(&server, &unknown).await, 404, "DISBURSEMENT_NOT_FOUND");
 
-    // ON_PROCESS is past review: neither approvable nor rejectable (DESIGN.md 4).
+    // ON_PROCESS is past review: neither approvable nor rejectable.
     assert_v1_error(&approve(&server, id).await, 422, "INVALID_STATUS");
     assert_v1_error(&reject(&server, id).await, 422, "INVALID_STATUS");
     assert_eq!(fetch(&server, &merchant, id).await["status"], json!("ON_PROCESS"));
@@ -1118,7 +1117,7 @@ async fn live_mode_sandbox_completion_route_is_404_not_found_whatever_the_body()
     let server = TestServer::start_with(&["--mode", "live"]);
     let merchant = funded_merchant(&server, 5_000_000).await;
     let path = format!("{}/v1/sandbox/disbursements/{}/complete", server.base, Uuid::new_v4());
-    // The route does not exist in live mode (DESIGN.md 7): like any unknown
+    // The route does not exist in live mode (sandbox only): like any unknown
     // route it is 404, not a validation error that reveals it.
     for body in [&b"{}"[..], &b"{\"status\": 1}"[..], &b"not json"[..], &b""[..]] {
         let response = server

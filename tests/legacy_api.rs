@@ -1,7 +1,7 @@
 //! The Legacy API over HTTP against the real binary, with real RSA keys made
-//! in the test: every endpoint of SPEC.md 4.8, every reachable message of
-//! SPEC.md 7.2 with the HTTP status of DESIGN.md 5, exact field sets and
-//! formats, signatures over raw bytes, and the checks across APIs.
+//! in the test: every endpoint under `/api/`, every reachable message of
+//! `legacy::messages` with its HTTP status, exact field sets and formats,
+//! signatures over raw bytes, and the checks across APIs.
 
 mod support;
 
@@ -862,6 +862,6 @@ async fn legacy_disbursement_webhooks_carry_a_valid_signature() {
         assert_eq!(body["signature"], json!(expected));
     }
     assert_eq!(bodies[1]["status"], json!("SUCCESS"));
-    // SPEC.md 2.9's order, as in the create and query answers.
+    // `bank` is `{name, code}` in that order, as in the create and query answers.
     assert_eq!(keys_in_order(&bodies[1]["bank"]), ordered(&["name", "code"]));
 }

@@ -1,4 +1,4 @@
-//! The API document (DESIGN.md 10): `/openapi.json` is OpenAPI 3.1 and
+//! The API document: `/openapi.json` is OpenAPI 3.1 and
 //! valid; the router and the document name the same routes both ways; every
 //! route's error answers are described; `/docs` is a page rendered from it
 //! with nothing loaded from elsewhere. (Every other test checks what it sees
@@ -93,7 +93,7 @@ async fn the_served_document_is_openapi_3_1_and_valid() {
         assert!(served.pointer(pointer).is_some(), "{target} does not resolve");
     }
 
-    // What DESIGN.md 10 asks of it.
+    // Its security schemes, tags per area and webhooks.
     let schemes = served["components"]["securitySchemes"].as_object().unwrap();
     assert_eq!(schemes["api_key"]["name"], "X-API-Key");
     assert_eq!(schemes["api_key"]["in"], "header");
@@ -189,7 +189,7 @@ fn each_route_lists_its_own_error_codes() {
             .map(|v| v.as_str().unwrap().to_string())
             .collect()
     };
-    // SPEC.md 7.1, for the routes it lists.
+    // V1 routes document the codes they answer.
     assert!(codes("post", "/v1/orders", "409").contains(&"DUPLICATE_ORDER".into()));
     assert!(codes("post", "/v1/orders", "401").contains(&"INVALID_SIGNATURE".into()));
     assert_eq!(
@@ -213,7 +213,7 @@ fn each_route_lists_its_own_error_codes() {
     );
     assert_eq!(codes("delete", "/v1/beneficiaries/{id}", "400"), ["INVALID_ID"]);
     assert_eq!(codes("get", "/v1/settlements/{id}", "404"), ["NOT_FOUND"]);
-    // SPEC.md 7.2: Legacy messages.
+    // Legacy routes document their messages.
     assert!(codes("post", "/api/disbursement/create-ewallet", "422")
         .contains(&"Minimum requestAmount for DANA is 20000".into()));
     assert_eq!(codes("post", "/api/order/query", "404"), ["Order ID not found"]);

@@ -523,7 +523,8 @@ async fn tour() -> BTreeMap<String, Value> {
         &server.admin(Method::GET, "/admin/v1/ledger/verify", None).await,
     );
 
-    // Legacy, signed as SPEC.md 5.2 says.
+    // Legacy, signed as its clients sign: orders with SHA-512 in the body,
+    // disbursement calls with an RSA `X-SIGNATURE`.
     let sha512 = |text: String| hex::encode(Sha512::digest(text.as_bytes()));
     let legacy = |path: &'static str, body: Value, signature: Option<String>| {
         let server = &server;

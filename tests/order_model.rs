@@ -2,8 +2,8 @@
 //! (some over the refundable amount, some beyond the wallet, some with a
 //! reused key), refund successes and failures, and restarts, against a model.
 //! Refunded never exceeds an order's amount, every status matches the model,
-//! the wallet matches it, its statement is exactly the model's lines and
-//! chains to it (DESIGN.md 11), and the ledger verifies.
+//! the wallet matches it, its statement (`GET /v1/balance/history`) is
+//! exactly the model's lines and chains to it, and the ledger verifies.
 
 #[path = "statement_check/mod.rs"]
 mod statement_check;

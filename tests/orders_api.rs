@@ -1,8 +1,8 @@
-//! V1 orders over HTTP against the real binary: creation (SPEC.md 2.1, 4.2),
-//! the QRIS string and its PNG (DESIGN.md 5), validation, duplicates,
-//! `Idempotency-Key`, `X-Signature`, reads and lists, the sandbox lifecycle
-//! (pay, expire, fail), money on payment (DESIGN.md 2, 3) and refunds
-//! (DESIGN.md 4), with the wallet checked after every case.
+//! V1 orders over HTTP against the real binary: creation, the QRIS string
+//! and its PNG, validation, duplicates, `Idempotency-Key`, `X-Signature`,
+//! reads and lists, the sandbox lifecycle (pay, expire, fail), money on
+//! payment (MDR and fees) and refunds, with the wallet checked after every
+//! case.
 
 mod support;
 
@@ -13,15 +13,15 @@ use sha2::Sha256;
 use std::time::Duration;
 use support::*;
 
-/// DESIGN.md 3 default QRIS MDR: 70 bps.
+/// The default QRIS MDR: 70 bps, rounded half up to a minor unit.
 fn qris_mdr(amount: i64) -> i64 {
     (amount * 70 + 5_000) / 10_000
 }
 
-/// DESIGN.md 3 default bank-transfer MDR: IDR 4,000.
+/// The default bank-transfer MDR: IDR 4,000.
 const BANK_TRANSFER_MDR: i64 = 400_000;
 
-/// The fields of a V1 order (SPEC.md 2.1 plus the stored attributes).
+/// The fields of a V1 order, its stored input attributes included.
 const ORDER_FIELDS: [&str; 24] = [
     "id",
     "ref_code",

@@ -1,5 +1,5 @@
 //! Payment vendors against a real vendor server on loopback started by the
-//! test (DESIGN.md 7): configuration per organization and payment method,
+//! test: configuration per organization and payment method,
 //! failover past a 5xx and a timeout, `VENDOR_ERROR` and `NO_VENDOR`, signed
 //! requests, signed callbacks for payments and refunds, and
 //! `REFUND_NOT_SUPPORTED`.

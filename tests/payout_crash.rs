@@ -1,4 +1,4 @@
-//! Payouts through SIGKILLs (DESIGN.md 8): paygate is killed again and again
+//! Payouts through SIGKILLs: paygate is killed again and again
 //! while concurrent disbursements are handed to a vendor double answering at
 //! random. Afterwards no payout was taken twice, every acknowledged
 //! disbursement exists, each ends in the vendor's final status, and the

@@ -1,10 +1,10 @@
-//! Property test of paying out exactly once (DESIGN.md 8): disbursements go
+//! Property test of paying out exactly once: disbursements go
 //! to an in-process payout vendor answering as each case scripts it (taken,
 //! refused, unknown, hanging), and the engine is crashed at random points,
 //! vendor calls included. The vendor's own record is the model: a payout is
 //! never submitted again unless the vendor said 404 to an inquiry in between,
 //! every acknowledged disbursement survives, each ends in the vendor's final
-//! status, and the wallet and the ledger agree (DESIGN.md 2).
+//! status, and the wallet and the ledger agree.
 
 use futures::future::BoxFuture;
 use paygate_engine::clock::SystemClock;

@@ -1,4 +1,4 @@
-//! Payout vendors in live mode (DESIGN.md 8) against a vendor double on
+//! Payout vendors in live mode against a vendor double on
 //! loopback: routing per organization and channel, the signed protocol,
 //! final answers, failover past refusals, unknown outcomes that stay with
 //! their vendor until an inquiry settles them, signed callbacks, restarts,
@@ -26,7 +26,7 @@ const LIVE: &[&str] = &["--mode", "live", "--vendor-retry-scale", "0.01"];
 const LIVE_REAL_SCHEDULE: &[&str] = &["--mode", "live", "--vendor-retry-scale", "1"];
 /// Each merchant's wallet at the start of a test.
 const FUNDING: i64 = 100_000_000;
-/// DESIGN.md 3: `fees.disbursement_fee_bank_minor` default (e-wallets: 0).
+/// The default `fees.disbursement_fee_bank_minor` (e-wallets: 0).
 const BANK_FEE: i64 = 250_000;
 /// paygate's per-request timeout at the double; its hangs last longer.
 const VENDOR_TIMEOUT_MS: u64 = 300;
@@ -185,7 +185,7 @@ fn received(status: &str) -> Value {
     json!({ "success": true, "data": { "received": true, "status": status } })
 }
 
-/// The keys a BANK payout request carries (SPEC's EWALLET fields omitted).
+/// The keys a BANK payout request carries (the EWALLET fields omitted).
 const BANK_PAYOUT_FIELDS: [&str; 8] = [
     "payout_id",
     "ref_code",
@@ -908,7 +908,7 @@ fn legacy_bank_body(merchant: &TestMerchant, order_id: &str, amount: i64) -> Str
 }
 
 /// A Legacy disbursement call with `X-SIGNATURE`: base64 RSA-SHA256 over
-/// `clientId|clientSecret|sha256hex(body)` (SPEC.md 5.2).
+/// `clientId|clientSecret|sha256hex(body)`.
 async fn legacy_post(server: &TestServer, path: &str, merchant: &TestMerchant, body: &str) -> Reply {
     let message = format!(
         "{}|{}|{}",

@@ -1,4 +1,4 @@
-//! Settlements over HTTP (SPEC.md 2.5, 4.6; DESIGN.md 4, 7): the admin run,
+//! Settlements over HTTP: the admin run,
 //! the settlement object, list and get with `INVALID_ID` and `NOT_FOUND`
 //! (another merchant's included), nothing settled twice.
 
@@ -166,7 +166,7 @@ async fn the_admin_run_creates_settlements_merchants_can_read() {
         400,
         "INVALID_BODY",
     );
-    // A body field, not a path id: DESIGN.md 5's INVALID_BODY.
+    // A body field, not a path id: INVALID_BODY, not INVALID_ID.
     assert_v1_error(&run(&server, json!({ "merchant_id": "x" })).await, 400, "INVALID_BODY");
     assert_v1_error(
         &run(&server, json!({ "period_end": "yesterday" })).await,

@@ -1,4 +1,4 @@
-//! The V1 skeleton (SPEC.md 4.1, 4.4, 4.7, 5.1, 7.1; DESIGN.md 5, 7): API-key
+//! The V1 skeleton: API-key
 //! auth, balance, banks, e-wallets, rate limits, envelopes for unknown routes
 //! and oversized bodies, request ids, operations endpoints and the sandbox
 //! demo merchant, against the real binary.

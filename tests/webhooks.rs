@@ -1,5 +1,5 @@
-//! Webhooks against a real receiver on loopback started by the test
-//! (DESIGN.md 6): events for status changes, V1 and Legacy bodies, Standard
+//! Webhooks against a real receiver on loopback started by the test:
+//! events for status changes, V1 and Legacy bodies, Standard
 //! Webhooks signatures checked with the `standardwebhooks` crate and the
 //! `X-Signature` scheme, retries with the same `webhook-id`, delivery after
 //! a SIGKILL, resends, the deliveries list, and isolation from a dead endpoint.
@@ -796,7 +796,7 @@ async fn order_metadata_is_delivered_byte_for_byte() {
     assert_signed(&got[0], &merchant.webhook_secret);
 }
 
-/// DESIGN.md 6: a delivered event and its attempts are listed and can be
+/// A delivered event and its attempts are listed and can be
 /// resent inside the retention window, and are dropped after it.
 #[tokio::test]
 async fn delivered_events_are_dropped_once_past_the_retention_window() {

@@ -45,7 +45,7 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
 }
 
 /// A V1 write body checked against `X-Signature: sha256=<hex HMAC-SHA256 of
-/// the raw body keyed by the webhook secret>` (SPEC.md 5.1): a mismatch is
+/// the raw body keyed by the webhook secret>`: a mismatch is
 /// 401 `INVALID_SIGNATURE`, and so is a missing one when the merchant's
 /// `require_signature` is on. Must follow `V1Merchant` in the handler.
 pub struct SignedJson<T>(pub T);

@@ -1,8 +1,8 @@
 //! paygate's HTTP layer: thin axum routers for V1, Legacy, admin and operations over
 //! one engine. Handlers extract, validate, call the engine and map the reply.
 //!
-//! - `v1`: merchant API (SPEC.md 4). `legacy`: the Legacy API (SPEC.md 4.8).
-//!   `admin`: operator API (DESIGN.md 7).
+//! - `v1`: merchant API (`/v1/`). `legacy`: the Legacy API (`/api/`).
+//!   `admin`: operator API (`/admin/v1/`).
 //! - `extract`: JSON body, API key and admin token extractors.
 //! - `error`: the V1 envelope and the engine-error mapping table.
 //! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
@@ -36,7 +36,9 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-/// Request bodies above this are refused (DESIGN.md 5).
+/// Request bodies above this are refused with 413 (`PAYLOAD_TOO_LARGE`;
+/// Legacy: "Request body too large"), unless the route sets its own limit
+/// (`extract::BodyBytesMax`).
 pub const BODY_BYTES_MAX: usize = 64 * 1024;
 
 /// Whether sandbox-only routes and behaviours are on.

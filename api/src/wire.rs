@@ -109,7 +109,7 @@ pub fn merchant_view(merchant: &MerchantRecord) -> MerchantView {
     }
 }
 
-/// A bank of `GET /v1/banks` (DESIGN.md 5).
+/// A bank of `GET /v1/banks`.
 #[derive(Serialize, ToSchema)]
 pub struct BankView {
     id: Uuid,
@@ -118,7 +118,7 @@ pub struct BankView {
     is_enabled: bool,
 }
 
-/// A bank record of `GET /v1/banks` (DESIGN.md 5).
+/// A bank record of `GET /v1/banks`.
 pub fn bank_view(bank: &Bank) -> BankView {
     BankView {
         id: bank.id,
@@ -128,7 +128,7 @@ pub fn bank_view(bank: &Bank) -> BankView {
     }
 }
 
-/// An e-wallet of SPEC.md 2.7.
+/// An e-wallet of `GET /v1/ewallets`.
 #[derive(Serialize, ToSchema)]
 pub struct EwalletView {
     id: Uuid,
@@ -139,7 +139,7 @@ pub struct EwalletView {
     sort_order: i64,
 }
 
-/// An e-wallet entry of SPEC.md 2.7.
+/// An e-wallet entry of `GET /v1/ewallets`.
 pub fn ewallet_view(ewallet: &Ewallet, cdn_url: &str) -> EwalletView {
     EwalletView {
         id: ewallet.id,
@@ -173,7 +173,7 @@ pub fn organization_view(organization: &Organization) -> OrganizationView {
     }
 }
 
-/// A disbursement as SPEC.md 2.3 shows it; null fields per channel.
+/// A V1 disbursement; the other channel's fields are null.
 /// Serialized straight from the disbursement: the busiest response of the
 /// API, so no intermediate JSON tree.
 #[derive(Serialize, ToSchema)]
@@ -205,7 +205,7 @@ pub struct DisbursementView<'a> {
     created_at: String,
 }
 
-/// A disbursement as SPEC.md 2.3 shows it; null fields per channel.
+/// A V1 disbursement; the other channel's fields are null.
 pub fn disbursement_view(disbursement: &Disbursement) -> DisbursementView<'_> {
     let (bank_id, account_number, account_name, ewallet_provider, ewallet_phone) = match &disbursement.destination {
         Destination::Bank {
@@ -247,8 +247,8 @@ pub fn disbursement_view(disbursement: &Disbursement) -> DisbursementView<'_> {
     }
 }
 
-/// The creation response: SPEC.md 2.3 leaves `vendor_disbursement_id` out
-/// of the e-wallet creation response (and null at bank creation).
+/// The creation response: `vendor_disbursement_id` is absent from an
+/// e-wallet creation response (and null in a bank one).
 pub fn created_disbursement_view(disbursement: &Disbursement) -> DisbursementView<'_> {
     let mut view = disbursement_view(disbursement);
     if let Destination::Ewallet { .. } = &disbursement.destination {
@@ -257,7 +257,7 @@ pub fn created_disbursement_view(disbursement: &Disbursement) -> DisbursementVie
     view
 }
 
-/// `{success, data: [..], meta: {page, limit, total, total_pages}}` (SPEC.md 4.1).
+/// `{success, data: [..], meta: {page, limit, total, total_pages}}`.
 pub struct Page<T> {
     /// The items of this page.
     pub items: Vec<T>,
@@ -309,7 +309,7 @@ impl<T: Serialize> IntoResponse for Page<T> {
     }
 }
 
-/// A beneficiary as SPEC.md 2.4 shows it; null fields per channel.
+/// A V1 beneficiary; the other channel's fields are null.
 #[derive(Serialize, ToSchema)]
 pub struct BeneficiaryView {
     id: Uuid,
@@ -334,7 +334,7 @@ pub struct BeneficiaryView {
     updated_at: String,
 }
 
-/// A beneficiary as SPEC.md 2.4 shows it.
+/// A beneficiary's V1 view.
 pub fn beneficiary_view(beneficiary: &Beneficiary) -> BeneficiaryView {
     let (bank_id, account_number, account_name, ewallet_provider, ewallet_phone) = match &beneficiary.destination {
         Destination::Bank {
@@ -368,8 +368,8 @@ pub fn beneficiary_view(beneficiary: &Beneficiary) -> BeneficiaryView {
     }
 }
 
-/// A V1 order (SPEC.md 2.1) plus `payment_method`, `virtual_account`
-/// (DESIGN.md 5), the input-only attributes it stores, and the refunded amount.
+/// A V1 order with its `payment_method`, `virtual_account` (null for QRIS),
+/// the input-only attributes it stores, and the refunded amount.
 #[derive(Serialize, ToSchema)]
 pub struct OrderView {
     id: uuid::Uuid,
@@ -463,7 +463,7 @@ pub fn order_view(order: &Order, public_url: &str) -> OrderView {
     }
 }
 
-/// A refund (SPEC.md 2.2) with its further fields.
+/// A V1 refund, with the vendor's id and why it failed.
 #[derive(Serialize, ToSchema)]
 pub struct RefundView {
     id: Uuid,
@@ -481,7 +481,7 @@ pub struct RefundView {
     updated_at: String,
 }
 
-/// A refund (SPEC.md 2.2) with its further fields.
+/// A refund's V1 view.
 pub fn refund_view(refund: &Refund) -> RefundView {
     RefundView {
         id: refund.id,
@@ -497,7 +497,7 @@ pub fn refund_view(refund: &Refund) -> RefundView {
     }
 }
 
-/// A settlement as SPEC.md 2.5 shows it, plus what was carried over and why
+/// A V1 settlement, with what was carried over and why
 /// it failed or was not paid.
 #[derive(Serialize, ToSchema)]
 pub struct SettlementView {
@@ -531,7 +531,7 @@ pub struct SettlementView {
     updated_at: String,
 }
 
-/// A settlement as SPEC.md 2.5 shows it.
+/// A settlement's V1 view.
 pub fn settlement_view(settlement: &Settlement) -> SettlementView {
     SettlementView {
         id: settlement.id,

@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 #[path = "../../src/allocator.rs"]
 mod allocator;
 
-/// Body of `POST /v1/disbursements` (bank channel), as SPEC.md 4.3 gives it.
+/// Body of `POST /v1/disbursements` (bank channel).
 #[derive(Deserialize)]
 struct CreateDisbursement {
     idempotency_key: String,
@@ -104,7 +104,7 @@ async fn create_disbursement(Json(body): Json<CreateDisbursement>) -> (StatusCod
     )
 }
 
-/// Body of `POST /v1/orders`, as SPEC.md 4.2 gives it.
+/// Body of `POST /v1/orders`.
 #[derive(Deserialize)]
 struct CreateOrder {
     merchant_order_id: String,
@@ -119,7 +119,7 @@ struct CreateOrder {
     metadata: Option<serde_json::Value>,
 }
 
-/// A created order: the fields of `order_view` in `api/src/wire.rs` (SPEC.md 2.1).
+/// A created order: the fields of `order_view` in `api/src/wire.rs`.
 #[derive(Serialize)]
 struct OrderView {
     id: uuid::Uuid,

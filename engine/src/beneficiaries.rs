@@ -1,4 +1,4 @@
-//! The engine's beneficiary operations (SPEC.md 4.5): create with per-channel
+//! The engine's beneficiary operations: create with per-channel
 //! validation, verification by the vendor's account inquiry, list, soft delete.
 
 use crate::actors::{BeneficiaryChange, MerchantMsg};
@@ -87,7 +87,7 @@ impl Engine {
     }
 
     /// Asks the first vendor of the channel's route about a beneficiary's
-    /// account (DESIGN.md 8), in the background.
+    /// account (`POST {url}/account-inquiries`), in the background.
     fn start_account_inquiry(&self, beneficiary: &Beneficiary) {
         let engine = self.clone();
         let (merchant_id, id) = (beneficiary.merchant_id, beneficiary.id);

@@ -1,6 +1,7 @@
 //! Validation of payout accounts shared by disbursements and beneficiaries:
 //! the bank or e-wallet must exist and be enabled, the account number and
-//! phone must have their shapes (DESIGN.md 5).
+//! phone must have their shapes (5 to 34 digits; a phone normalized to
+//! `62…`, then `^628[1-35-9][0-9]{7,10}$`).
 
 use crate::domain::disbursement::{is_valid_ewallet_phone, normalize_phone};
 use crate::domain::Destination;

@@ -16,8 +16,8 @@ pub const JOURNAL_BATCH_RECORDS_MAX: usize = 32 * 1024;
 /// A single journal record may not exceed this: a length prefix above it is
 /// treated as a torn or corrupt tail rather than trusted for an allocation,
 /// and the journal refuses to write a bigger record. A settlement record
-/// carries every order it settles (about 600 bytes each, more with
-/// metadata), so this is far above a day of a busy merchant.
+/// carries every order it settles, so this is set far above what a day of a
+/// busy merchant's orders takes.
 pub const JOURNAL_RECORD_BYTES_MAX: usize = 256 * 1024 * 1024;
 
 /// Records queued for the journal writer before appenders wait: bounds
@@ -97,7 +97,8 @@ pub const RSA_KEY_BITS_MIN: usize = 2048;
 /// Retries of an actor call whose actor stopped (idle) between lookup and send.
 pub const ACTOR_CALL_RETRIES_MAX: usize = 3;
 
-/// The merchant defaults of DESIGN.md 3.
+/// A new merchant's fees and limits, unless the operator sets them
+/// (`POST /admin/v1/merchants`, `PATCH /admin/v1/merchants/{id}`).
 pub mod defaults {
     /// 0.7% QRIS MDR.
     pub const QRIS_MDR_BPS: i64 = 70;
@@ -172,14 +173,14 @@ pub const ORDER_EXPIRY_SWEEP_BATCH: usize = 1000;
 pub const SETTLEMENT_CLOCK_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Writes per sled batch at a checkpoint: sled blocks all readers for a
-/// batch, so batches stay small (a few milliseconds each).
+/// batch, so batches stay small and readers wait briefly.
 pub const CHECKPOINT_BATCH_OPS: usize = 2048;
 
 /// sled's page cache (its default is 1 GiB): recent state lives in the
 /// overlay and merchant actors, and the OS caches sled's file besides. It
-/// does not bound sled's memory: after 217k disbursements sled held 2.6 GB
-/// resident with 256 MiB or 64 MiB alike (page faults in `apply_batch`:
-/// `PageCache::link` and node splits).
+/// does not bound sled's memory, and a smaller one saves none: what sled
+/// keeps resident grows with what it holds, whatever this is (its pages are
+/// faulted in by `apply_batch`: `PageCache::link` and node splits).
 pub const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Journal bytes after which the checkpointer closes and reopens sled
@@ -201,11 +202,11 @@ pub const SLED_REOPEN_SPACING: u32 = 100;
 /// time since the last, so spacing alone would feed each wait into the next.
 pub const SLED_REOPEN_BUDGETS_MAX: u64 = 4;
 
-/// DESIGN.md 8: a payout whose hand-over got no usable answer (timeout, 5xx)
-/// is inquired this long after; so is an inquiry that failed.
+/// A payout whose hand-over got no usable answer (timeout, 5xx) is
+/// inquired this long after; so is an inquiry that failed.
 pub const PAYOUT_UNKNOWN_INQUIRY_AFTER: Duration = Duration::from_secs(10);
 
-/// DESIGN.md 8: an ON_PROCESS payout with no callback is inquired at these
+/// An ON_PROCESS payout with no callback is inquired at these
 /// times after it became ON_PROCESS, then hourly. Beneficiaries' accounts
 /// still unverified are asked again on the same schedule from creation.
 pub const PAYOUT_INQUIRY_SCHEDULE: [Duration; 3] = [

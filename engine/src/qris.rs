@@ -1,5 +1,5 @@
 //! Dynamic QRIS strings (EMVCo merchant-presented mode, Bank Indonesia's
-//! national profile) and their PNG rendering (DESIGN.md 5).
+//! national profile) and their PNG rendering.
 
 use crate::money::MinorUnits;
 use uuid::Uuid;

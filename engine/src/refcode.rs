@@ -1,4 +1,4 @@
-//! Reference codes `PFX-yymmddHHMMSS-XXXX` (DESIGN.md 5), unique across the
+//! Reference codes `PFX-yymmddHHMMSS-XXXX` (the WIB time), unique across the
 //! platform: at high rates one second holds thousands, so the codes handed
 //! out in the last few seconds are remembered, whatever their prefix.
 //! Storage is asked only when memory cannot know: in the second this process

@@ -1,4 +1,4 @@
-//! Settlements for MANUAL merchants (DESIGN.md 4): the daily run at 00:00
+//! Settlements for MANUAL merchants: the daily run at 00:00
 //! WIB for the previous day, runs on demand, the transfer's lifecycle
 //! through the sandbox payout vendor, and queries.
 

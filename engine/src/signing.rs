@@ -58,7 +58,7 @@ fn verifying_key(public_key_pem: &str) -> Option<rsa::pkcs1v15::VerifyingKey<sha
 }
 
 /// Verifies a base64 RSASSA-PKCS1-v1_5 SHA-256 signature of `message` with
-/// a PEM public key (Legacy `X-SIGNATURE`, DESIGN.md 5).
+/// a PEM public key (Legacy `X-SIGNATURE`).
 pub fn verify_rsa_sha256(public_key_pem: &str, message: &[u8], signature_base64: &str) -> bool {
     use base64::Engine as _;
     use rsa::signature::Verifier;
@@ -74,7 +74,7 @@ pub fn verify_rsa_sha256(public_key_pem: &str, message: &[u8], signature_base64:
     key.verify(message, &signature).is_ok()
 }
 
-/// `sha256=<lowercase hex HMAC-SHA256(secret, body)>`: SPEC.md 5.1's
+/// `sha256=<lowercase hex HMAC-SHA256(secret, body)>`: the V1
 /// `X-Signature`, and how paygate and HTTP payment vendors sign each other.
 pub fn hmac_sha256_header(secret: &str, body: &[u8]) -> String {
     use hmac::Mac;
@@ -97,7 +97,7 @@ pub fn hmac_sha256_header_matches(secret: &str, body: &[u8], presented: &str) ->
     mac.verify_slice(&presented).is_ok()
 }
 
-/// Lowercase hex SHA-512 of `text` (Legacy order signatures, SPEC.md 5.2).
+/// Lowercase hex SHA-512 of `text` (Legacy order signatures).
 pub fn sha512_hex(text: &str) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha512::digest(text.as_bytes()))

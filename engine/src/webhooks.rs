@@ -1,6 +1,6 @@
 //! The engine's side of webhooks: the outbox of events (written by the
 //! merchant actor with the changes that cause them), due deliveries, and
-//! the durable record of every attempt with the next retry (DESIGN.md 6).
+//! the durable record of every attempt with the next retry.
 //! Delivery itself (HTTP, signing, bodies) is the API layer's dispatcher.
 
 use crate::domain::webhook::retry_delay;
@@ -107,7 +107,8 @@ fn names_public_host(url: &str) -> bool {
 
 impl Engine {
     /// Checks a notify URL's shape and, unless private addresses are
-    /// allowed (sandbox), that it does not name one (DESIGN.md 6).
+    /// allowed (sandbox), that it does not name one: a merchant's URL must
+    /// not make paygate call into its own network (SSRF).
     pub(crate) fn validate_notify_url(&self, field: &str, url: &str) -> Result<(), EngineError> {
         crate::validation::validate_url(field, url)?;
         if !self.allows_private_notify_urls() && !names_public_host(url) {
@@ -141,9 +142,9 @@ impl Engine {
             .ok_or(EngineError::EventNotFound)
     }
 
-    /// Records an attempt durably with the event's next retry (the schedule
-    /// of DESIGN.md 6 scaled by `retry_scale`), or none once delivered or the
-    /// schedule is spent. A manual resend leaves the schedule as it was.
+    /// Records an attempt durably with the event's next retry
+    /// (`RETRY_SCHEDULE` scaled by `retry_scale`), or none once delivered or
+    /// the schedule is spent. A manual resend leaves the schedule as it was.
     pub async fn record_webhook_attempt(
         &self,
         event_id: Uuid,

@@ -28,7 +28,7 @@ pub const ORDER_NET_MINOR: i64 = ORDER_AMOUNT_MINOR - ORDER_AMOUNT_MINOR * QRIS_
 const FUNDING_MARGIN_MINOR: i64 = 100_000_000;
 /// The daily limit counts request amounts; this one no run reaches.
 const DAILY_LIMIT_MINOR: i64 = 1_000_000_000_000_000_000;
-/// The rate limits' maximum (DESIGN.md 3): the load, not a limiter, is measured.
+/// The highest rate limits the engine accepts: the load, not a limiter, is measured.
 const RATE_LIMIT_MAX: i64 = 1_000_000;
 /// One request's time limit: far above any answer of a healthy server.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

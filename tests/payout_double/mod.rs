@@ -1,6 +1,7 @@
-//! A payout vendor double (DESIGN.md 8): an axum server on 127.0.0.1:0 inside
-//! the test process that speaks paygate's payout protocol, checks every
-//! signature, answers as the test programs it and records what it was asked.
+//! A payout vendor double: an axum server on 127.0.0.1:0 inside the test
+//! process that speaks paygate's payout protocol (`engine/src/vendor/payout.rs`),
+//! checks every signature, answers as the test programs it and records what
+//! it was asked.
 #![allow(dead_code)]
 
 use axum::body::Bytes;

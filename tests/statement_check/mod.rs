@@ -1,4 +1,4 @@
-//! The statement check the ledger's property tests share (DESIGN.md 11):
+//! The statement check the ledger's property tests share:
 //! a merchant's balance history, walked a page at a time, is exactly the
 //! lines the model expects, chains line to line, starts from an empty
 //! wallet and ends at the wallet's balance.

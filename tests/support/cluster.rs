@@ -1,4 +1,4 @@
-//! Three paygate nodes on one PostgreSQL started by the test (DESIGN.md 12),
+//! Three paygate nodes on one PostgreSQL started by the test,
 //! and what the cluster tests ask of them.
 
 use super::TestServer;

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 /// The ledger check's answer.
 #[derive(Serialize, ToSchema)]
 pub struct LedgerCheckView {
-    /// True when every invariant of DESIGN.md 2 holds.
+    /// True when every invariant of the ledger holds (`problems` is empty).
     balanced: bool,
     entries: u64,
     merchants: u64,
@@ -41,7 +41,8 @@ impl utoipa::PartialSchema for AccountTotal {
 impl utoipa::ToSchema for AccountTotal {}
 
 /// GET /admin/v1/ledger/verify: recomputes every balance from the stored
-/// journal entries and checks the invariants of DESIGN.md 2.
+/// journal entries and checks the ledger's invariants (ARCHITECTURE.md,
+/// Invariants and the tests that hold them).
 #[utoipa::path(get, path = "/admin/v1/ledger/verify", tag = "Admin", operation_id = "admin_verify_ledger",
     summary = "Check the ledger", description = "Recomputes every balance from the stored journal entries and checks the \
         invariants of DESIGN.md 2.",

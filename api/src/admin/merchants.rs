@@ -282,7 +282,7 @@ pub struct UserView {
     email: String,
 }
 
-/// POST /admin/v1/merchants/{id}/users: a dashboard user (DESIGN.md 9).
+/// POST /admin/v1/merchants/{id}/users: a dashboard user.
 #[utoipa::path(post, path = "/admin/v1/merchants/{id}/users", tag = "Admin", operation_id = "admin_create_user",
     summary = "Create a dashboard user", description = "A person who signs in to the merchant's dashboard at `/dashboard`.",
     security(("admin_token" = [])), params(MerchantId), request_body = CreateUser,

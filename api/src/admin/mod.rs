@@ -1,4 +1,4 @@
-//! The operator API under `/admin/v1/` (DESIGN.md 7), bearer-token protected,
+//! The operator API under `/admin/v1/`, bearer-token protected,
 //! in the V1 envelopes.
 
 mod catalog;

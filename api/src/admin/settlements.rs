@@ -1,4 +1,4 @@
-//! `POST /admin/v1/settlements/run` (DESIGN.md 7): settles now what the
+//! `POST /admin/v1/settlements/run`: settles now what the
 //! daily run would, for one merchant or all MANUAL merchants.
 
 use crate::error::V1Error;

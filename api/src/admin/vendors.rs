@@ -1,4 +1,4 @@
-//! Admin vendor configuration (DESIGN.md 7 and 8): HTTP vendors by name,
+//! Admin vendor configuration: HTTP vendors by name,
 //! each organization's payment vendors per payment method and payout
 //! vendors per channel, tried in order.
 

@@ -1,5 +1,5 @@
 //! `POST /api/disbursement/create`, `/create-ewallet`, `/query` and
-//! `/get-balance` (SPEC.md 2.9, 4.8, 5.2; DESIGN.md 5): `X-SIGNATURE` over
+//! `/get-balance`: `X-SIGNATURE` over
 //! the raw body, whole IDR in, two-decimal strings out.
 
 use super::LegacySuccessBody;
@@ -14,7 +14,7 @@ use paygate_engine::EngineError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// A Legacy disbursement (SPEC.md 2.9).
+/// A Legacy disbursement.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LegacyDisbursement {
@@ -156,7 +156,7 @@ async fn create(
         new.account_name = Some(body.string("accountName")?);
     }
     // The idempotency key of a merchant's disbursements is one namespace
-    // across both APIs (SPEC.md 9 maps orderId to idempotency_key).
+    // across both APIs (a Legacy `orderId` is a V1 `idempotency_key`).
     if let Some(existing) = state.engine.disbursement_by_idempotency_key(merchant.id, &order_id)? {
         return existing_or_conflict(state, &existing, &new);
     }
@@ -167,7 +167,7 @@ async fn create(
     }
 }
 
-/// The body of `POST /api/disbursement/create` (SPEC.md 4.8), as the handler reads it.
+/// The body of `POST /api/disbursement/create`, as the handler reads it.
 #[derive(serde::Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = LegacyCreateBankDisbursement)]
@@ -222,7 +222,7 @@ pub struct BalanceBody {
     client_id: String,
 }
 
-/// A Legacy balance (DESIGN.md 5).
+/// A Legacy balance.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LegacyBalance {
@@ -281,7 +281,7 @@ pub async fn query(
     Ok(LegacyOk(legacy_disbursement(&state, &disbursement)))
 }
 
-/// POST /api/disbursement/get-balance: `{clientId, balance}` (DESIGN.md 5).
+/// POST /api/disbursement/get-balance: `{clientId, balance}`.
 #[utoipa::path(post, path = "/api/disbursement/get-balance", tag = "Legacy", operation_id = "legacy_get_balance",
     summary = "Get the wallet balance (Legacy)",
     security(("legacy_x_signature" = [])), request_body = BalanceBody,

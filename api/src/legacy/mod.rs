@@ -1,4 +1,4 @@
-//! The Legacy API under `/api/` (SPEC.md 4.8, 5.2, 7.2; DESIGN.md 5): the
+//! The Legacy API under `/api/`: the
 //! same engine as V1 behind the envelope, field names, formats and messages
 //! that older integrations parse byte for byte. Every answer is
 //! `{code, message, data}` with the HTTP status equal to `code`.
@@ -33,7 +33,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(disbursements::get_balance))
 }
 
-/// The messages of SPEC.md 7.2 and DESIGN.md 5, exactly.
+/// The Legacy error messages, byte for byte what older integrations match
+/// on: never reword one.
 pub mod messages {
     /// 400.
     pub const INVALID_PARAMETERS: &str = "Invalid request parameters";
@@ -234,7 +235,7 @@ impl LegacyBody {
     }
 }
 
-/// Checks `X-SIGNATURE` (SPEC.md 5.2): base64 RSA-SHA256 over
+/// Checks `X-SIGNATURE`: base64 RSA-SHA256 over
 /// `clientId|clientSecret|sha256hex(raw body)` with the uploaded public key.
 fn check_x_signature(
     merchant: &MerchantRecord,

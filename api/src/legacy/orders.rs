@@ -1,4 +1,4 @@
-//! `POST /api/order/create` and `/api/order/query` (SPEC.md 2.8, 4.8, 5.2):
+//! `POST /api/order/create` and `/api/order/query`:
 //! signed with SHA-512 in the body, amounts in whole IDR.
 
 use super::LegacySuccessBody;
@@ -14,7 +14,7 @@ use serde::Serialize;
 use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
 
-/// A Legacy order (SPEC.md 2.8) plus `virtualAccount` (DESIGN.md 5).
+/// A Legacy order, with `virtualAccount` for a bank transfer.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LegacyOrder {
@@ -93,7 +93,7 @@ fn existing_or_conflict(
     }
 }
 
-/// The body of `POST /api/order/create` (SPEC.md 4.8), as the handler reads it.
+/// The body of `POST /api/order/create`, as the handler reads it.
 #[derive(serde::Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = LegacyCreateOrder)]

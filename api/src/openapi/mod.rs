@@ -1,4 +1,4 @@
-//! The API document (DESIGN.md 10): OpenAPI 3.1 generated from the handlers'
+//! The API document: OpenAPI 3.1 generated from the handlers'
 //! `#[utoipa::path]` attributes and the views' `ToSchema` derives as the
 //! router is built, so a route cannot exist without its entry. This module
 //! adds what the attributes cannot say: the info block, tags, security

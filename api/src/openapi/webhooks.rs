@@ -1,4 +1,4 @@
-//! The webhooks paygate sends (DESIGN.md 6), as OpenAPI 3.1 `webhooks`:
+//! The webhooks paygate sends, as OpenAPI 3.1 `webhooks`:
 //! one entry per resource, its body the event header beside the resource's
 //! V1 view, or the Legacy body for resources the Legacy API created. utoipa
 //! has no type for `webhooks`, so they are added to the JSON; their schemas

@@ -1,4 +1,4 @@
-//! Web pages (DESIGN.md 9), rendered on the server with maud and served by
+//! Web pages, rendered on the server with maud and served by
 //! the same binary: the payer's checkout page (`checkout`) and the merchant
 //! dashboard (`dashboard`), and the front page `/` (`home`). Every asset they use is embedded (`assets`); no
 //! CDN, no build step that downloads. The pages call the same engine

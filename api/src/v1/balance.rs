@@ -1,4 +1,5 @@
-//! `GET /v1/balance` (SPEC.md 2.6, 4.4).
+//! `GET /v1/balance`: a WALLET merchant's balance (any other merchant: 403
+//! `NOT_WALLET_MERCHANT`).
 
 use crate::error::V1Error;
 use crate::extract::V1Merchant;
@@ -10,7 +11,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// A WALLET merchant's balance (SPEC.md 2.6).
+/// A WALLET merchant's balance.
 #[derive(Serialize, ToSchema)]
 pub struct BalanceView {
     merchant_id: Uuid,

@@ -1,4 +1,4 @@
-//! `POST/GET /v1/beneficiaries` and `DELETE /v1/beneficiaries/{id}` (SPEC.md 4.5).
+//! `POST/GET /v1/beneficiaries` and `DELETE /v1/beneficiaries/{id}`.
 
 use crate::error::V1Error;
 use crate::extract::{Signed, SignedJson, V1Merchant};

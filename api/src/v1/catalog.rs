@@ -7,7 +7,7 @@ use axum::extract::State;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// SPEC.md 4.7: the e-wallet list is cached for an hour.
+/// The e-wallet list of `GET /v1/ewallets` is cached for an hour.
 const EWALLET_CACHE_TTL: Duration = Duration::from_secs(3600);
 
 /// The rendered e-wallet list, rebuilt after an hour or at once when an

@@ -1,5 +1,5 @@
-//! `POST /v1/disbursements/batch` and `GET /v1/disbursements/batch/{id}`
-//! (DESIGN.md 11): up to 1,000 disbursements in one request, each created
+//! `POST /v1/disbursements/batch` and `GET /v1/disbursements/batch/{id}`:
+//! up to 1,000 disbursements in one request, each created
 //! or refused exactly as `POST /v1/disbursements` would, and a batch's
 //! figures by status.
 
@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// Bodies this route takes (DESIGN.md 11): 1,000 items of a few hundred
+/// Bodies this route takes: 1,000 items of a few hundred
 /// bytes each, with room to spare.
 pub const BATCH_BODY_BYTES_MAX: usize = 1024 * 1024;
 

@@ -1,4 +1,4 @@
-//! `POST /v1/disbursements`, `GET /v1/disbursements[/{id}]` (SPEC.md 4.3)
+//! `POST /v1/disbursements`, `GET /v1/disbursements[/{id}]`
 //! and the sandbox's `POST /v1/sandbox/disbursements/{id}/complete`.
 
 use super::pagination::ListQuery;
@@ -20,7 +20,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// Body of `POST /v1/disbursements`: every field optional here so that each
-/// missing one gets the code SPEC.md 7.1 gives it.
+/// missing one gets its own code (`MISSING_BANK_INFO`,
+/// `MISSING_EWALLET_INFO`), not a generic parse error.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateDisbursement {
     /// Unique per merchant: a key used before answers 409 with that disbursement.

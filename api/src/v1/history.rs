@@ -1,4 +1,4 @@
-//! `GET /v1/balance/history` (DESIGN.md 11): the wallet's statement, newest
+//! `GET /v1/balance/history`: the wallet's statement, newest
 //! first, a page after a cursor; JSON, or the same lines as CSV for
 //! `Accept: text/csv`.
 
@@ -113,7 +113,7 @@ pub struct HistoryMeta {
     has_more: bool,
 }
 
-/// One line of the statement (DESIGN.md 11).
+/// One line of the statement.
 #[derive(Serialize, ToSchema)]
 pub struct LineView {
     /// The line's id, a cursor for `starting_after`.
@@ -172,7 +172,7 @@ fn resource_type(kind: ResourceKind) -> &'static str {
     }
 }
 
-/// A line as DESIGN.md 11 shows it.
+/// A statement line's V1 view.
 fn line_view(line: &StatementLine) -> LineView {
     LineView {
         id: line.id.encode(),

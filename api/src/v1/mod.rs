@@ -1,4 +1,4 @@
-//! The V1 merchant API routes (SPEC.md 4): authenticated by `X-API-Key`.
+//! The V1 merchant API routes (under `/v1/`): authenticated by `X-API-Key`.
 
 mod balance;
 mod beneficiaries;

@@ -1,4 +1,4 @@
-//! V1 orders (SPEC.md 4.2): create, get, list, refund, the QR image, and the
+//! V1 orders (`/v1/orders`): create, get, list, refund, the QR image, and the
 //! sandbox's pay, expire and fail.
 
 use super::pagination::ListQuery;
@@ -27,7 +27,7 @@ pub struct RefCode {
     ref_code: String,
 }
 
-/// Body of `POST /v1/orders` (SPEC.md 4.2).
+/// Body of `POST /v1/orders`.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateOrder {
     /// Your id of the order, unique per merchant.

@@ -1,4 +1,4 @@
-//! The list query of DESIGN.md 5: `page`, `limit` (integers >= 1, `limit`
+//! The V1 list query: `page`, `limit` (integers >= 1, `limit`
 //! capped at 50), `status`, `created_from`, `created_to`; else 400 `INVALID_QUERY`.
 
 use crate::error::V1Error;

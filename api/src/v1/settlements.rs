@@ -1,5 +1,5 @@
 //! `GET /v1/settlements` (paginated; `status`, `created_from`, `created_to`)
-//! and `GET /v1/settlements/{id}` (SPEC.md 4.6).
+//! and `GET /v1/settlements/{id}`.
 
 use super::pagination::ListQuery;
 use crate::error::V1Error;

@@ -1,6 +1,5 @@
 //! `GET /v1/webhooks/deliveries` (attempts, newest first, filterable by
-//! `event_id` and `delivered`) and `POST /v1/webhooks/deliveries/{event_id}/resend`
-//! (DESIGN.md 6).
+//! `event_id` and `delivered`) and `POST /v1/webhooks/deliveries/{event_id}/resend`.
 
 use super::pagination::ListQuery;
 use crate::error::V1Error;
@@ -16,7 +15,7 @@ use std::collections::HashMap;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// A delivery attempt (DESIGN.md 6).
+/// A delivery attempt.
 #[derive(Serialize, ToSchema)]
 pub struct AttemptView {
     event_id: Uuid,

@@ -1,4 +1,4 @@
-//! One webhook delivery (DESIGN.md 6): renders an event's V1 or Legacy
+//! One webhook delivery: renders an event's V1 or Legacy
 //! body, signs it (Standard Webhooks and `X-Signature`), POSTs it with a
 //! 10 s timeout over a pooled keep-alive client, and records the attempt
 //! with its next retry.
@@ -290,7 +290,7 @@ pub struct EventHeader<'a> {
     event_at: String,
 }
 
-/// The body of a Legacy order's webhook (SPEC.md 6).
+/// The body of a Legacy order's webhook.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LegacyOrderEvent<'a> {

@@ -1,4 +1,4 @@
-//! Webhooks (DESIGN.md 6): `dispatcher.rs` picks due events from the
+//! Webhooks: `dispatcher.rs` picks due events from the
 //! durable outbox and paces each merchant's deliveries; `delivery.rs` sends
 //! one (body, signatures, HTTP) and records the attempt.
 

@@ -1,5 +1,5 @@
 //! `DisbursementActor`: one disbursement's whole life after its creation,
-//! handled one message at a time (DESIGN.md 8): the first step (review, or
+//! handled one message at a time: the first step (review, or
 //! the vendors of its route), the vendors' answers, inquiries that fall
 //! due, the sandbox's own settlement, operator approval and rejection, the
 //! sandbox's forced outcome, and vendors' callbacks. It is virtual: its

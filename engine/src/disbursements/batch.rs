@@ -1,4 +1,4 @@
-//! Disbursement batches (DESIGN.md 11): the items validated as single
+//! Disbursement batches: the items validated as single
 //! disbursements are, then all of a batch sent to the merchant actor in one
 //! message (one journal record); a batch key used before answers with its
 //! batch; and a batch's figures by status.

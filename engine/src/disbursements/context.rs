@@ -1,6 +1,6 @@
 //! `PayoutContext`: what a disbursement actor may reach, and nothing more:
 //! stored state to read, its merchant's actor to record moves, the timers,
-//! and the payout vendors of each route (DESIGN.md 8).
+//! and the payout vendors of each route.
 
 use crate::actors::MerchantHandle;
 use crate::clock::SharedClock;

@@ -139,8 +139,8 @@ impl Engine {
         })
     }
 
-    /// DESIGN.md 4: the channel and account come from the beneficiary; a
-    /// `channel` sent along must match it.
+    /// A disbursement naming a beneficiary takes its channel and account
+    /// from the beneficiary; a `channel` sent along must match it.
     fn beneficiary_destination(
         &self,
         merchant_id: Uuid,

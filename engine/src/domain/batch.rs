@@ -1,10 +1,10 @@
-//! Disbursement batches (DESIGN.md 11): many disbursements asked for in one
+//! Disbursement batches: many disbursements asked for in one
 //! request under one batch key, each created or refused on its own, and
 //! what each item came to, kept so the same batch key answers the same.
 
 use uuid::Uuid;
 
-/// Items one batch may hold (DESIGN.md 11).
+/// Items one batch may hold; a batch of more, or of none, is refused.
 pub const BATCH_ITEMS_MAX: usize = 1000;
 
 /// A batch as stored: who asked, under which key, and what each item came

@@ -1,4 +1,4 @@
-//! Saved beneficiaries (SPEC.md 2.4, 3.5): destinations a merchant pays often,
+//! Saved beneficiaries: destinations a merchant pays often,
 //! verified by an account inquiry at the payout vendor.
 
 use crate::domain::disbursement::Destination;

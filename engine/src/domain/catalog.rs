@@ -30,7 +30,7 @@ pub struct Ewallet {
     pub id: Uuid,
     /// Display name.
     pub name: String,
-    /// One of the seven codes of SPEC.md 2.7.
+    /// One of the seven codes of `seed_ewallets`.
     pub short_code: String,
     /// Disabled e-wallets are hidden and refused.
     pub is_enabled: bool,
@@ -49,7 +49,7 @@ pub struct Organization {
     pub created_at_ms: i64,
 }
 
-/// How the platform reaches a vendor (DESIGN.md 7 and 8).
+/// How the platform reaches a vendor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VendorKind {
     /// The in-process sandbox vendor (sandbox mode only).
@@ -76,7 +76,7 @@ pub struct PaymentVendorConfig {
     pub kind: VendorKind,
     /// Whether it can refund orders it took.
     pub supports_refund: bool,
-    /// Whether it pays disbursements out (DESIGN.md 8).
+    /// Whether it pays disbursements out.
     pub payouts: bool,
 }
 
@@ -113,7 +113,7 @@ pub fn catalog_id(kind: &str, code: &str) -> Uuid {
     Uuid::new_v5(&CATALOG_NAMESPACE, format!("{kind}:{code}").as_bytes())
 }
 
-/// The banks of SPEC.md 2.7, all enabled.
+/// The banks the catalog is seeded with on a first start, all enabled.
 pub fn seed_banks() -> Vec<Bank> {
     [
         ("BCA", "Bank Central Asia"),
@@ -137,7 +137,7 @@ pub fn seed_banks() -> Vec<Bank> {
     .collect()
 }
 
-/// The e-wallets of SPEC.md 2.7, all enabled.
+/// The e-wallets the catalog is seeded with on a first start, all enabled.
 pub fn seed_ewallets() -> Vec<Ewallet> {
     [
         ("GOPAY", "GoPay"),

@@ -1,5 +1,5 @@
 //! Disbursements: money paid out of a WALLET merchant's wallet to a bank or
-//! e-wallet account, and their lifecycle (DESIGN.md 4).
+//! e-wallet account, and their lifecycle (one transition table: `lifecycle`).
 
 use crate::money::MinorUnits;
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,7 @@ impl Channel {
     }
 }
 
-/// Disbursement statuses of SPEC.md 3.3 and DESIGN.md 4.
+/// Disbursement statuses; which leads to which is `lifecycle`'s table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DisbursementStatus {
     /// Created, wallet debited.
@@ -218,7 +218,7 @@ pub fn wib_day(unix_ms: i64) -> i64 {
     (unix_ms.div_euclid(1000) + WIB_OFFSET_SECONDS).div_euclid(86_400)
 }
 
-/// DESIGN.md 5: strip spaces, `-`, `(`, `)`; `+62…`/`0…`/`8…` become `62…`.
+/// Strip spaces, `-`, `(`, `)`; `+62…`/`0…`/`8…` become `62…`.
 pub fn normalize_phone(raw: &str) -> String {
     let digits: String = raw.chars().filter(|c| !matches!(c, ' ' | '-' | '(' | ')')).collect();
     if let Some(rest) = digits.strip_prefix("+62") {
@@ -232,7 +232,7 @@ pub fn normalize_phone(raw: &str) -> String {
     }
 }
 
-/// `^628[1-35-9][0-9]{7,10}$` on a normalized phone (DESIGN.md 5).
+/// `^628[1-35-9][0-9]{7,10}$` on a normalized phone (an e-wallet account).
 pub fn is_valid_ewallet_phone(phone: &str) -> bool {
     let bytes = phone.as_bytes();
     // "628", one prefix digit, then 7 to 10 digits: 11 to 14 in all.

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-/// How a merchant receives its money (SPEC.md 1).
+/// How a merchant receives its money.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SettlementType {
     /// Funds accumulate in a wallet and are disbursed on demand.
@@ -29,7 +29,7 @@ impl SettlementType {
     }
 }
 
-/// Per-merchant fees of DESIGN.md 3, all in minor units except the bps rate.
+/// Per-merchant fees, all in minor units except the bps rate.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Fees {
@@ -60,7 +60,7 @@ impl Default for Fees {
     }
 }
 
-/// Per-merchant limits of DESIGN.md 3.
+/// Per-merchant limits.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Limits {

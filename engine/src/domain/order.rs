@@ -1,5 +1,5 @@
 //! Orders (payments taken by QRIS or bank transfer) and their refunds, with
-//! the lifecycles of DESIGN.md 4 and the fee split of DESIGN.md 3.
+//! their lifecycles and the fee split of a paid order.
 
 use crate::domain::{Fees, Source};
 use crate::money::MinorUnits;
@@ -39,7 +39,8 @@ impl PaymentMethod {
     pub const ALL: [PaymentMethod; 2] = [PaymentMethod::Qris, PaymentMethod::BankTransfer];
 }
 
-/// Order statuses of DESIGN.md 4.
+/// Order statuses: PENDING becomes PAID, EXPIRED or FAILED; a paid order
+/// becomes PARTIALLY_REFUNDED or REFUNDED as refunds count against it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum OrderStatus {
     /// Awaiting payment.
@@ -75,7 +76,7 @@ impl OrderStatus {
         }
     }
 
-    /// The Legacy view (DESIGN.md 4): expired and failed show as FAILED,
+    /// The Legacy view: expired and failed show as FAILED,
     /// refunded ones as PAID.
     pub fn legacy_str(self) -> &'static str {
         match self {
@@ -108,7 +109,7 @@ impl OrderStatus {
     }
 }
 
-/// Refund statuses of DESIGN.md 4.
+/// Refund statuses: PENDING becomes SUCCESS or FAILED.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RefundStatus {
     /// Sent to the vendor; counts against the refundable amount.
@@ -163,7 +164,7 @@ pub struct FeeSplit {
 }
 
 impl FeeSplit {
-    /// DESIGN.md 3: QRIS MDR in basis points rounded half up to a minor
+    /// QRIS MDR in basis points rounded half up to a minor
     /// unit, bank transfer MDR flat. Fees never take more than the amount:
     /// each is capped by what the ones before it left.
     pub fn of(amount: MinorUnits, method: PaymentMethod, fees: &Fees) -> FeeSplit {

@@ -1,11 +1,11 @@
 //! Settlements: what a MANUAL merchant's paid orders, less fees and refunds,
-//! pay into its bank account (SPEC.md 2.5, DESIGN.md 4).
+//! pay into its bank account.
 
 use crate::money::MinorUnits;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// Settlement statuses of SPEC.md 3.4.
+/// Settlement statuses (how they move: `can_become`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SettlementStatus {
     /// Created, awaiting the transfer.
@@ -59,7 +59,7 @@ impl SettlementStatus {
         )
     }
 
-    /// DESIGN.md 4: PENDING -> PROCESSING -> PAID | FAILED; PENDING -> CANCELLED.
+    /// PENDING -> PROCESSING -> PAID | FAILED; PENDING -> CANCELLED.
     pub fn can_become(self, next: SettlementStatus) -> bool {
         use SettlementStatus::*;
         matches!(

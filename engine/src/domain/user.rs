@@ -1,4 +1,4 @@
-//! A merchant's dashboard user (DESIGN.md 9): signs in with an email and a
+//! A merchant's dashboard user: signs in with an email and a
 //! password, kept only as an argon2id hash.
 
 use uuid::Uuid;

@@ -1,4 +1,4 @@
-//! Webhook events (DESIGN.md 6): every status change of an order, refund or
+//! Webhook events: every status change of an order, refund or
 //! disbursement after its creation is an event `<resource>.<status>`, written
 //! in the same journal record as the change, and delivered at least once.
 
@@ -178,7 +178,7 @@ impl WebhookAttempt {
     }
 }
 
-/// DESIGN.md 6: the waits after attempts 1, 2, ... before the next; after
+/// The waits after attempts 1, 2, ... before the next; after
 /// the last, the event is given up.
 pub const RETRY_SCHEDULE: [Duration; 10] = [
     Duration::from_secs(10),

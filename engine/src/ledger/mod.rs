@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 pub mod statement;
 
-/// Ledger accounts of DESIGN.md 2. `Wallet` and `PendingSettlement` belong to
+/// Ledger accounts (double entry). `Wallet` and `PendingSettlement` belong to
 /// the merchant whose entry posts them; the rest are platform accounts, whose
 /// balances are tracked per merchant as that merchant's contribution and
 /// summed across merchants when reported.

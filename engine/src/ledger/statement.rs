@@ -1,4 +1,4 @@
-//! A wallet's statement, read from its entries alone (DESIGN.md 11): each
+//! A wallet's statement, read from its entries alone: each
 //! entry that posts to the wallet gives one line, a disbursement's debit two
 //! (the request, then its fee), each with its signed amount, the wallet's
 //! balance right after it and the resource it belongs to. Consecutive lines

@@ -1,5 +1,6 @@
 //! Merchants' money: entries posted and reversed through each merchant's
-//! actor, balances, and the platform-wide ledger check (DESIGN.md 2).
+//! actor, balances, and the platform-wide ledger check
+//! (`GET /admin/v1/ledger/verify`).
 
 use crate::actors::{MerchantMsg, PostReceipt};
 use crate::domain::SettlementType;
@@ -115,7 +116,10 @@ impl Engine {
     }
 
     /// Recomputes every balance from the stored entries and checks the
-    /// invariants of DESIGN.md 2 against the live books.
+    /// ledger's invariants against the live books: every entry balanced, no
+    /// wallet negative, no idempotency key moving money twice, the entries'
+    /// balances equal to the live and stored books, all balances summing to
+    /// zero.
     pub async fn verify_ledger(&self) -> Result<LedgerReport, EngineError> {
         let mut report = LedgerReport {
             balanced: true,

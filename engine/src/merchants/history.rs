@@ -1,4 +1,4 @@
-//! A WALLET merchant's statement, a page at a time (DESIGN.md 11): lines
+//! A WALLET merchant's statement, a page at a time: lines
 //! newest first from the stored entries, after a cursor, filtered by time
 //! and type. Read from storage (durable entries only) and never held in
 //! memory: a page seeks to its cursor's entry.

@@ -1,4 +1,4 @@
-//! Dashboard users (DESIGN.md 9): created by the operator, their passwords
+//! Dashboard users: created by the operator, their passwords
 //! kept as argon2id hashes, checked at sign-in in constant time whether or
 //! not the email is known. They live in the catalog (few, read at every
 //! sign-in, replayed at start like the other catalog records).

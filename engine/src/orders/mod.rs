@@ -251,7 +251,7 @@ impl Engine {
             paid_at_ms: None,
             vendor_rrn: None,
             is_settled: false,
-            // Nullable fields are null when empty (SPEC.md 2).
+            // Nullable fields are null when empty.
             customer_name: new.customer_name.clone().filter(|name| !name.trim().is_empty()),
             customer_email: new.customer_email.clone(),
             customer_phone,

@@ -16,9 +16,9 @@ use uuid::Uuid;
 
 /// Where a block is cut. sled 0.34 writes a tree node bigger than a quarter
 /// of its 512 KiB segment as a separate blob file, and a leaf holds up to 16
-/// values: 64 KiB blocks made most new blocks' leaves blob files (hundreds a
-/// minute under load, each fsynced at every checkpoint). At 4 KiB (about
-/// eight versions) a full leaf stays well under that threshold.
+/// values: with much bigger blocks most new blocks' leaves would be blob
+/// files, each fsynced at every checkpoint. At 4 KiB (a few versions) a full
+/// leaf stays well under that threshold.
 pub const BLOCK_BYTES: usize = 4 * 1024;
 
 /// Where a checkpointed version is: the block (its kind's prefix,

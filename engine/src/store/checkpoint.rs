@@ -76,8 +76,8 @@ impl Store {
                 (_, flushed) => flushed,
             }
         };
-        // Freed outside the lock: freeing a layer of tens of thousands of
-        // records takes milliseconds, and every writer and reader waits on it.
+        // Freed outside the lock: freeing a large layer is slow, and every
+        // writer and reader waits on the lock.
         drop(written);
         result?;
         self.compact_history();

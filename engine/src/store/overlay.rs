@@ -172,8 +172,8 @@ impl MerchantLayer {
             .is_none_or(|(_, block)| block.len() >= ENTRY_BLOCK_BYTES_MAX);
         if full {
             // Grown as entries come: most merchants post a few entries a
-            // checkpoint, and reserving a whole block for each of a thousand
-            // merchants every second was mostly fresh pages never used.
+            // checkpoint, so a whole block reserved for each active merchant
+            // at every checkpoint would be mostly fresh pages never used.
             self.blocks.push((entry.seq, Vec::new()));
         }
         let (_, block) = self.blocks.last_mut().expect("a block was just ensured");

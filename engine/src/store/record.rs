@@ -16,8 +16,8 @@ use serde_with::serde_as;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Bytes reserved for an encoded record: a disbursement with its debit
-/// entry is about 500.
+/// Bytes reserved for an encoded record: room for a disbursement with its
+/// debit entry, the commonest record, without growing the buffer.
 const RECORD_CAPACITY_HINT: usize = 768;
 
 /// One durable change. Every record carries the whole new state of what it

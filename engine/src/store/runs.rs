@@ -1,14 +1,14 @@
 //! Sorted index runs on disk: how an index of all history (a disbursement's
 //! block, its ref code, its idempotency key, its creation time) lives in
-//! sled and is read on demand instead of being held in memory (DESIGN.md 1:
-//! memory bounded by live work).
+//! sled and is read on demand instead of being held in memory, which stays
+//! bounded by live work (ARCHITECTURE.md, Storage).
 //!
-//! One sled key per index entry made sled's inserts at checkpoints half of
-//! all CPU; so each checkpoint writes its new entries as one run: fixed-size
-//! records (key, then value) sorted by key, cut into chunks of about
-//! `CHUNK_BYTES`, one sled value each. Memory keeps, per run, only the
-//! first key of each chunk (its fences) and, for indexes asked about keys
-//! they may not hold, a Bloom filter: about 1.3 bytes per entry in all.
+//! One sled key per index entry would make sled's inserts at checkpoints a
+//! large share of all CPU; so each checkpoint writes its new entries as one
+//! run: fixed-size records (key, then value) sorted by key, cut into chunks
+//! of about `CHUNK_BYTES`, one sled value each. Memory keeps, per run, only
+//! the first key of each chunk (its fences) and, for indexes asked about
+//! keys they may not hold, a Bloom filter: about 1.3 bytes per entry in all.
 //! A lookup reads at most one chunk per run whose filter lets it through,
 //! newest run first; the newest entry of a key wins.
 //!

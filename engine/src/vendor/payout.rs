@@ -1,4 +1,4 @@
-//! Payout vendors: where disbursements are paid (DESIGN.md 8). The sandbox
+//! Payout vendors: where disbursements are paid. The sandbox
 //! vendor answers in process and settles by itself after a delay (account
 //! `0000000000` always fails); the HTTP vendor speaks the protocol below.
 //!

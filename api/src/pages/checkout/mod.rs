@@ -1,4 +1,4 @@
-//! The payer's checkout page, `/checkout/{order id}` (DESIGN.md 9): the
+//! The payer's checkout page, `/checkout/{order id}`: the
 //! order's UUID is the capability, so no key is asked. The page is rendered
 //! on the server (`view`, in the words of `text`); `checkout.js` polls
 //! `/checkout/{id}/status` to keep it live.
@@ -26,7 +26,8 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 /// Seconds the paid page waits before sending the payer to `return_url`:
-/// time to read the success, well within the 5 s DESIGN.md 9 allows.
+/// time to read the success, well within the 5 s by which the payer must be
+/// on the way.
 pub const REDIRECT_SECONDS: u32 = 3;
 
 /// The checkout routes.

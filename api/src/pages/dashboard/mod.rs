@@ -1,4 +1,4 @@
-//! The merchant dashboard, `/dashboard` (DESIGN.md 9): server-rendered
+//! The merchant dashboard, `/dashboard`: server-rendered
 //! pages behind a session (`session`), signed in by `auth`. Pages read and
 //! act through the same engine calls as the API. No script: forms post,
 //! every state-changing one with the session's CSRF token (else 403).

@@ -1,4 +1,4 @@
-//! Dashboard sessions (DESIGN.md 9): a random token in an HttpOnly,
+//! Dashboard sessions: a random token in an HttpOnly,
 //! SameSite=Lax cookie (Secure behind https), the server keeping only its
 //! SHA-256, with the signed-in user, the merchant and the CSRF token every
 //! form of the session carries. Sign-out ends the session here, not just in

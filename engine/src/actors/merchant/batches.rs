@@ -1,4 +1,4 @@
-//! The merchant actor's side of disbursement batches (DESIGN.md 11): every
+//! The merchant actor's side of disbursement batches: every
 //! item through the single creation's checks (limits, balance, its own
 //! key), a refusal stopping only its item; the created ones and the batch
 //! in one journal record; a batch key answered from memory until storage

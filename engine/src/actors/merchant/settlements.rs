@@ -1,4 +1,4 @@
-//! The merchant actor's side of settlements (DESIGN.md 4): it takes the paid,
+//! The merchant actor's side of settlements: it takes the paid,
 //! unsettled orders and the undeducted refunds, marks them settled and moves
 //! the money out of pending settlement, all in one journal record, so no
 //! order is settled twice whatever runs concurrently or restarts.

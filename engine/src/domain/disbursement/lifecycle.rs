@@ -1,5 +1,5 @@
 //! A disbursement's life as one table: from a status, an event leads to a
-//! status and perhaps a money move (DESIGN.md 4 and 8). Every change of a
+//! status and perhaps a money move. Every change of a
 //! disbursement, whoever causes it (the hand-over, the vendor's answer, a
 //! callback, an inquiry, an operator, the sandbox), is an event applied here
 //! by the merchant actor, the only writer of the money.

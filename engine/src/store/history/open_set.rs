@@ -2,8 +2,8 @@
 //! A checkpoint writes only how the set changed since the checkpoint before
 //! (ids opened, ids closed), under the next number; once the changes written
 //! outnumber the set, one whole copy replaces them. So a checkpoint costs
-//! what changed, not what is open: a million payouts held open at a slow
-//! vendor made every checkpoint write 16 MB when the set was written whole.
+//! what changed, not what is open: written whole, a large set held open at
+//! a slow vendor would be rewritten in full at every checkpoint.
 //! A disbursement opened and closed between two checkpoints is never
 //! written at all.
 
