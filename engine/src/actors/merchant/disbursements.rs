@@ -229,11 +229,8 @@ impl MerchantState {
             next.reversal_seq = Some(entry.seq);
             if let Some((day, total)) = self.daily_total.as_mut() {
                 // The day's total holds this request, so taking it out cannot go below zero.
-                if let Some(less) = total
-                    .checked_sub(current.request_amount)
-                    .filter(|_| *day == current.wib_day)
-                {
-                    *total = less;
+                if *day == current.wib_day {
+                    *total = total.checked_sub(current.request_amount).unwrap_or(*total);
                 }
             }
             reversal = Some(entry);
