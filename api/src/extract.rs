@@ -1,7 +1,7 @@
 //! Extractors: the V1 JSON body (rejections in the V1 envelope), the
 //! authenticated merchant, and the admin bearer token.
 
-use crate::error::V1Error;
+use crate::error::{ErrorKind, V1Error};
 use crate::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
@@ -111,8 +111,7 @@ async fn read_signed_body<S: Send + Sync>(request: Request, state: &S) -> Result
             Err(invalid_signature())
         }
         None if merchant.require_signature => Err(V1Error::new(
-            StatusCode::UNAUTHORIZED,
-            "INVALID_SIGNATURE",
+            ErrorKind::InvalidSignature,
             "X-Signature is required for this merchant",
         )),
         Some(_) | None => Ok(body),
@@ -121,8 +120,7 @@ async fn read_signed_body<S: Send + Sync>(request: Request, state: &S) -> Result
 
 fn invalid_signature() -> V1Error {
     V1Error::new(
-        StatusCode::UNAUTHORIZED,
-        "INVALID_SIGNATURE",
+        ErrorKind::InvalidSignature,
         "X-Signature does not match the request body",
     )
 }
@@ -140,22 +138,14 @@ async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes,
         .map_or(crate::BODY_BYTES_MAX, |limit| limit.0);
     Bytes::from_request(request, state).await.map_err(|rejection| {
         if crate::guard::is_body_deadline(&rejection) {
-            V1Error::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "REQUEST_TIMEOUT",
-                "request body not received in time",
-            )
+            V1Error::new(ErrorKind::RequestTimeout, "request body not received in time")
         } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             let limit = if limit % (1024 * 1024) == 0 {
                 format!("{} MiB", limit / (1024 * 1024))
             } else {
                 format!("{} KiB", limit / 1024)
             };
-            V1Error::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                format!("request body exceeds {limit}"),
-            )
+            V1Error::new(ErrorKind::PayloadTooLarge, format!("request body exceeds {limit}"))
         } else {
             V1Error::invalid_body("request body could not be read")
         }
@@ -240,24 +230,14 @@ impl FromRequestParts<AppState> for V1Merchant {
         };
         let api_key = match api_key {
             Some(key) if !key.is_empty() => key,
-            _ => {
-                return Err(V1Error::new(
-                    StatusCode::UNAUTHORIZED,
-                    "UNAUTHORIZED",
-                    "missing API key",
-                ))
-            }
+            _ => return Err(V1Error::new(ErrorKind::Unauthorized, "missing API key")),
         };
         let merchant = state
             .engine
             .authenticate_api_key(&api_key)
-            .ok_or_else(|| V1Error::new(StatusCode::UNAUTHORIZED, "INVALID_API_KEY", "invalid API key"))?;
+            .ok_or_else(|| V1Error::new(ErrorKind::InvalidApiKey, "invalid API key"))?;
         if !merchant.is_active {
-            return Err(V1Error::new(
-                StatusCode::FORBIDDEN,
-                "MERCHANT_INACTIVE",
-                "merchant is inactive",
-            ));
+            return Err(V1Error::new(ErrorKind::MerchantInactive, "merchant is inactive"));
         }
         state.rate_limits.check(&merchant)?;
         // For `SignedJson`, which checks the body against this merchant's secret.
@@ -287,11 +267,7 @@ impl FromRequestParts<AppState> for Admin {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, V1Error> {
         if !admin_token_matches(&parts.headers, &state.config.admin_token) {
-            return Err(V1Error::new(
-                StatusCode::UNAUTHORIZED,
-                "UNAUTHORIZED",
-                "missing or invalid admin token",
-            ));
+            return Err(V1Error::new(ErrorKind::Unauthorized, "missing or invalid admin token"));
         }
         Ok(Admin)
     }

@@ -7,11 +7,11 @@
 //!   `Retry-After` (in the API's envelope) until its budget refills.
 //!   `/healthz` and `/metrics` are exempt.
 
-use crate::error::V1Error;
+use crate::error::{ErrorKind, LegacyError, V1Error};
 use crate::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
@@ -143,20 +143,18 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
 /// 429 in the envelope of the API `path` belongs to.
 fn too_many(path: &str, wait: Duration) -> Response {
     let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
-    let mut response = if path.starts_with("/api/") {
-        crate::ops::legacy_error(StatusCode::TOO_MANY_REQUESTS, "Too Many Requests")
-    } else {
-        let mut error = V1Error::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "RATE_LIMITED",
+    if !path.starts_with("/api/") {
+        return V1Error::new(
+            ErrorKind::RateLimited,
             "too many unauthenticated requests from this address",
-        );
-        error.retry_after_seconds = Some(seconds);
-        return error.into_response();
-    };
-    if let Ok(value) = seconds.to_string().parse() {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
+        )
+        .retry_after(seconds)
+        .into_response();
     }
+    let mut response = LegacyError::from(ErrorKind::RateLimited).into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     response
 }
 

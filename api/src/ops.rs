@@ -1,10 +1,10 @@
 //! Operations: `/healthz`, `/metrics`, per-request metrics, and the 404/405
 //! answers in the envelope of the API the path belongs to.
 
-use crate::error::V1Error;
+use crate::error::{ErrorKind, LegacyError, V1Error};
 use crate::AppState;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -149,7 +149,7 @@ fn is_legacy(uri: &axum::http::Uri) -> bool {
 /// Unknown routes: 404 in the envelope of the API the path belongs to.
 pub async fn not_found(uri: axum::http::Uri) -> Response {
     if is_legacy(&uri) {
-        return legacy_error(StatusCode::NOT_FOUND, "Not Found");
+        return LegacyError::from(ErrorKind::NotFound).into_response();
     }
     V1Error::route_not_found().into_response()
 }
@@ -157,36 +157,7 @@ pub async fn not_found(uri: axum::http::Uri) -> Response {
 /// Known route, wrong method: 405 in the API's envelope.
 pub async fn method_not_allowed(uri: axum::http::Uri) -> Response {
     if is_legacy(&uri) {
-        return legacy_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+        return LegacyError::from(ErrorKind::MethodNotAllowed).into_response();
     }
-    V1Error::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "METHOD_NOT_ALLOWED",
-        "method not allowed on this route",
-    )
-    .into_response()
-}
-
-/// The Legacy error body. A struct, not `json!`: its keys serialize in this
-/// order, the order of Legacy success bodies. The document narrows `message`
-/// to the messages each route can answer (`openapi::errors`).
-#[derive(serde::Serialize, utoipa::ToSchema)]
-pub struct LegacyErrorBody<'a> {
-    /// The HTTP status, repeated.
-    code: u16,
-    /// One of the fixed Legacy messages.
-    message: &'a str,
-    /// Always `null`.
-    #[schema(value_type = Option<Object>)]
-    data: (),
-}
-
-/// The Legacy error body: HTTP status equals `code`, `data` null.
-pub fn legacy_error(status: StatusCode, message: &str) -> Response {
-    let body = LegacyErrorBody {
-        code: status.as_u16(),
-        message,
-        data: (),
-    };
-    (status, Json(body)).into_response()
+    V1Error::new(ErrorKind::MethodNotAllowed, "method not allowed on this route").into_response()
 }

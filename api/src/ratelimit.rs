@@ -1,8 +1,7 @@
 //! Per-API-key rate limits (GCRA via governor) with each merchant's own
 //! `limits.rate_limit_per_second` and `limits.rate_limit_burst`.
 
-use crate::error::V1Error;
-use axum::http::StatusCode;
+use crate::error::{ErrorKind, V1Error};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use paygate_engine::domain::MerchantRecord;
@@ -59,9 +58,7 @@ impl RateLimits {
         limiter.check().map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            let mut error = V1Error::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", "rate limit exceeded");
-            error.retry_after_seconds = Some(seconds.max(1));
-            error
+            V1Error::new(ErrorKind::RateLimited, "rate limit exceeded").retry_after(seconds.max(1))
         })
     }
 }

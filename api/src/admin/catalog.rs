@@ -1,6 +1,6 @@
 //! Admin reference data: organizations, banks, e-wallets.
 
-use crate::error::V1Error;
+use crate::error::{ErrorKind, V1Error};
 use crate::extract::{Admin, V1Json};
 use crate::wire::{
     bank_view, ewallet_view, organization_view, BankView, Created, Data, DataBody, EwalletView, OrganizationView,
@@ -79,11 +79,9 @@ pub async fn save_ewallet(
         .save_ewallet(&code, body.is_enabled)
         .await
         .map_err(|error| match error {
-            paygate_engine::EngineError::EwalletNotFound => V1Error::new(
-                axum::http::StatusCode::NOT_FOUND,
-                "EWALLET_NOT_FOUND",
-                "e-wallet not found",
-            ),
+            paygate_engine::EngineError::EwalletNotFound => {
+                V1Error::new(ErrorKind::EwalletPathNotFound, "e-wallet not found")
+            }
             other => other.into(),
         })?;
     Ok(Data(ewallet_view(&ewallet, &state.config.cdn_url)))

@@ -26,14 +26,12 @@ mod users;
 
 pub use forward::FORWARDED_HEADER;
 
-use crate::error::V1Error;
-use crate::legacy::messages;
-use crate::ops::legacy_error;
+use crate::error::{ErrorKind, LegacyError, V1Error};
 use crate::BODY_BYTES_MAX;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use paygate_engine::cluster::{shard_of, shard_of_credential, SHARDS};
@@ -211,12 +209,7 @@ async fn read_body(body: Body) -> Result<Bytes, Box<Response>> {
         Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(_)) => Ok(Bytes::from(vec![b' '; BODY_BYTES_MAX + 1])),
         Err(_) => Err(Box::new(
-            V1Error::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "REQUEST_TIMEOUT",
-                "the request body took too long",
-            )
-            .into_response(),
+            V1Error::new(ErrorKind::RequestTimeout, "the request body took too long").into_response(),
         )),
     }
 }
@@ -362,11 +355,10 @@ async fn receive_forwarded(front: &ClusterFront, mut parts: Parts, body: Body) -
         Err(reason) => {
             tracing::warn!(reason, "refused a forwarded request");
             return if is_legacy(&parts) {
-                legacy_error(StatusCode::UNAUTHORIZED, messages::INVALID_SIGNATURE)
+                LegacyError::from(ErrorKind::InvalidSignature).into_response()
             } else {
                 V1Error::new(
-                    StatusCode::UNAUTHORIZED,
-                    "INVALID_SIGNATURE",
+                    ErrorKind::InvalidSignature,
                     "the cluster forwarding signature is not valid",
                 )
                 .into_response()
@@ -392,11 +384,10 @@ fn is_legacy(parts: &Parts) -> bool {
 /// 503 `UNAVAILABLE`, `Retry-After: 1`, in the envelope of the request's API.
 fn unavailable(parts: &Parts) -> Response {
     let mut response = if is_legacy(parts) {
-        legacy_error(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable")
+        LegacyError::from(ErrorKind::Unavailable).into_response()
     } else {
         V1Error::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "UNAVAILABLE",
+            ErrorKind::Unavailable,
             "the merchant's shard is changing owner; retry shortly",
         )
         .into_response()

@@ -7,7 +7,7 @@
 //! (`Sessions::start`), so the rest of the dashboard needs no lookup.
 
 use super::{read_body, to_anywhere, to_shard, unavailable, ClusterFront, PendingBody};
-use crate::error::V1Error;
+use crate::error::{ErrorKind, V1Error};
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -42,9 +42,7 @@ pub async fn create_user(front: &ClusterFront, merchant_id: Uuid, parts: Parts, 
     let claimed_here = match front.directory.claim_user(&email, merchant_id).await {
         Ok(None) => true,
         Ok(Some(holder)) if holder == merchant_id => false,
-        Ok(Some(_)) => {
-            return V1Error::new(StatusCode::CONFLICT, "EMAIL_TAKEN", "a user with this email exists").into_response()
-        }
+        Ok(Some(_)) => return V1Error::new(ErrorKind::EmailTaken, "a user with this email exists").into_response(),
         Err(error) => {
             tracing::warn!(%error, "could not claim a user's email in the cluster's catalog");
             return unavailable(&parts);

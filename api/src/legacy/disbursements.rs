@@ -3,11 +3,12 @@
 //! the raw body, whole IDR in, two-decimal strings out.
 
 use super::LegacySuccessBody;
-use super::{check_x_signature, messages, wib, LegacyBody, LegacyError, LegacyOk};
+use super::{check_x_signature, wib, LegacyBody, LegacyError, LegacyOk};
+use crate::error::ErrorKind;
 use crate::openapi::names::DisbursementStatusName;
 use crate::AppState;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{Destination, Disbursement, Source};
 use paygate_engine::EngineError;
@@ -116,7 +117,7 @@ fn existing_or_conflict(
     if same {
         Ok(LegacyOk(legacy_disbursement(state, existing)))
     } else {
-        Err(LegacyError::new(StatusCode::CONFLICT, messages::ORDER_ID_USED))
+        Err(LegacyError::from(ErrorKind::DuplicateIdempotencyKey))
     }
 }
 
@@ -145,7 +146,7 @@ async fn create(
     if ewallet {
         let code = body
             .string("ewalletCode")
-            .map_err(|_| LegacyError::new(StatusCode::BAD_REQUEST, messages::INVALID_EWALLET_CODE))?;
+            .map_err(|_| LegacyError::from(ErrorKind::EwalletNotFound))?;
         new.channel = Some("EWALLET".into());
         new.ewallet_provider = Some(code);
         new.ewallet_phone = Some(account_number);
@@ -277,7 +278,7 @@ pub async fn query(
         .engine
         .disbursement_by_idempotency_key(merchant.id, &order_id)?
         .filter(|d| d.source == Source::Legacy)
-        .ok_or(LegacyError::new(StatusCode::NOT_FOUND, messages::ORDER_ID_NOT_FOUND))?;
+        .ok_or(LegacyError::from(ErrorKind::DisbursementNotFound))?;
     Ok(LegacyOk(legacy_disbursement(&state, &disbursement)))
 }
 

@@ -2,10 +2,10 @@
 //! signed with SHA-512 in the body, amounts in whole IDR.
 
 use super::LegacySuccessBody;
-use super::{messages, wib, LegacyBody, LegacyError, LegacyOk};
+use super::{wib, LegacyBody, LegacyError, LegacyOk};
+use crate::error::ErrorKind;
 use crate::AppState;
 use axum::extract::State;
-use axum::http::StatusCode;
 use paygate_engine::domain::{Order, OrderStatus, PaymentMethod, Source};
 use paygate_engine::orders::NewOrder;
 use paygate_engine::signing::sha512_hex;
@@ -89,7 +89,7 @@ fn existing_or_conflict(
     if existing.amount.get() == amount_minor && existing.payment_method == method {
         Ok(LegacyOk(legacy_order(&existing)))
     } else {
-        Err(LegacyError::new(StatusCode::CONFLICT, messages::ORDER_ID_USED))
+        Err(LegacyError::from(ErrorKind::DuplicateOrder))
     }
 }
 
@@ -150,7 +150,7 @@ pub async fn create_order(
         merchant.credentials.client_id, merchant.credentials.client_secret
     ));
     if !signature_matches(&signature, &expected) {
-        return Err(LegacyError::new(StatusCode::UNAUTHORIZED, messages::INVALID_SIGNATURE));
+        return Err(LegacyError::from(ErrorKind::InvalidSignature));
     }
     let method = PaymentMethod::parse(&payment_type).ok_or_else(LegacyError::invalid_parameters)?;
     let amount_minor = total_amount
@@ -201,11 +201,11 @@ pub async fn query_order(
         merchant.credentials.client_id, merchant.credentials.client_secret
     ));
     if !signature_matches(&signature, &expected) {
-        return Err(LegacyError::new(StatusCode::UNAUTHORIZED, messages::INVALID_SIGNATURE));
+        return Err(LegacyError::from(ErrorKind::InvalidSignature));
     }
     let order = state
         .engine
         .order_by_merchant_order_id(merchant.id, Source::Legacy, &order_id)?
-        .ok_or(LegacyError::new(StatusCode::NOT_FOUND, messages::ORDER_ID_NOT_FOUND))?;
+        .ok_or(LegacyError::from(ErrorKind::OrderNotFound))?;
     Ok(LegacyOk(legacy_order(&order)))
 }

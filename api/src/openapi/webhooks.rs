@@ -14,7 +14,7 @@ use utoipa::OpenApi;
 #[derive(OpenApi)]
 #[openapi(components(schemas(
     crate::error::ErrorBody,
-    crate::ops::LegacyErrorBody,
+    crate::error::LegacyErrorBody,
     EventHeader,
     OrderView,
     RefundView,

@@ -10,7 +10,6 @@ use crate::wire::{
 };
 use crate::AppState;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
 use paygate_engine::domain::DisbursementStatus;
@@ -118,13 +117,10 @@ pub async fn list_disbursements(
 ) -> Result<Response, V1Error> {
     let status = match &query.status {
         None => None,
-        Some(raw) => Some(DisbursementStatus::parse(raw).ok_or_else(|| {
-            V1Error::new(
-                StatusCode::BAD_REQUEST,
-                "INVALID_QUERY",
-                "status: not a disbursement status",
-            )
-        })?),
+        Some(raw) => Some(
+            DisbursementStatus::parse(raw)
+                .ok_or_else(|| V1Error::invalid_query("status: not a disbursement status"))?,
+        ),
     };
     let filter = DisbursementFilter {
         status,

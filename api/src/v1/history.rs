@@ -2,7 +2,7 @@
 //! first, a page after a cursor; JSON, or the same lines as CSV for
 //! `Accept: text/csv`.
 
-use super::pagination::{instant, invalid, positive};
+use super::pagination::{instant, positive};
 use crate::error::V1Error;
 use crate::extract::V1Merchant;
 use crate::openapi::names::LineTypeName;
@@ -58,13 +58,14 @@ pub async fn balance_history(
     uri: axum::http::Uri,
 ) -> Result<Response, V1Error> {
     let query = axum::extract::Query::<HashMap<String, String>>::try_from_uri(&uri)
-        .map_err(|_| invalid("query string could not be read".into()))?
+        .map_err(|_| V1Error::invalid_query("query string could not be read"))?
         .0;
     let history_query = HistoryQuery {
         starting_after: match query.get("starting_after") {
             None => None,
             Some(raw) => Some(
-                LineId::parse(raw).ok_or_else(|| invalid("starting_after: not a line id of this statement".into()))?,
+                LineId::parse(raw)
+                    .ok_or_else(|| V1Error::invalid_query("starting_after: not a line id of this statement"))?,
             ),
         },
         limit: positive(&query, "limit", HISTORY_LIMIT_DEFAULT)?.min(HISTORY_LIMIT_MAX),
@@ -74,13 +75,15 @@ pub async fn balance_history(
             None => None,
             Some(raw) => Some(LineType::parse(raw).ok_or_else(|| {
                 let known: Vec<_> = LineType::ALL.iter().map(|t| t.as_str()).collect();
-                invalid(format!("type: must be one of {}", known.join(", ")))
+                V1Error::invalid_query(format!("type: must be one of {}", known.join(", ")))
             })?),
         },
     };
     let page = match state.engine.balance_history(merchant.id, &history_query) {
         Ok(page) => page,
-        Err(EngineError::InvalidInput { field, reason }) => return Err(invalid(format!("{field}: {reason}"))),
+        Err(EngineError::InvalidInput { field, reason }) => {
+            return Err(V1Error::invalid_query(format!("{field}: {reason}")))
+        }
         Err(other) => return Err(other.into()),
     };
     if wants_csv(&headers) {

@@ -149,10 +149,9 @@ pub async fn list_orders(
 ) -> Result<Page<OrderView>, V1Error> {
     let status = match &query.status {
         None => None,
-        Some(raw) => Some(
-            OrderStatus::parse(raw)
-                .ok_or_else(|| V1Error::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", "status: not an order status"))?,
-        ),
+        Some(raw) => {
+            Some(OrderStatus::parse(raw).ok_or_else(|| V1Error::invalid_query("status: not an order status"))?)
+        }
     };
     let filter = OrderFilter {
         status,

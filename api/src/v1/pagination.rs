@@ -4,7 +4,6 @@
 use crate::error::V1Error;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::StatusCode;
 use std::collections::HashMap;
 
 /// Largest page served.
@@ -27,10 +26,6 @@ pub struct ListQuery {
     pub created_to_ms: Option<i64>,
 }
 
-pub(crate) fn invalid(message: String) -> V1Error {
-    V1Error::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", message)
-}
-
 pub(crate) fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, V1Error> {
     match query.get(name) {
         None => Ok(default),
@@ -41,7 +36,9 @@ pub(crate) fn positive(query: &HashMap<String, String>, name: &str, default: usi
             Err(_) if name == "limit" && raw.bytes().all(|b| b.is_ascii_digit()) && raw.bytes().any(|b| b != b'0') => {
                 Ok(usize::MAX)
             }
-            _ => Err(invalid(format!("{name}: must be an integer of at least 1"))),
+            _ => Err(V1Error::invalid_query(format!(
+                "{name}: must be an integer of at least 1"
+            ))),
         },
     }
 }
@@ -51,7 +48,7 @@ pub(crate) fn instant(query: &HashMap<String, String>, name: &str) -> Result<Opt
         None => Ok(None),
         Some(raw) => chrono::DateTime::parse_from_rfc3339(raw)
             .map(|t| Some(t.timestamp_millis()))
-            .map_err(|_| invalid(format!("{name}: must be an RFC 3339 timestamp"))),
+            .map_err(|_| V1Error::invalid_query(format!("{name}: must be an RFC 3339 timestamp"))),
     }
 }
 
@@ -60,7 +57,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, V1Error> {
         let query = axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
-            .map_err(|_| invalid("query string could not be read".into()))?
+            .map_err(|_| V1Error::invalid_query("query string could not be read"))?
             .0;
         Ok(ListQuery {
             page: positive(&query, "page", 1)?,

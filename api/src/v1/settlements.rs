@@ -23,13 +23,9 @@ pub async fn list_settlements(
 ) -> Result<Page<SettlementView>, V1Error> {
     let status = match &query.status {
         None => None,
-        Some(raw) => Some(SettlementStatus::parse(raw).ok_or_else(|| {
-            V1Error::new(
-                axum::http::StatusCode::BAD_REQUEST,
-                "INVALID_QUERY",
-                "status: not a settlement status",
-            )
-        })?),
+        Some(raw) => Some(
+            SettlementStatus::parse(raw).ok_or_else(|| V1Error::invalid_query("status: not a settlement status"))?,
+        ),
     };
     let filter = SettlementFilter {
         status,

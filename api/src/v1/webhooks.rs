@@ -2,12 +2,11 @@
 //! `event_id` and `delivered`) and `POST /v1/webhooks/deliveries/{event_id}/resend`.
 
 use super::pagination::ListQuery;
-use crate::error::V1Error;
+use crate::error::{ErrorKind, V1Error};
 use crate::extract::V1Merchant;
 use crate::wire::{timestamp, Data, DataBody, Page, PageBody};
 use crate::AppState;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
 use paygate_engine::domain::WebhookAttempt;
 use paygate_engine::webhooks::AttemptFilter;
 use serde::Serialize;
@@ -56,10 +55,6 @@ pub fn attempt_view(attempt: &WebhookAttempt) -> AttemptView {
     }
 }
 
-fn invalid_query(message: &str) -> V1Error {
-    V1Error::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", message)
-}
-
 /// GET /v1/webhooks/deliveries.
 #[utoipa::path(get, path = "/v1/webhooks/deliveries", tag = "Webhooks", operation_id = "list_deliveries",
     summary = "List webhook deliveries", description = "Every delivery attempt, newest first.",
@@ -79,13 +74,13 @@ pub async fn list_deliveries(
 ) -> Result<Page<AttemptView>, V1Error> {
     let event_id = match raw.get("event_id") {
         None => None,
-        Some(id) => Some(Uuid::parse_str(id).map_err(|_| invalid_query("event_id: must be a UUID"))?),
+        Some(id) => Some(Uuid::parse_str(id).map_err(|_| V1Error::invalid_query("event_id: must be a UUID"))?),
     };
     let delivered = match raw.get("delivered").map(String::as_str) {
         None => None,
         Some("true") => Some(true),
         Some("false") => Some(false),
-        Some(_) => return Err(invalid_query("delivered: must be true or false")),
+        Some(_) => return Err(V1Error::invalid_query("delivered: must be true or false")),
     };
     let filter = AttemptFilter { event_id, delivered };
     let (items, total) = state
@@ -117,8 +112,7 @@ pub async fn resend(
     state.engine.ensure_writable()?;
     if event.url.is_none() {
         return Err(V1Error::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "NO_NOTIFY_URL",
+            ErrorKind::NoNotifyUrl,
             "the event has no notify URL to send to",
         ));
     }
