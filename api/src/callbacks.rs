@@ -25,7 +25,7 @@ pub struct CallbackReceipt {
 #[utoipa::path(post, path = "/callbacks/{vendor}", tag = "Callbacks", operation_id = "vendor_callback",
     summary = "Receive a vendor's callback",
     description = "An HTTP vendor's outcome of a payment, refund (`type: \"payment\"`, `\"refund\"`) or payout \
-        (`type: \"payout\"`), per the vendor protocol of DESIGN.md 8. Repeats change nothing.",
+        (`type: \"payout\"`), signed with the vendor's shared secret (`X-Paygate-Signature`). Repeats change nothing.",
     security(("vendor_signature" = [])),
     params(("vendor" = String, Path, description = "The vendor's name, as configured.")),
     request_body(content = Object, description = "The vendor's outcome: `type`, the resource's ids and `status`."),

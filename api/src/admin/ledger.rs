@@ -45,7 +45,8 @@ impl utoipa::ToSchema for AccountTotal {}
 /// Invariants and the tests that hold them).
 #[utoipa::path(get, path = "/admin/v1/ledger/verify", tag = "Admin", operation_id = "admin_verify_ledger",
     summary = "Check the ledger", description = "Recomputes every balance from the stored journal entries and checks the \
-        invariants of DESIGN.md 2.",
+        ledger's invariants: every entry's postings sum to zero, no wallet is negative, and each balance is the \
+        sum of its postings.",
     security(("admin_token" = [])),
     responses((status = 200, description = "The check's result.", body = DataBody<LedgerCheckView>)))]
 pub async fn verify_ledger(State(state): State<AppState>, _admin: Admin) -> Result<Data<LedgerCheckView>, V1Error> {

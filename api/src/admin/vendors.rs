@@ -52,7 +52,10 @@ const VENDOR_TIMEOUT_MS_DEFAULT: u64 = 10_000;
 /// payments, and of payouts with `payouts: true`).
 #[utoipa::path(put, path = "/admin/v1/vendors/{name}", tag = "Admin", operation_id = "admin_save_vendor",
     summary = "Add or change an HTTP vendor",
-    description = "A payment vendor, and a payout vendor too with `payouts: true` (DESIGN.md 8).",
+    description = "A payment vendor, and a payout vendor too with `payouts: true`. paygate calls it at `{url}/payments`, \
+        `{url}/refunds` and, for payouts, `{url}/payouts` and `{url}/account-inquiries`, each request signed \
+        `X-Paygate-Signature: sha256=<hex HMAC-SHA256(secret, body)>`; it calls back `POST /callbacks/{name}`, signed \
+        the same way.",
     security(("admin_token" = [])), params(("name" = String, Path, description = "The vendor's name.")),
     request_body = SaveVendor,
     responses((status = 200, description = "The vendor.", body = DataBody<VendorView>)))]

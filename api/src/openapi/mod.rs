@@ -41,7 +41,7 @@ const TAGS: &[(&str, &str)] = &[
     ),
     (
         "Legacy",
-        "The Legacy API for older integrations (SPEC.md 4.8): `{code, message, data}` envelopes.",
+        "The Legacy API for older integrations: `{code, message, data}` envelopes.",
     ),
     (
         "Admin",
