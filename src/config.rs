@@ -5,8 +5,11 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 use paygate_api::serve::ConnectionLimits;
 use paygate_api::Mode;
+use paygate_engine::vendor::SandboxPayoutVendor;
+use paygate_engine::EngineConfig;
 use serde::Deserialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Base URL of e-wallet logos.
 pub const CDN_URL: &str = "https://cdn.paygate.id";
@@ -288,6 +291,22 @@ fn resolve_cluster(
 }
 
 impl Settings {
+    /// The engine configuration of these settings, on `dir` (the data dir,
+    /// or in a cluster a shard's folder of it).
+    pub fn engine_config(&self, dir: &Path) -> EngineConfig {
+        let mut engine_config = EngineConfig::new(dir);
+        engine_config.vendor_retry_scale = self.vendor_retry_scale;
+        engine_config.webhook_retention = self.webhook_retention;
+        if self.mode == Mode::Sandbox {
+            let delay = std::time::Duration::from_millis(self.sandbox_disbursement_delay_ms);
+            engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));
+            // Sandbox refunds take as long as sandbox payouts.
+            engine_config.sandbox_refund_delay = Some(delay);
+            engine_config.allow_private_notify_urls = true;
+        }
+        engine_config
+    }
+
     /// Flags and env first, then the config file, then defaults.
     pub fn resolve(args: ServeArgs) -> anyhow::Result<Settings> {
         let file: FileSettings = match &args.config {

@@ -76,7 +76,7 @@ impl ClusterNode {
         let database = Database::connect(&cluster.url).await?;
         let node_id = cluster.node_id.clone();
         let engine_settings = settings.clone();
-        let config: ShardConfig = Arc::new(move |dir: &Path| crate::server::engine_config(&engine_settings, dir));
+        let config: ShardConfig = Arc::new(move |dir: &Path| engine_settings.engine_config(dir));
         let host = Arc::new(
             ShardHost::new(
                 settings.data_dir.join("shards"),

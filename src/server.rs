@@ -9,8 +9,7 @@ use paygate_api::serve::ConnectionLimits;
 use paygate_api::{router, ApiConfig, AppState, Mode};
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::SettlementType;
-use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use paygate_engine::{Engine, MinorUnits, NewMerchant};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -42,21 +41,6 @@ enum Service {
     Cluster(ClusterNode),
 }
 
-/// The engine configuration of `settings`, on `dir`.
-pub fn engine_config(settings: &Settings, dir: &Path) -> EngineConfig {
-    let mut engine_config = EngineConfig::new(dir);
-    engine_config.vendor_retry_scale = settings.vendor_retry_scale;
-    engine_config.webhook_retention = settings.webhook_retention;
-    if settings.mode == Mode::Sandbox {
-        let delay = std::time::Duration::from_millis(settings.sandbox_disbursement_delay_ms);
-        engine_config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay }));
-        // Sandbox refunds take as long as sandbox payouts.
-        engine_config.sandbox_refund_delay = Some(delay);
-        engine_config.allow_private_notify_urls = true;
-    }
-    engine_config
-}
-
 /// Opens the engine on `settings.data_dir` (or, in a cluster, joins it),
 /// binds `settings.listen` and starts serving HTTP and delivering webhooks.
 pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
@@ -80,7 +64,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     };
     let (service, app, connections) = match &settings.cluster {
         None => {
-            let engine = Engine::open(engine_config(settings, &settings.data_dir), Arc::new(SystemClock))
+            let engine = Engine::open(settings.engine_config(&settings.data_dir), Arc::new(SystemClock))
                 .await
                 .with_context(|| format!("opening data dir {}", settings.data_dir.display()))?;
             let admin_token = match &settings.admin_token {

@@ -135,7 +135,7 @@ struct EngineInner {
     stopping: tokio::sync::watch::Sender<bool>,
     first_start: bool,
     ref_codes: Arc<crate::refcode::RefCodes>,
-    orders: Arc<crate::orders::context::OrderContext>,
+    orders: Arc<crate::orders::actor::OrderContext>,
     allow_private_notify_urls: bool,
     // Attempts on one event are recorded one at a time; striped by event id.
     webhook_locks: [tokio::sync::Mutex<()>; 64],
@@ -302,7 +302,7 @@ impl Engine {
             },
         }));
         let _ = host_slot.set(disbursements.downgrade());
-        let orders = Arc::new(crate::orders::context::OrderContext {
+        let orders = Arc::new(crate::orders::actor::OrderContext {
             store: store.clone(),
             merchants: merchants.clone(),
             actors: ActorRegistry::default(),
@@ -613,7 +613,7 @@ impl Engine {
     }
 
     /// What order actors reach the engine through.
-    pub(crate) fn order_context(&self) -> &Arc<crate::orders::context::OrderContext> {
+    pub(crate) fn order_context(&self) -> &Arc<crate::orders::actor::OrderContext> {
         &self.inner.orders
     }
 

@@ -2,7 +2,7 @@
 //! it on demand, and call it), for code that must not hold the engine:
 //! disbursement actors, their host and the timers.
 
-use super::merchant::{DisbursementMove, MerchantActor, MerchantArgs, MerchantMsg};
+use super::merchant::{CreatedDisbursements, DisbursementMove, MerchantActor, MerchantArgs, MerchantMsg};
 use super::registry::ActorRegistry;
 use crate::clock::SharedClock;
 use crate::domain::Disbursement;
@@ -14,10 +14,6 @@ use ractor::{Actor, ActorRef, RpcReplyPort};
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
-
-/// Where a created disbursement goes once it is durable: its own actor's
-/// first message.
-pub type CreatedDisbursements = Arc<dyn Fn(Arc<Disbursement>) + Send + Sync>;
 
 /// What a merchant actor is started with, besides its merchant.
 pub struct MerchantActorSettings {

@@ -175,6 +175,10 @@ impl KnownKeys {
 /// The actor behaviour; state lives in `MerchantState`.
 pub struct MerchantActor;
 
+/// Where a created disbursement goes once it is durable: its own actor's
+/// first message.
+pub type CreatedDisbursements = Arc<dyn Fn(Arc<Disbursement>) + Send + Sync>;
+
 /// What a merchant actor needs to start.
 pub struct MerchantArgs {
     /// Whose actor.
@@ -194,7 +198,7 @@ pub struct MerchantArgs {
     /// Platform-wide reference codes.
     pub ref_codes: Arc<RefCodes>,
     /// Where a created disbursement goes once durable: its own actor.
-    pub created: super::handle::CreatedDisbursements,
+    pub created: CreatedDisbursements,
     /// The cluster shard the engine serves, which new disbursement ids fall in.
     pub shard: Option<u16>,
 }

@@ -7,9 +7,9 @@ pub mod handle;
 pub mod merchant;
 pub mod registry;
 
-pub use handle::{CreatedDisbursements, MerchantActorSettings, MerchantHandle};
+pub use handle::{MerchantActorSettings, MerchantHandle};
 pub use merchant::{
-    BatchDraft, BatchOutcome, BeneficiaryChange, MerchantChange, MerchantMsg, OrderCommand, OrderOutcome, PostReceipt,
-    SettlementDraft,
+    BatchDraft, BatchOutcome, BeneficiaryChange, CreatedDisbursements, MerchantChange, MerchantMsg, OrderCommand,
+    OrderOutcome, PostReceipt, SettlementDraft,
 };
 pub use registry::ActorRegistry;

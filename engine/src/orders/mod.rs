@@ -11,8 +11,7 @@ use crate::engine::Engine;
 use crate::validation::{validate_idempotency_key, validate_url};
 use actor::OrderMsg;
 
-mod actor;
-pub(crate) mod context;
+pub(crate) mod actor;
 mod vendors;
 use crate::error::EngineError;
 use crate::limits;

@@ -110,7 +110,7 @@ impl BlockWriter {
         let part = self.blocks.len() as u32 - 1;
         let block = self.blocks.last_mut().expect("a block was just ensured");
         let offset = block.len() as u32;
-        super::overlay::append_to_block(block, encoded);
+        append_to_block(block, encoded);
         self.locations.push((
             id,
             Location {
@@ -129,6 +129,12 @@ impl BlockWriter {
             .enumerate()
             .map(|(part, block)| (block_key(self.prefix, self.checkpoint, part as u32), block.as_slice()))
     }
+}
+
+/// Appends one encoded record to an entry block.
+pub fn append_to_block(block: &mut Vec<u8>, payload: &[u8]) {
+    block.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    block.extend_from_slice(payload);
 }
 
 #[cfg(test)]

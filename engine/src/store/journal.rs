@@ -58,6 +58,16 @@ pub type Completion = Box<dyn FnOnce(u64, &[u8]) -> Option<Continuation> + Send>
 /// A durable record on its way to the applier: sequence, payload, completion.
 type Applied = (u64, Vec<u8>, Completion);
 
+/// Why an attempt to make a batch durable failed, in either sink (the
+/// segment files, a shard's journal of record).
+enum SinkError {
+    /// The disk or the database refused it for now: try again.
+    Retry(String),
+    /// The shard is owned under a newer epoch: this journal may never write
+    /// again.
+    Fenced,
+}
+
 /// Journal failures. A failed write or sync is not among them: the writer
 /// holds its records and writes them again until the disk takes them (see
 /// `writer.rs`), and `Journal::is_writable` says so meanwhile.

@@ -4,6 +4,7 @@
 //! once; a checkpoint writes them to sled (in small batches, its marker
 //! last), so the hot path never pays a sled insert.
 
+use super::blocks::append_to_block;
 use super::history::{Kind, KIND_COUNT};
 use crate::ledger::{Entry, MerchantBook};
 use foldhash::{HashMap, HashMapExt, HashSet};
@@ -190,12 +191,6 @@ impl MerchantLayer {
 /// see `blocks::BLOCK_BYTES`); large enough that a merchant's
 /// history is a few sled values per hundred entries.
 pub const ENTRY_BLOCK_BYTES_MAX: usize = 4 * 1024;
-
-/// Appends one encoded record to an entry block.
-pub fn append_to_block(block: &mut Vec<u8>, payload: &[u8]) {
-    block.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    block.extend_from_slice(payload);
-}
 
 /// Encodes sorted `(hash, seq)` pairs as a key run.
 pub fn encode_run(keys: &[(u128, u64)]) -> Vec<u8> {

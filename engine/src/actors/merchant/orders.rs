@@ -236,8 +236,12 @@ impl MerchantState {
                 ))
             }
             OrderCommand::CreateRefund(refund) => self.create_refund(*refund),
-            OrderCommand::Settle(draft) => self.settle(*draft),
-            OrderCommand::MoveSettlement { id, to, reason } => self.move_settlement(id, to, reason),
+            OrderCommand::Settle(draft) => self
+                .settle(*draft)
+                .map(|(settlement, record)| (OrderOutcome::Settled(settlement), record)),
+            OrderCommand::MoveSettlement { id, to, reason } => self
+                .move_settlement(id, to, reason)
+                .map(|(settlement, record)| (OrderOutcome::Settled(settlement), record)),
             OrderCommand::SettleRefund {
                 id,
                 outcome,

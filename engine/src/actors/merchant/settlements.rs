@@ -3,7 +3,6 @@
 //! the money out of pending settlement, all in one journal record, so no
 //! order is settled twice whatever runs concurrently or restarts.
 
-use super::orders::OrderOutcome;
 use super::MerchantState;
 use crate::domain::{Order, Refund, RefundStatus, Settlement, SettlementStatus};
 use crate::error::EngineError;
@@ -34,7 +33,7 @@ impl MerchantState {
     pub(super) fn settle(
         &mut self,
         draft: SettlementDraft,
-    ) -> Result<(OrderOutcome, Option<JournalRecord>), EngineError> {
+    ) -> Result<(Option<Box<Settlement>>, Option<JournalRecord>), EngineError> {
         let store = self.args.store.clone();
         let merchant_id = self.args.merchant_id;
         let orders: Vec<Order> = store.unsettled_orders(&merchant_id, draft.period_end_ms)?;
@@ -49,7 +48,7 @@ impl MerchantState {
         let carried: i64 = previous.iter().map(|s| s.carry_out.get()).sum::<i64>()
             - previous.iter().map(|s| s.carried_over.get()).sum::<i64>();
         if orders.is_empty() && refunds.is_empty() && carried == 0 {
-            return Ok((OrderOutcome::Settled(None), None));
+            return Ok((None, None));
         }
         let sum = |f: &dyn Fn(&Order) -> i64| orders.iter().map(f).sum::<i64>();
         let gross = sum(&|o| o.amount.get());
@@ -82,7 +81,7 @@ impl MerchantState {
         if orders.is_empty() && refunds.is_empty() && !paid_out {
             // Only a carry that still cannot be paid: a settlement now would
             // be one more CANCELLED copy of the last, at every run.
-            return Ok((OrderOutcome::Settled(None), None));
+            return Ok((None, None));
         }
         let (fee, net, status, carry_out, failure_reason) = if paid_out {
             (
@@ -188,7 +187,7 @@ impl MerchantState {
             refunds,
             entry,
         };
-        Ok((OrderOutcome::Settled(Some(Box::new(settlement))), Some(record)))
+        Ok((Some(Box::new(settlement)), Some(record)))
     }
 
     /// PENDING -> PROCESSING -> PAID | FAILED; a failed transfer goes back to
@@ -198,7 +197,7 @@ impl MerchantState {
         id: Uuid,
         to: SettlementStatus,
         reason: Option<String>,
-    ) -> Result<(OrderOutcome, Option<JournalRecord>), EngineError> {
+    ) -> Result<(Option<Box<Settlement>>, Option<JournalRecord>), EngineError> {
         let mut settlement = self
             .args
             .store
@@ -248,6 +247,6 @@ impl MerchantState {
             settlement: Box::new(settlement.clone()),
             entry,
         };
-        Ok((OrderOutcome::Settled(Some(Box::new(settlement))), Some(record)))
+        Ok((Some(Box::new(settlement)), Some(record)))
     }
 }

@@ -15,8 +15,7 @@
 //!   through is not written twice: an append finding its records already
 //!   there, byte for byte, counts them as written.
 
-use super::writer::SinkError;
-use super::{Journal, JournalError, ReplayOutcome};
+use super::{Journal, JournalError, ReplayOutcome, SinkError};
 use crate::cluster::{Append, ClusterError, ShardRecords};
 use std::time::Duration;
 

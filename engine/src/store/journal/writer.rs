@@ -19,7 +19,8 @@
 //! follows writes them all.
 
 use super::{
-    encode_frame, opens_next_batch, segment_path, sync_dir, Applied, Command, Health, JournalStats, SLOW_STEP,
+    encode_frame, opens_next_batch, segment_path, sync_dir, Applied, Command, Health, JournalStats, SinkError,
+    SLOW_STEP,
 };
 use crate::limits;
 use std::fs::{File, OpenOptions};
@@ -50,15 +51,6 @@ pub(super) enum Sink {
     Segments(Segments),
     /// A shard's journal of record in the cluster's database.
     Shard(Box<super::shard::ShardSink>),
-}
-
-/// Why an attempt to make a batch durable failed.
-pub(super) enum SinkError {
-    /// The disk or the database refused it for now: try again.
-    Retry(String),
-    /// The shard is owned under a newer epoch: this journal may never write
-    /// again.
-    Fenced,
 }
 
 /// The local sink's state: the segment written to.
