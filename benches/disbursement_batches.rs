@@ -64,8 +64,9 @@ async fn open_engine(dir: &std::path::Path) -> (Engine, Uuid, String) {
         },
         ..Default::default()
     };
-    let (merchant, credentials) = engine.create_merchant(new).await.unwrap();
+    let (merchant, credentials) = engine.merchants().create_merchant(new).await.unwrap();
     engine
+        .merchants()
         .credit_wallet(merchant.id, MinorUnits::new(i64::MAX / 4), "bench funding", None)
         .await
         .unwrap();
@@ -103,7 +104,7 @@ fn body(base: u64) -> Vec<u8> {
 
 /// Bytes the engine's journal made durable so far.
 fn journal_bytes(engine: &Engine) -> u64 {
-    let metrics = engine.metrics_text();
+    let metrics = engine.operations().metrics_text();
     let line = metrics
         .lines()
         .find(|line| line.starts_with("paygate_journal_bytes_total "))
@@ -113,7 +114,7 @@ fn journal_bytes(engine: &Engine) -> u64 {
 
 /// Waits (untimed) until the last batch's disbursements are with the vendor.
 async fn settle_handovers(engine: &Engine) {
-    while engine.disbursements_awaiting_handoff() > 0 {
+    while engine.disbursements().disbursements_awaiting_handoff() > 0 {
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
 }
@@ -143,7 +144,11 @@ fn batch_latency(c: &mut Criterion) {
         let items = (base..base + ITEMS as u64).map(|key| Ok(item(key))).collect();
         let before = journal_bytes(&engine);
         let answer = runtime
-            .block_on(engine.create_disbursement_batch(merchant_id, format!("batch-{base}"), items))
+            .block_on(
+                engine
+                    .disbursements()
+                    .create_disbursement_batch(merchant_id, format!("batch-{base}"), items),
+            )
             .unwrap();
         let bytes = journal_bytes(&engine) - before;
         assert!(answer.items.iter().all(|item| item.is_ok()));
@@ -184,6 +189,7 @@ fn batch_latency(c: &mut Criterion) {
                     let items = (base..base + ITEMS as u64).map(|key| Ok(item(key))).collect();
                     let started = Instant::now();
                     let answer = engine
+                        .disbursements()
                         .create_disbursement_batch(merchant_id, format!("batch-{base}"), items)
                         .await
                         .unwrap();

@@ -88,8 +88,9 @@ async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uu
             limits,
             ..Default::default()
         };
-        let (merchant, _) = engine.create_merchant(new).await.unwrap();
+        let (merchant, _) = engine.merchants().create_merchant(new).await.unwrap();
         engine
+            .merchants()
             .credit_wallet(merchant.id, MinorUnits::new(i64::MAX / 4), "bench funding", None)
             .await
             .unwrap();
@@ -121,6 +122,7 @@ async fn disburse(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Durati
             let mut i = caller;
             while i < DISBURSEMENTS {
                 engine
+                    .disbursements()
                     .create_disbursement(ids[i % ids.len()], disbursement(base + i as u64))
                     .await
                     .unwrap();
@@ -152,6 +154,7 @@ async fn disburse_batched(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -
             tasks.push(tokio::spawn(async move {
                 let items = (0..size as u64).map(|n| Ok(disbursement(base + n))).collect();
                 let answer = engine
+                    .disbursements()
                     .create_disbursement_batch(merchant, format!("bench-batch-{base}"), items)
                     .await
                     .unwrap();
@@ -174,11 +177,11 @@ async fn await_lives(engine: &Engine) {
     // here instead of piling up unseen. Every one created is durable by now,
     // so none is missing from the count.
     if handover_only() {
-        while engine.disbursements_awaiting_handoff() > 0 {
+        while engine.disbursements().disbursements_awaiting_handoff() > 0 {
             tokio::time::sleep(Duration::from_micros(200)).await;
         }
     } else {
-        while engine.open_disbursement_count() > 0 {
+        while engine.disbursements().open_disbursement_count() > 0 {
             tokio::time::sleep(Duration::from_micros(200)).await;
         }
     }
@@ -193,7 +196,7 @@ fn process_cpu() -> Duration {
 
 /// Journal records written so far, as `/metrics` counts them.
 fn journal_records(engine: &Engine) -> u64 {
-    let metrics = engine.metrics_text();
+    let metrics = engine.operations().metrics_text();
     let line = metrics
         .lines()
         .find(|l| l.starts_with("paygate_journal_records_total "));
@@ -243,7 +246,11 @@ fn durable_disbursements(c: &mut Criterion) {
         let engine_dir = bench_dir();
         let (engine, ids) = runtime.block_on(open_engine(engine_dir.path(), 1));
         let created = runtime
-            .block_on(engine.create_disbursement(ids[0], disbursement(u64::MAX)))
+            .block_on(
+                engine
+                    .disbursements()
+                    .create_disbursement(ids[0], disbursement(u64::MAX)),
+            )
             .unwrap();
         runtime.block_on(engine.shutdown());
         paygate_engine::store::record::JournalRecord::DisbursementUpdated(created)

@@ -48,6 +48,7 @@ fn history_pages(c: &mut Criterion) {
             .await
             .unwrap();
         let (merchant, _) = engine
+            .merchants()
             .create_merchant(NewMerchant {
                 name: "history".into(),
                 settlement_type: Some(SettlementType::Wallet),
@@ -61,13 +62,13 @@ fn history_pages(c: &mut Criterion) {
             let proposals: Vec<EntryProposal> = (0..n)
                 .map(|_| ledger::wallet_credit(MinorUnits::new(1), "bench".into(), None))
                 .collect();
-            for result in engine.post_entries(merchant.id, proposals).await.unwrap() {
+            for result in engine.merchants().post_entries(merchant.id, proposals).await.unwrap() {
                 result.unwrap();
             }
             posted += n as u64;
         }
         // On disk, as a long statement is: out of the overlay, into sled.
-        engine.checkpoint().await.unwrap();
+        engine.operations().checkpoint().await.unwrap();
         (engine, merchant.id)
     });
     let cursor = |seq: u64| LineId {
@@ -89,7 +90,7 @@ fn history_pages(c: &mut Criterion) {
         };
         group.bench_function(name, |b| {
             b.iter(|| {
-                let page = engine.balance_history(merchant_id, &query).unwrap();
+                let page = engine.merchants().balance_history(merchant_id, &query).unwrap();
                 assert_eq!(page.lines.len(), PAGE);
             })
         });

@@ -56,6 +56,7 @@ async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uu
     let mut ids = Vec::with_capacity(merchants);
     for index in 0..merchants {
         let (merchant, _) = engine
+            .merchants()
             .create_merchant(NewMerchant {
                 name: format!("bench-{index}"),
                 settlement_type: Some(SettlementType::Wallet),
@@ -80,7 +81,11 @@ async fn post_singles(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Du
             let mut i = caller;
             while i < ENTRIES {
                 let merchant = ids[i % ids.len()];
-                engine.post_entry(merchant, proposal(base + i as u64)).await.unwrap();
+                engine
+                    .merchants()
+                    .post_entry(merchant, proposal(base + i as u64))
+                    .await
+                    .unwrap();
                 i += CALLERS;
             }
         }));
@@ -101,7 +106,7 @@ async fn post_batches(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Du
         let base = next_key.fetch_add(BATCH as u64, Ordering::Relaxed);
         tasks.push(tokio::spawn(async move {
             let proposals = (0..BATCH as u64).map(|i| proposal(base + i)).collect();
-            let results = engine.post_entries(merchant, proposals).await.unwrap();
+            let results = engine.merchants().post_entries(merchant, proposals).await.unwrap();
             assert!(results.iter().all(|r| r.is_ok()));
         }));
     }

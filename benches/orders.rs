@@ -43,7 +43,7 @@ async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uu
             settlement_type: Some(SettlementType::Wallet),
             ..Default::default()
         };
-        ids.push(engine.create_merchant(new).await.unwrap().0.id);
+        ids.push(engine.merchants().create_merchant(new).await.unwrap().0.id);
     }
     (engine, ids)
 }
@@ -70,6 +70,7 @@ async fn create_orders(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> D
             let mut i = caller;
             while i < ORDERS {
                 engine
+                    .orders()
                     .create_order(ids[i % ids.len()], order(base + i as u64))
                     .await
                     .unwrap();
@@ -101,7 +102,9 @@ fn durable_orders(c: &mut Criterion) {
     let record_bytes = {
         let engine_dir = bench_dir();
         let (engine, ids) = runtime.block_on(open_engine(engine_dir.path(), 1));
-        let (created, _) = runtime.block_on(engine.create_order(ids[0], order(u64::MAX))).unwrap();
+        let (created, _) = runtime
+            .block_on(engine.orders().create_order(ids[0], order(u64::MAX)))
+            .unwrap();
         runtime.block_on(engine.shutdown());
         paygate_engine::store::record::JournalRecord::OrderCreated(Box::new(created))
             .encode()

@@ -151,7 +151,7 @@ async fn reconcile_loop(
         // A shard whose append failed on the epoch is another node's: its
         // engine is dropped now, not at the keeper's next renewal.
         for (shard, (epoch, engine)) in directory.host.held() {
-            if engine.is_fenced() {
+            if engine.operations().is_fenced() {
                 tracing::warn!(shard, epoch, "shard fenced: another node owns it now; dropped");
                 paygate_engine::cluster::ShardOwner::lost(directory.host.as_ref(), shard);
             }
@@ -259,7 +259,11 @@ impl ShardDirectory for NodeDirectory {
         // A fenced shard is another node's already: requests go to it (or
         // wait for it) from the moment an append fails on the epoch, not
         // from the keeper's next renewal.
-        if self.host.engine(shard).is_none_or(|engine| engine.is_fenced()) {
+        if self
+            .host
+            .engine(shard)
+            .is_none_or(|engine| engine.operations().is_fenced())
+        {
             return None;
         }
         let served = self.served.read().expect("served lock");
@@ -280,12 +284,19 @@ impl ShardDirectory for NodeDirectory {
             .iter()
             .filter(|(shard, epoch)| served.get(shard).is_some_and(|entry| entry.epoch == **epoch))
             .map(|(shard, _)| *shard)
-            .filter(|shard| self.host.engine(*shard).is_some_and(|engine| !engine.is_fenced()))
+            .filter(|shard| {
+                self.host
+                    .engine(*shard)
+                    .is_some_and(|engine| !engine.operations().is_fenced())
+            })
             .collect()
     }
 
     fn writable(&self) -> bool {
-        self.host.held().values().all(|(_, engine)| engine.storage_writable())
+        self.host
+            .held()
+            .values()
+            .all(|(_, engine)| engine.operations().storage_writable())
     }
 
     fn user_merchant<'a>(&'a self, email: &'a str) -> CatalogLookup<'a, Option<Uuid>> {

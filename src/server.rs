@@ -73,7 +73,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
             };
             // Not "the data dir was new": a start killed before the demo merchant
             // was made would leave a data dir without one for good.
-            if settings.mode == Mode::Sandbox && engine.merchant_ids().is_empty() {
+            if settings.mode == Mode::Sandbox && engine.merchants().merchant_ids().is_empty() {
                 create_demo_merchant(&engine, settings).await?;
             }
             let state = AppState::new(engine.clone(), api_config(admin_token));
@@ -150,7 +150,7 @@ impl RunningServer {
         let _ = dispatcher.await;
         if final_checkpoint {
             engine.shutdown().await;
-            let state_dir = engine.state_dir();
+            let state_dir = engine.operations().state_dir();
             drop(engine);
             let started = std::time::Instant::now();
             let snapshot = move || paygate_engine::store::snapshot_closed_state(&state_dir);
@@ -220,6 +220,7 @@ fn load_or_create_admin_token(data_dir: &Path) -> anyhow::Result<String> {
 /// `<data-dir>/demo-credentials.json` (0600), so the service is usable at once.
 async fn create_demo_merchant(engine: &Engine, settings: &Settings) -> anyhow::Result<()> {
     let (merchant, credentials) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "Demo Merchant".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -227,6 +228,7 @@ async fn create_demo_merchant(engine: &Engine, settings: &Settings) -> anyhow::R
         })
         .await?;
     engine
+        .merchants()
         .credit_wallet(
             merchant.id,
             MinorUnits::new(DEMO_FUNDING_MINOR),
@@ -245,6 +247,7 @@ async fn create_demo_merchant(engine: &Engine, settings: &Settings) -> anyhow::R
             .collect::<String>()
     };
     engine
+        .merchants()
         .create_merchant_user(merchant.id, dashboard_email, &dashboard_password)
         .await?;
     let document = serde_json::json!({

@@ -51,7 +51,7 @@ pub async fn run(args: VerifyArgs) -> anyhow::Result<bool> {
             return Ok(false);
         }
     };
-    let report = engine.verify_ledger().await;
+    let report = engine.merchants().verify_ledger().await;
     // Nothing more is written to the copy (or, in place, than a start writes).
     engine.halt_without_checkpoint().await;
     let report = report.context("checking the ledger")?;

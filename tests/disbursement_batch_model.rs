@@ -113,6 +113,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "m".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -126,6 +127,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
         .unwrap();
     let id = merchant.id;
     engine
+        .merchants()
         .credit_wallet(id, MinorUnits::new(funding), "fund", None)
         .await
         .unwrap();
@@ -137,12 +139,13 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     for op in ops {
         match op {
             Op::Batch { key, items } => {
-                let before = engine.wallet_balance(id).await.unwrap().get();
+                let before = engine.merchants().wallet_balance(id).await.unwrap().get();
                 let answer: BatchAnswer = engine
+                    .disbursements()
                     .create_disbursement_batch(id, format!("batch-{key}"), requests(&items))
                     .await
                     .map_err(|e| TestCaseError::fail(format!("batch refused whole: {e}")))?;
-                let after = engine.wallet_balance(id).await.unwrap().get();
+                let after = engine.merchants().wallet_balance(id).await.unwrap().get();
                 let got: Vec<Outcome> = answer.items.iter().map(outcome_of).collect();
                 if let Some((first_id, first)) = batches.get(&key) {
                     prop_assert!(answer.replayed);
@@ -179,7 +182,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 // The batch debited exactly its accepted items' final amounts.
                 prop_assert_eq!(before - after, debited);
                 batches.insert(key, (answer.id, got));
-                let summary = engine.disbursement_batch_for(id, answer.id).unwrap();
+                let summary = engine.disbursements().disbursement_batch_for(id, answer.id).unwrap();
                 let accepted = answer.items.iter().filter(|item| item.is_ok()).count();
                 prop_assert_eq!(summary.accepted, accepted);
                 prop_assert_eq!(summary.refused, items.len() - accepted);
@@ -199,14 +202,14 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 }
                 engine = open(dir.path()).await;
                 for (first_id, _) in batches.values() {
-                    let found = engine.disbursement_batch_for(id, *first_id);
+                    let found = engine.disbursements().disbursement_batch_for(id, *first_id);
                     prop_assert!(found.is_ok(), "batch {} lost: {:?}", first_id, found);
                 }
             }
         }
-        prop_assert_eq!(engine.wallet_balance(id).await.unwrap().get(), wallet);
+        prop_assert_eq!(engine.merchants().wallet_balance(id).await.unwrap().get(), wallet);
     }
-    let report = engine.verify_ledger().await.unwrap();
+    let report = engine.merchants().verify_ledger().await.unwrap();
     prop_assert!(report.balanced, "{:?}", report.problems);
     engine.shutdown().await;
     Ok(())

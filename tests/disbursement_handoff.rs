@@ -141,6 +141,7 @@ async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() 
     })));
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "handoff".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -154,6 +155,7 @@ async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() 
         .unwrap();
     let merchant_id = merchant.id;
     engine
+        .merchants()
         .credit_wallet(merchant_id, MinorUnits::new(FUNDING), "fund", None)
         .await
         .unwrap();
@@ -161,7 +163,15 @@ async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() 
     let tasks: Vec<_> = (0..DISBURSEMENTS)
         .map(|n| {
             let engine = engine.clone();
-            tokio::spawn(async move { (n, engine.create_disbursement(merchant_id, request(n)).await) })
+            tokio::spawn(async move {
+                (
+                    n,
+                    engine
+                        .disbursements()
+                        .create_disbursement(merchant_id, request(n))
+                        .await,
+                )
+            })
         })
         .collect();
     let mut created: HashMap<Uuid, usize> = HashMap::new();
@@ -172,16 +182,19 @@ async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() 
         created.insert(disbursement.id, n);
     }
     for _ in 0..2000 {
-        if engine.disbursements_awaiting_handoff() == 0 {
+        if engine.disbursements().disbursements_awaiting_handoff() == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(engine.disbursements_awaiting_handoff(), 0);
+    assert_eq!(engine.disbursements().disbursements_awaiting_handoff(), 0);
 
     let mut still_debited = 0i64;
     for (id, n) in &created {
-        let stored = engine.disbursement_for(merchant_id, &id.to_string()).unwrap();
+        let stored = engine
+            .disbursements()
+            .disbursement_for(merchant_id, &id.to_string())
+            .unwrap();
         assert_eq!(stored.status, expected_status(*n), "disbursement {n}");
         match stored.status {
             DisbursementStatus::OnProcess => assert!(stored.vendor_disbursement_id.is_some()),
@@ -196,10 +209,10 @@ async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() 
         }
     }
     assert_eq!(
-        engine.wallet_balance(merchant_id).await.unwrap().get(),
+        engine.merchants().wallet_balance(merchant_id).await.unwrap().get(),
         FUNDING - still_debited
     );
-    assert!(engine.verify_ledger().await.unwrap().balanced);
+    assert!(engine.merchants().verify_ledger().await.unwrap().balanced);
     engine.shutdown().await;
 
     // Each disbursement moved once after its creation; the moves that
@@ -246,6 +259,7 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
     }));
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "gone".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -254,15 +268,17 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
         .await
         .unwrap();
     engine
+        .merchants()
         .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
         .await
         .unwrap();
     // The merchant actor is live (the credit), so one poll sends the request.
-    let mut call = Box::pin(engine.create_disbursement(merchant.id, request(1)));
+    let mut call = Box::pin(engine.disbursements().create_disbursement(merchant.id, request(1)));
     assert!(futures::poll!(&mut call).is_pending());
     let mut stored = None;
     for _ in 0..2000 {
         stored = engine
+            .disbursements()
             .disbursement_by_idempotency_key(merchant.id, "handoff-1")
             .unwrap();
         if stored.is_some() {
@@ -274,7 +290,11 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
     drop(call);
     let mut status = DisbursementStatus::Pending;
     for _ in 0..2000 {
-        status = engine.disbursement_for(merchant.id, &id.to_string()).unwrap().status;
+        status = engine
+            .disbursements()
+            .disbursement_for(merchant.id, &id.to_string())
+            .unwrap()
+            .status;
         if status != DisbursementStatus::Pending {
             break;
         }
@@ -295,6 +315,7 @@ async fn a_hand_over_that_panics_does_not_stop_later_ones() {
     })));
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "panics".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -303,22 +324,32 @@ async fn a_hand_over_that_panics_does_not_stop_later_ones() {
         .await
         .unwrap();
     engine
+        .merchants()
         .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
         .await
         .unwrap();
     // request(7) goes to the failing account, on which this vendor panics.
-    let panicked = engine.create_disbursement(merchant.id, request(7)).await.unwrap();
+    let panicked = engine
+        .disbursements()
+        .create_disbursement(merchant.id, request(7))
+        .await
+        .unwrap();
     for _ in 0..2000 {
-        if engine.disbursements_awaiting_handoff() == 0 {
+        if engine.disbursements().disbursements_awaiting_handoff() == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(engine.disbursements_awaiting_handoff(), 0);
-    let later = engine.create_disbursement(merchant.id, request(1)).await.unwrap();
+    assert_eq!(engine.disbursements().disbursements_awaiting_handoff(), 0);
+    let later = engine
+        .disbursements()
+        .create_disbursement(merchant.id, request(1))
+        .await
+        .unwrap();
     let mut status = DisbursementStatus::Pending;
     for _ in 0..2000 {
         status = engine
+            .disbursements()
             .disbursement_for(merchant.id, &later.id.to_string())
             .unwrap()
             .status;
@@ -328,7 +359,10 @@ async fn a_hand_over_that_panics_does_not_stop_later_ones() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(status, DisbursementStatus::OnProcess);
-    let stuck = engine.disbursement_for(merchant.id, &panicked.id.to_string()).unwrap();
+    let stuck = engine
+        .disbursements()
+        .disbursement_for(merchant.id, &panicked.id.to_string())
+        .unwrap();
     assert_eq!(
         stuck.status,
         DisbursementStatus::Pending,
@@ -386,16 +420,17 @@ async fn engine_with_holding_vendor(
 /// finish (its moves are visible a moment before it ends).
 async fn handoffs_finished(engine: &Engine) -> usize {
     for _ in 0..2000 {
-        if engine.disbursements_awaiting_handoff() == 0 {
+        if engine.disbursements().disbursements_awaiting_handoff() == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    engine.disbursements_awaiting_handoff()
+    engine.disbursements().disbursements_awaiting_handoff()
 }
 
 async fn wallet_merchant(engine: &Engine, name: &str) -> Uuid {
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: name.into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -404,6 +439,7 @@ async fn wallet_merchant(engine: &Engine, name: &str) -> Uuid {
         .await
         .unwrap();
     engine
+        .merchants()
         .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
         .await
         .unwrap();
@@ -413,7 +449,11 @@ async fn wallet_merchant(engine: &Engine, name: &str) -> Uuid {
 async fn status_after_handoff(engine: &Engine, merchant_id: Uuid, id: Uuid) -> DisbursementStatus {
     let mut status = DisbursementStatus::Pending;
     for _ in 0..2000 {
-        status = engine.disbursement_for(merchant_id, &id.to_string()).unwrap().status;
+        status = engine
+            .disbursements()
+            .disbursement_for(merchant_id, &id.to_string())
+            .unwrap()
+            .status;
         if status != DisbursementStatus::Pending {
             break;
         }
@@ -434,7 +474,11 @@ async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
         let merchant_id = wallet_merchant(&engine, name).await;
         let mut held_request = request(1);
         held_request.account_number = Some(HELD_ACCOUNT.into());
-        let disbursement = engine.create_disbursement(merchant_id, held_request).await.unwrap();
+        let disbursement = engine
+            .disbursements()
+            .create_disbursement(merchant_id, held_request)
+            .await
+            .unwrap();
         held.push((merchant_id, disbursement.id));
     }
     for _ in 0..2 {
@@ -446,14 +490,21 @@ async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
     }
 
     let other_merchant = wallet_merchant(&engine, "other").await;
-    let other = engine.create_disbursement(other_merchant, request(2)).await.unwrap();
+    let other = engine
+        .disbursements()
+        .create_disbursement(other_merchant, request(2))
+        .await
+        .unwrap();
     assert_eq!(
         status_after_handoff(&engine, other_merchant, other.id).await,
         DisbursementStatus::OnProcess,
         "handed over while the other merchants' vendor calls hang"
     );
     for (merchant_id, id) in &held {
-        let still = engine.disbursement_for(*merchant_id, &id.to_string()).unwrap();
+        let still = engine
+            .disbursements()
+            .disbursement_for(*merchant_id, &id.to_string())
+            .unwrap();
         assert_eq!(still.status, DisbursementStatus::Pending);
     }
 
@@ -489,19 +540,24 @@ async fn a_vendor_call_that_never_completes_ends_its_hand_over_at_the_timeout() 
     config.payout_vendor = Some(Arc::new(SilentVendor));
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let merchant_id = wallet_merchant(&engine, "silent").await;
-    let disbursement = engine.create_disbursement(merchant_id, request(1)).await.unwrap();
+    let disbursement = engine
+        .disbursements()
+        .create_disbursement(merchant_id, request(1))
+        .await
+        .unwrap();
     assert_eq!(
         status_after_handoff(&engine, merchant_id, disbursement.id).await,
         DisbursementStatus::OnProcess
     );
     let stored = engine
+        .disbursements()
         .disbursement_for(merchant_id, &disbursement.id.to_string())
         .unwrap();
     assert_eq!(stored.vendor_disbursement_id, None, "the vendor gave no reference");
     assert_eq!(stored.payout_vendor.as_deref(), Some("sandbox"));
     assert_eq!(handoffs_finished(&engine).await, 0, "the hand-over ended");
     assert_eq!(
-        engine.wallet_balance(merchant_id).await.unwrap().get(),
+        engine.merchants().wallet_balance(merchant_id).await.unwrap().get(),
         FUNDING - stored.final_amount.get(),
         "still debited: the vendor may be paying it"
     );
@@ -510,7 +566,7 @@ async fn a_vendor_call_that_never_completes_ends_its_hand_over_at_the_timeout() 
 
 /// The value of one of the engine's own metrics.
 fn metric(engine: &Engine, name: &str) -> u64 {
-    let text = engine.metrics_text();
+    let text = engine.operations().metrics_text();
     let line = text
         .lines()
         .find(|line| line.split(' ').next() == Some(name))
@@ -530,7 +586,11 @@ async fn a_disbursement_handles_its_messages_one_at_a_time() {
     let merchant_id = wallet_merchant(&engine, "serial").await;
     let mut held_request = request(1);
     held_request.account_number = Some(HELD_ACCOUNT.into());
-    let held = engine.create_disbursement(merchant_id, held_request).await.unwrap();
+    let held = engine
+        .disbursements()
+        .create_disbursement(merchant_id, held_request)
+        .await
+        .unwrap();
     let entered = tokio::time::timeout(Duration::from_secs(10), entered_rx.recv()).await;
     assert!(matches!(entered, Ok(Some(()))), "the hand-over reached the vendor");
 
@@ -539,11 +599,16 @@ async fn a_disbursement_handles_its_messages_one_at_a_time() {
         let id = held.id.to_string();
         async move {
             engine
+                .disbursements()
                 .complete_disbursement(merchant_id, &id, DisbursementStatus::Success)
                 .await
         }
     });
-    let other = engine.create_disbursement(merchant_id, request(2)).await.unwrap();
+    let other = engine
+        .disbursements()
+        .create_disbursement(merchant_id, request(2))
+        .await
+        .unwrap();
     assert_eq!(
         status_after_handoff(&engine, merchant_id, other.id).await,
         DisbursementStatus::OnProcess,
@@ -554,7 +619,10 @@ async fn a_disbursement_handles_its_messages_one_at_a_time() {
         !completing.is_finished(),
         "the complete waits for the hand-over in hand"
     );
-    let waiting = engine.disbursement_for(merchant_id, &held.id.to_string()).unwrap();
+    let waiting = engine
+        .disbursements()
+        .disbursement_for(merchant_id, &held.id.to_string())
+        .unwrap();
     assert_eq!(waiting.status, DisbursementStatus::Pending);
     assert_eq!(metric(&engine, "paygate_disbursement_hosts_busy"), 1);
 
@@ -594,7 +662,11 @@ async fn stopping_leaves_waiting_mail_for_the_next_start() {
     let merchant_id = wallet_merchant(&engine, "stopping").await;
     let mut held_request = request(1);
     held_request.account_number = Some(HELD_ACCOUNT.into());
-    let held = engine.create_disbursement(merchant_id, held_request).await.unwrap();
+    let held = engine
+        .disbursements()
+        .create_disbursement(merchant_id, held_request)
+        .await
+        .unwrap();
     let entered = tokio::time::timeout(Duration::from_secs(10), entered_rx.recv()).await;
     assert!(matches!(entered, Ok(Some(()))), "the hand-over reached the vendor");
     let completing = tokio::spawn({
@@ -602,6 +674,7 @@ async fn stopping_leaves_waiting_mail_for_the_next_start() {
         let id = held.id.to_string();
         async move {
             engine
+                .disbursements()
                 .complete_disbursement(merchant_id, &id, DisbursementStatus::Success)
                 .await
         }
@@ -628,7 +701,10 @@ async fn stopping_leaves_waiting_mail_for_the_next_start() {
         delay: Duration::from_secs(3600),
     }));
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-    let after = engine.disbursement_for(merchant_id, &held.id.to_string()).unwrap();
+    let after = engine
+        .disbursements()
+        .disbursement_for(merchant_id, &held.id.to_string())
+        .unwrap();
     assert_eq!(
         after.status,
         DisbursementStatus::OnProcess,
@@ -702,10 +778,15 @@ async fn a_payout_taken_again_with_nothing_new_is_still_inquired() {
     config.vendor_retry_scale = 0.0002;
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let merchant_id = wallet_merchant(&engine, "lagging").await;
-    let created = engine.create_disbursement(merchant_id, request(1)).await.unwrap();
+    let created = engine
+        .disbursements()
+        .create_disbursement(merchant_id, request(1))
+        .await
+        .unwrap();
     let mut status = DisbursementStatus::Pending;
     for _ in 0..1000 {
         status = engine
+            .disbursements()
             .disbursement_for(merchant_id, &created.id.to_string())
             .unwrap()
             .status;
@@ -736,6 +817,7 @@ async fn past_the_bound_on_open_disbursements_creation_is_busy_until_some_end() 
     config.disbursements_open_max = 5;
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "bounded".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -744,42 +826,61 @@ async fn past_the_bound_on_open_disbursements_creation_is_busy_until_some_end() 
         .await
         .unwrap();
     engine
+        .merchants()
         .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
         .await
         .unwrap();
     let mut made = Vec::new();
     for n in 0..5 {
-        made.push(engine.create_disbursement(merchant.id, request(n)).await.unwrap());
+        made.push(
+            engine
+                .disbursements()
+                .create_disbursement(merchant.id, request(n))
+                .await
+                .unwrap(),
+        );
     }
-    let balance = engine.wallet_balance(merchant.id).await.unwrap();
+    let balance = engine.merchants().wallet_balance(merchant.id).await.unwrap();
     assert!(matches!(
-        engine.create_disbursement(merchant.id, request(5)).await,
+        engine
+            .disbursements()
+            .create_disbursement(merchant.id, request(5))
+            .await,
         Err(EngineError::Busy)
     ));
     let batch = engine
+        .disbursements()
         .create_disbursement_batch(merchant.id, "busy-batch".into(), vec![Ok(request(6)), Ok(request(8))])
         .await;
     assert!(matches!(batch, Err(EngineError::Busy)), "{batch:?}");
     assert_eq!(
-        engine.wallet_balance(merchant.id).await.unwrap(),
+        engine.merchants().wallet_balance(merchant.id).await.unwrap(),
         balance,
         "nothing moved"
     );
     // One ends: room for one more.
     for _ in 0..200 {
-        if engine.disbursements_awaiting_handoff() == 0 {
+        if engine.disbursements().disbursements_awaiting_handoff() == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let first = &made[0];
     engine
+        .disbursements()
         .complete_disbursement(merchant.id, &first.id.to_string(), DisbursementStatus::Success)
         .await
         .unwrap();
-    engine.create_disbursement(merchant.id, request(5)).await.unwrap();
+    engine
+        .disbursements()
+        .create_disbursement(merchant.id, request(5))
+        .await
+        .unwrap();
     assert!(matches!(
-        engine.create_disbursement(merchant.id, request(9)).await,
+        engine
+            .disbursements()
+            .create_disbursement(merchant.id, request(9))
+            .await,
         Err(EngineError::Busy)
     ));
     engine.shutdown().await;

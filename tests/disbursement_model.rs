@@ -94,6 +94,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "m".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -108,6 +109,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
         .unwrap();
     let id = merchant.id;
     engine
+        .merchants()
         .credit_wallet(id, MinorUnits::new(funding), "fund", None)
         .await
         .unwrap();
@@ -118,7 +120,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     for op in ops {
         match op {
             Op::Create { amount, key } => {
-                let result = engine.create_disbursement(id, bank(key, amount)).await;
+                let result = engine.disbursements().create_disbursement(id, bank(key, amount)).await;
                 if let Some(existing) = made.iter().find(|d| d.key == key) {
                     match result {
                         Err(EngineError::DuplicateDisbursement(found)) => prop_assert_eq!(found.id, existing.id),
@@ -151,7 +153,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 let creations = amounts.iter().enumerate().map(|(n, amount)| {
                     let engine = engine.clone();
                     let new = bank(first_key + n as u16, *amount);
-                    async move { engine.create_disbursement(id, new).await }
+                    async move { engine.disbursements().create_disbursement(id, new).await }
                 });
                 let results = futures::future::join_all(creations).await;
                 let mut created = Vec::new();
@@ -193,7 +195,10 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 } else {
                     DisbursementStatus::Success
                 };
-                let result = engine.complete_disbursement(id, &target.id.to_string(), outcome).await;
+                let result = engine
+                    .disbursements()
+                    .complete_disbursement(id, &target.id.to_string(), outcome)
+                    .await;
                 // Small ones go PENDING -> ON_PROCESS -> outcome; large ones wait IN_REVIEW.
                 let settleable = target.final_status.is_none() && target.amount < REVIEW_THRESHOLD;
                 if settleable {
@@ -226,7 +231,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
             Op::Reject { pick } if !made.is_empty() => {
                 let index = pick % made.len();
                 let target = made[index].clone();
-                let result = engine.reject_disbursement(target.id, None).await;
+                let result = engine.disbursements().reject_disbursement(target.id, None).await;
                 if target.final_status.is_none() && target.amount >= REVIEW_THRESHOLD {
                     let done = result.map_err(|e| TestCaseError::fail(format!("reject failed: {e}")))?;
                     prop_assert_eq!(done.status, DisbursementStatus::Rejected);
@@ -262,7 +267,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 }
                 engine = open(dir.path()).await;
                 for made in &made {
-                    let stored = engine.disbursement_for(id, &made.id.to_string());
+                    let stored = engine.disbursements().disbursement_for(id, &made.id.to_string());
                     let stored = stored.map_err(|e| TestCaseError::fail(format!("{} lost: {e}", made.id)))?;
                     if let Some(status) = made.final_status {
                         prop_assert_eq!(stored.status, status);
@@ -271,10 +276,10 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
             }
             _ => {}
         }
-        prop_assert_eq!(engine.wallet_balance(id).await.unwrap().get(), wallet);
+        prop_assert_eq!(engine.merchants().wallet_balance(id).await.unwrap().get(), wallet);
         statement_check::check(&engine, id, &lines, wallet, 1 + lines.len() % 5)?;
     }
-    let report = engine.verify_ledger().await.unwrap();
+    let report = engine.merchants().verify_ledger().await.unwrap();
     prop_assert!(report.balanced, "{:?}", report.problems);
     engine.shutdown().await;
     Ok(())

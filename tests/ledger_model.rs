@@ -127,6 +127,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut ids: Vec<Uuid> = Vec::new();
     for index in 0..MERCHANTS {
         let (merchant, _) = engine
+            .merchants()
             .create_merchant(NewMerchant {
                 name: format!("m{index}"),
                 settlement_type: Some(SettlementType::Wallet),
@@ -143,6 +144,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Credit { merchant, amount, key } => {
                 let m = &mut model[merchant];
                 let result = engine
+                    .merchants()
                     .credit_wallet(ids[merchant], MinorUnits::new(amount), "credit", key_name(key))
                     .await;
                 let name = key_name(key);
@@ -170,7 +172,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let m = &mut model[merchant];
                 let name = key_name(key).map(|k| format!("debit-{k}"));
                 let proposal = ledger::wallet_debit(MinorUnits::new(amount), "debit".into(), name.clone());
-                let result = engine.post_entry(ids[merchant], proposal).await;
+                let result = engine.merchants().post_entry(ids[merchant], proposal).await;
                 if name.as_ref().is_some_and(|k| m.keys.contains(k)) {
                     prop_assert!(
                         matches!(
@@ -194,7 +196,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Reverse { merchant, pick } => {
                 let m = &mut model[merchant];
                 let seq = (pick % (m.entries.len() + 1)) as u64;
-                let result = engine.reverse_entry(ids[merchant], seq, "reverse").await;
+                let result = engine.merchants().reverse_entry(ids[merchant], seq, "reverse").await;
                 if seq == 0 {
                     expect_refusal(result, LedgerError::EntryNotFound(0))?;
                     continue;
@@ -229,7 +231,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Restart(kind) => {
                 let mut live = Vec::new();
                 for id in &ids {
-                    live.push(engine.book(*id).await.unwrap());
+                    live.push(engine.merchants().book(*id).await.unwrap());
                 }
                 match kind {
                     RestartKind::Clean => engine.shutdown().await,
@@ -241,7 +243,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
                 engine = open(dir.path()).await;
                 for (index, id) in ids.iter().enumerate() {
-                    let rebuilt = engine.book(*id).await.unwrap();
+                    let rebuilt = engine.merchants().book(*id).await.unwrap();
                     prop_assert_eq!(
                         &rebuilt,
                         &live[index],
@@ -253,9 +255,9 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     }
 
     for (index, id) in ids.iter().enumerate() {
-        check_book(&engine.book(*id).await.unwrap(), &model[index])?;
+        check_book(&engine.merchants().book(*id).await.unwrap(), &model[index])?;
     }
-    let report = engine.verify_ledger().await.unwrap();
+    let report = engine.merchants().verify_ledger().await.unwrap();
     prop_assert!(report.balanced, "{:?}", report.problems);
     let total_entries: usize = model.iter().map(|m| m.entries.len()).sum();
     prop_assert_eq!(report.entries, total_entries as u64);

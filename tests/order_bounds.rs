@@ -29,6 +29,7 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
     config.order_actors_live_max = 2;
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "bounded".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -38,15 +39,18 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
         .unwrap();
     let mut orders = Vec::new();
     for n in 0..3 {
-        orders.push(engine.create_order(merchant.id, order(n)).await.unwrap().0);
+        orders.push(engine.orders().create_order(merchant.id, order(n)).await.unwrap().0);
     }
     // Paying an order takes its actor for the payment only.
     for paid in &orders[..2] {
-        assert_eq!(engine.pay_order(paid, None).await.unwrap().status, OrderStatus::Paid);
+        assert_eq!(
+            engine.orders().pay_order(paid, None).await.unwrap().status,
+            OrderStatus::Paid
+        );
     }
     let mut live = String::new();
     for _ in 0..100 {
-        live = engine.metrics_text();
+        live = engine.operations().metrics_text();
         if live.contains("paygate_order_actors_live 0") {
             break;
         }
@@ -63,19 +67,26 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
             idempotency_key: Some(format!("bounded-refund-{n}")),
             ..Default::default()
         };
-        engine.create_refund(merchant.id, &paid.ref_code, refund).await.unwrap();
+        engine
+            .orders()
+            .create_refund(merchant.id, &paid.ref_code, refund)
+            .await
+            .unwrap();
     }
-    assert!(engine.metrics_text().contains("paygate_order_actors_live 2"));
-    let refused = engine.pay_order(&orders[2], None).await;
+    assert!(engine
+        .operations()
+        .metrics_text()
+        .contains("paygate_order_actors_live 2"));
+    let refused = engine.orders().pay_order(&orders[2], None).await;
     assert!(matches!(refused, Err(EngineError::Busy)), "{refused:?}");
-    let unchanged = engine.order_for(merchant.id, &orders[2].ref_code).unwrap();
+    let unchanged = engine.orders().order_for(merchant.id, &orders[2].ref_code).unwrap();
     assert_eq!(unchanged.status, OrderStatus::Pending, "nothing changed");
-    let balance = engine.wallet_balance(merchant.id).await.unwrap();
+    let balance = engine.merchants().wallet_balance(merchant.id).await.unwrap();
 
     // Once the vendor answers the refunds, their actors stop: room again.
     let mut paid = None;
     for _ in 0..200 {
-        match engine.pay_order(&orders[2], None).await {
+        match engine.orders().pay_order(&orders[2], None).await {
             Ok(order) => {
                 paid = Some(order);
                 break;
@@ -85,7 +96,7 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
         }
     }
     assert_eq!(paid.expect("room once actors stopped").status, OrderStatus::Paid);
-    assert!(engine.wallet_balance(merchant.id).await.unwrap().get() > balance.get());
+    assert!(engine.merchants().wallet_balance(merchant.id).await.unwrap().get() > balance.get());
     engine.shutdown().await;
 }
 
@@ -100,6 +111,7 @@ async fn refunds_right_after_payment_all_settle_and_no_actor_stays() {
     config.sandbox_refund_delay = Some(Duration::from_millis(20));
     let engine = Arc::new(Engine::open(config, Arc::new(SystemClock)).await.unwrap());
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "busy refunds".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -109,18 +121,19 @@ async fn refunds_right_after_payment_all_settle_and_no_actor_stays() {
         .unwrap();
     let mut orders = Vec::new();
     for n in 0..200 {
-        orders.push(engine.create_order(merchant.id, order(n)).await.unwrap().0);
+        orders.push(engine.orders().create_order(merchant.id, order(n)).await.unwrap().0);
     }
     let refunds = futures::future::join_all(orders.iter().enumerate().map(|(n, order)| {
         let engine = engine.clone();
         async move {
-            engine.pay_order(order, None).await.unwrap();
+            engine.orders().pay_order(order, None).await.unwrap();
             let refund = NewRefund {
                 amount_minor: Some(1_000),
                 idempotency_key: Some(format!("right-after-{n}")),
                 ..Default::default()
             };
             engine
+                .orders()
                 .create_refund(merchant.id, &order.ref_code, refund)
                 .await
                 .unwrap()
@@ -130,7 +143,7 @@ async fn refunds_right_after_payment_all_settle_and_no_actor_stays() {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     for refund in &refunds {
         loop {
-            let now = engine.refund_for(merchant.id, refund.id).unwrap();
+            let now = engine.orders().refund_for(merchant.id, refund.id).unwrap();
             if now.status == paygate_engine::domain::RefundStatus::Success {
                 break;
             }
@@ -145,7 +158,7 @@ async fn refunds_right_after_payment_all_settle_and_no_actor_stays() {
     }
     let mut live = String::new();
     for _ in 0..200 {
-        live = engine.metrics_text();
+        live = engine.operations().metrics_text();
         if live.contains("paygate_order_actors_live 0") {
             break;
         }

@@ -97,6 +97,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
     let (merchant, _) = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "m".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -107,6 +108,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let id = merchant.id;
     let fees = merchant.fees.clone();
     engine
+        .merchants()
         .credit_wallet(id, MinorUnits::new(funding), "fund", None)
         .await
         .unwrap();
@@ -126,6 +128,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     ..Default::default()
                 };
                 let (order, _) = engine
+                    .orders()
                     .create_order(id, new)
                     .await
                     .map_err(|e| TestCaseError::fail(format!("create failed: {e}")))?;
@@ -142,12 +145,12 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
             Op::Pay { pick } | Op::Expire { pick } if !orders.is_empty() => {
                 let index = pick % orders.len();
                 let target = orders[index].clone();
-                let stored = engine.order_for(id, &target.ref_code).unwrap();
+                let stored = engine.orders().order_for(id, &target.ref_code).unwrap();
                 let paying = matches!(op, Op::Pay { .. });
                 let result = if paying {
-                    engine.pay_order(&stored, None).await
+                    engine.orders().pay_order(&stored, None).await
                 } else {
-                    engine.expire_order(&stored).await
+                    engine.orders().expire_order(&stored).await
                 };
                 if target.status == OrderStatus::Pending {
                     let changed = result.map_err(|e| TestCaseError::fail(format!("move failed: {e}")))?;
@@ -177,7 +180,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     idempotency_key: Some(format!("rk-{key}")),
                     ..Default::default()
                 };
-                let result = engine.create_refund(id, &target.ref_code, new).await;
+                let result = engine.orders().create_refund(id, &target.ref_code, new).await;
                 if let Some(existing) = refunds.iter().find(|r| r.key == key) {
                     match result {
                         Err(EngineError::DuplicateRefund(found)) => prop_assert_eq!(found.id, existing.id),
@@ -217,8 +220,8 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 } else {
                     RefundStatus::Failed
                 };
-                let stored = engine.refund_for(id, target.id).unwrap();
-                let result = engine.settle_refund(&stored, outcome).await;
+                let stored = engine.orders().refund_for(id, target.id).unwrap();
+                let result = engine.orders().settle_refund(&stored, outcome).await;
                 if target.status == RefundStatus::Pending {
                     let settled = result.map_err(|e| TestCaseError::fail(format!("settle failed: {e}")))?;
                     prop_assert_eq!(settled.status, outcome);
@@ -248,20 +251,20 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
             }
             _ => {}
         }
-        prop_assert_eq!(engine.wallet_balance(id).await.unwrap().get(), wallet);
+        prop_assert_eq!(engine.merchants().wallet_balance(id).await.unwrap().get(), wallet);
         statement_check::check(&engine, id, &lines, wallet, 1 + lines.len() % 4)?;
         for model in &orders {
-            let stored = engine.order_for(id, &model.ref_code).unwrap();
+            let stored = engine.orders().order_for(id, &model.ref_code).unwrap();
             prop_assert_eq!(stored.id, model.id);
             prop_assert_eq!(stored.status, model.status, "order {}", model.ref_code);
             prop_assert_eq!(stored.refunded_amount.get(), model.refunded);
             prop_assert!(stored.refunded_amount.get() <= stored.amount.get());
         }
         for model in &refunds {
-            prop_assert_eq!(engine.refund_for(id, model.id).unwrap().status, model.status);
+            prop_assert_eq!(engine.orders().refund_for(id, model.id).unwrap().status, model.status);
         }
     }
-    let report = engine.verify_ledger().await.unwrap();
+    let report = engine.merchants().verify_ledger().await.unwrap();
     prop_assert!(report.balanced, "{:?}", report.problems);
     engine.shutdown().await;
     Ok(())

@@ -551,6 +551,7 @@ fn restart(
     for ack in made {
         let stored = running
             .engine
+            .disbursements()
             .disbursement_for(merchant_id, &ack.id.to_string())
             .map_err(|e| TestCaseError::fail(format!("acknowledged {} lost in a crash: {e}", ack.id)))?;
         prop_assert_eq!(stored.request_amount.get(), ack.amount);
@@ -569,6 +570,7 @@ fn check_no_guess(
     for ack in made {
         let status = running
             .engine
+            .disbursements()
             .disbursement_for(merchant_id, &ack.id.to_string())
             .map_err(|e| TestCaseError::fail(format!("{} unreadable: {e}", ack.id)))?
             .status;
@@ -613,6 +615,7 @@ fn run(case: Case, tally: &Mutex<Tally>) -> Result<(), TestCaseError> {
     let engine = running.engine.clone();
     let merchant_id = running.call(async move {
         let (merchant, _) = engine
+            .merchants()
             .create_merchant(NewMerchant {
                 name: "m".into(),
                 settlement_type: Some(SettlementType::Wallet),
@@ -625,6 +628,7 @@ fn run(case: Case, tally: &Mutex<Tally>) -> Result<(), TestCaseError> {
             .await
             .expect("merchant created");
         engine
+            .merchants()
             .credit_wallet(merchant.id, MinorUnits::new(FUNDING), "fund", None)
             .await
             .expect("wallet funded");
@@ -638,7 +642,7 @@ fn run(case: Case, tally: &Mutex<Tally>) -> Result<(), TestCaseError> {
                 let engine = running.engine.clone();
                 let new = bank(amount, made.len());
                 let created = running
-                    .call(async move { engine.create_disbursement(merchant_id, new).await })?
+                    .call(async move { engine.disbursements().create_disbursement(merchant_id, new).await })?
                     .map_err(|e| TestCaseError::fail(format!("create failed: {e}")))?;
                 prop_assert_eq!(created.request_amount.get(), amount);
                 made.push(Made {
@@ -672,6 +676,7 @@ fn run(case: Case, tally: &Mutex<Tally>) -> Result<(), TestCaseError> {
         let disbursement = loop {
             let current = running
                 .engine
+                .disbursements()
                 .disbursement_for(merchant_id, &ack.id.to_string())
                 .map_err(|e| TestCaseError::fail(format!("{} unreadable: {e}", ack.id)))?;
             if current.status.is_terminal() {
@@ -732,8 +737,15 @@ fn run(case: Case, tally: &Mutex<Tally>) -> Result<(), TestCaseError> {
 
     let engine = running.engine.clone();
     let (wallet, report) = running.call(async move {
-        let wallet = engine.wallet_balance(merchant_id).await.expect("wallet readable");
-        (wallet, engine.verify_ledger().await.expect("ledger readable"))
+        let wallet = engine
+            .merchants()
+            .wallet_balance(merchant_id)
+            .await
+            .expect("wallet readable");
+        (
+            wallet,
+            engine.merchants().verify_ledger().await.expect("ledger readable"),
+        )
     })?;
     prop_assert_eq!(wallet.get(), FUNDING - spent);
     prop_assert!(report.balanced, "{:?}", report.problems);

@@ -37,7 +37,7 @@ pub async fn vendor_callback(
     body: Bytes,
 ) -> Result<Data<CallbackReceipt>, V1Error> {
     let signature = headers.get("x-paygate-signature").and_then(|v| v.to_str().ok());
-    let status = state.engine.vendor_callback(&vendor, &body, signature).await?;
+    let status = state.engine.orders().vendor_callback(&vendor, &body, signature).await?;
     Ok(Data(CallbackReceipt {
         received: true,
         status: status.to_string(),

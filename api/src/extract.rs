@@ -234,6 +234,7 @@ impl FromRequestParts<AppState> for V1Merchant {
         };
         let merchant = state
             .engine
+            .merchants()
             .authenticate_api_key(&api_key)
             .ok_or_else(|| V1Error::new(ErrorKind::InvalidApiKey, "invalid API key"))?;
         if !merchant.is_active {

@@ -106,7 +106,7 @@ impl std::ops::Deref for AppState {
 impl AppState {
     /// State for `engine` with `config`.
     pub fn new(engine: Engine, config: ApiConfig) -> AppState {
-        let webhook_client = webhooks::client(engine.allows_private_notify_urls());
+        let webhook_client = webhooks::client(engine.operations().allows_private_notify_urls());
         AppState(Arc::new(SharedState {
             engine,
             config: Arc::new(config),

@@ -88,7 +88,7 @@ pub struct Health {
     security(()),
     responses((status = 200, description = "Serving.", body = Health)))]
 pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
-    let storage = if state.engine.storage_writable() {
+    let storage = if state.engine.operations().storage_writable() {
         "writable"
     } else {
         "read_only"
@@ -105,7 +105,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     let _ = TextEncoder::new().encode(&state.http_metrics.registry.gather(), &mut buffer);
     let mut text = String::from_utf8(buffer).unwrap_or_default();
     text.push_str(&connection_metrics(&state));
-    text.push_str(&state.engine.metrics_text());
+    text.push_str(&state.engine.operations().metrics_text());
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,

@@ -51,8 +51,9 @@ async fn fill(dir: std::path::PathBuf, count: u64, merchants: usize) {
             },
             ..Default::default()
         };
-        let (merchant, _) = engine.create_merchant(new).await.unwrap();
+        let (merchant, _) = engine.merchants().create_merchant(new).await.unwrap();
         engine
+            .merchants()
             .credit_wallet(merchant.id, MinorUnits::new(i64::MAX / 4), "history funding", None)
             .await
             .unwrap();
@@ -79,6 +80,7 @@ async fn fill(dir: std::path::PathBuf, count: u64, merchants: usize) {
                     ..Default::default()
                 };
                 engine
+                    .disbursements()
                     .create_disbursement(ids[n as usize % ids.len()], request)
                     .await
                     .unwrap();
@@ -91,7 +93,7 @@ async fn fill(dir: std::path::PathBuf, count: u64, merchants: usize) {
     for caller in callers {
         caller.await.unwrap();
     }
-    while engine.open_disbursement_count() > 0 {
+    while engine.disbursements().open_disbursement_count() > 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     engine.shutdown().await;

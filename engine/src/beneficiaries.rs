@@ -4,8 +4,8 @@
 use crate::actors::{BeneficiaryChange, MerchantMsg};
 use crate::destinations::present;
 use crate::disbursements::context::bounded;
+use crate::disbursements::Disbursements;
 use crate::domain::{Beneficiary, VerificationStatus};
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
 use crate::vendor::AccountCheck;
@@ -33,11 +33,11 @@ pub struct NewBeneficiary {
     pub is_default: bool,
 }
 
-impl Engine {
+impl Disbursements {
     /// Saves a beneficiary (verification PENDING) and starts its account inquiry.
     pub async fn create_beneficiary(&self, merchant_id: Uuid, new: NewBeneficiary) -> Result<Beneficiary, EngineError> {
-        self.ensure_writable()?;
-        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        self.core.ensure_writable()?;
+        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let destination = match new.channel.as_deref() {
             Some("BANK") => {
                 let (Some(code), Some(number)) = (present(&new.bank_short_code), present(&new.account_number)) else {
@@ -46,14 +46,15 @@ impl Engine {
                     ));
                 };
                 // The holder's name is optional here; empty stands for "not given".
-                self.bank_account(code, number, present(&new.account_name).unwrap_or_default())?
+                self.catalog()
+                    .bank_account(code, number, present(&new.account_name).unwrap_or_default())?
             }
             Some("EWALLET") => {
                 let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone))
                 else {
                     return Err(EngineError::MissingEwalletInfo);
                 };
-                self.ewallet_account(code, raw_phone)?
+                self.catalog().ewallet_account(code, raw_phone)?
             }
             Some(_) => return Err(EngineError::invalid("channel", "must be BANK or EWALLET")),
             None => return Err(EngineError::invalid("channel", "is required")),
@@ -65,7 +66,7 @@ impl Engine {
         {
             return Err(EngineError::invalid("label", "must be at most 255 characters"));
         }
-        let now = self.clock().now().timestamp_millis();
+        let now = self.core.clock().now().timestamp_millis();
         let beneficiary = Beneficiary {
             id: Uuid::new_v4(),
             organization_id: merchant.organization_id,
@@ -104,15 +105,15 @@ impl Engine {
             Ok(_) | Err(EngineError::BeneficiaryNotFound) => return,
             Err(error) => {
                 tracing::error!(%error, %id, "beneficiary unreadable; asked about again later");
-                self.timers().check_account_after(
+                self.core.timers().check_account_after(
                     merchant_id,
                     id,
-                    self.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER),
+                    self.core.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER),
                 );
                 return;
             }
         };
-        let Some(merchant) = self.merchant(merchant_id) else {
+        let Some(merchant) = self.core.merchant(merchant_id) else {
             return;
         };
         let vendor = self
@@ -130,22 +131,26 @@ impl Engine {
             AccountCheck::Holder(name) => Ok(name),
             AccountCheck::NotFound(reason) => Err(reason),
             AccountCheck::Unknown(reason) => {
-                let first_try = self.clock().now().timestamp_millis() - beneficiary.created_at_ms
-                    < self.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER).as_millis() as i64;
+                let first_try = self.core.clock().now().timestamp_millis() - beneficiary.created_at_ms
+                    < self
+                        .core
+                        .payouts()
+                        .scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER)
+                        .as_millis() as i64;
                 let delay = if first_try {
-                    self.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER)
+                    self.core.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER)
                 } else {
-                    self.payouts().next_on_schedule(beneficiary.created_at_ms)
+                    self.core.payouts().next_on_schedule(beneficiary.created_at_ms)
                 };
                 tracing::warn!(%id, %reason, ?delay, "account inquiry unanswered; asked again later");
-                self.timers().check_account_after(merchant_id, id, delay);
+                self.core.timers().check_account_after(merchant_id, id, delay);
                 return;
             }
         };
         // Not recorded while storage cannot take writes: the merchant's actor
         // would wait in this change, its reads behind it, until the disk
         // takes the journal's writes again. Asked again later instead.
-        let recorded = match self.ensure_writable() {
+        let recorded = match self.core.ensure_writable() {
             Ok(()) => {
                 self.change_beneficiary(merchant_id, BeneficiaryChange::Verify { id, result })
                     .await
@@ -156,10 +161,10 @@ impl Engine {
             Ok(_) | Err(EngineError::BeneficiaryNotFound) => {}
             Err(error) => {
                 tracing::error!(%error, %id, "recording a beneficiary verification failed; asked again later");
-                self.timers().check_account_after(
+                self.core.timers().check_account_after(
                     merchant_id,
                     id,
-                    self.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER),
+                    self.core.payouts().scaled(limits::PAYOUT_UNKNOWN_INQUIRY_AFTER),
                 );
             }
         }
@@ -169,10 +174,11 @@ impl Engine {
     /// again. Returns how many.
     pub(crate) fn resume_account_checks(&self) -> Result<usize, EngineError> {
         let mut count = 0;
-        for merchant_id in self.merchant_ids() {
+        for merchant_id in self.core.merchant_ids() {
             for beneficiary in self.beneficiaries(merchant_id)? {
                 if beneficiary.verification_status == VerificationStatus::Pending {
-                    self.timers()
+                    self.core
+                        .timers()
                         .check_account_after(merchant_id, beneficiary.id, Duration::ZERO);
                     count += 1;
                 }
@@ -186,22 +192,24 @@ impl Engine {
         merchant_id: Uuid,
         change: BeneficiaryChange,
     ) -> Result<Beneficiary, EngineError> {
-        self.call_merchant(merchant_id, |reply| MerchantMsg::ChangeBeneficiary {
-            change: change.clone(),
-            reply,
-        })
-        .await?
+        self.core
+            .call_merchant(merchant_id, |reply| MerchantMsg::ChangeBeneficiary {
+                change: change.clone(),
+                reply,
+            })
+            .await?
     }
 
     /// A merchant's beneficiaries, newest first, deleted ones left out.
     pub fn beneficiaries(&self, merchant_id: Uuid) -> Result<Vec<Beneficiary>, EngineError> {
-        let all = self.store().merchant_beneficiaries(&merchant_id)?;
+        let all = self.core.store().merchant_beneficiaries(&merchant_id)?;
         Ok(all.into_iter().filter(|b| b.deleted_at_ms.is_none()).collect())
     }
 
     /// One of a merchant's beneficiaries, unless deleted.
     pub fn beneficiary_for(&self, merchant_id: Uuid, id: Uuid) -> Result<Beneficiary, EngineError> {
-        self.store()
+        self.core
+            .store()
             .beneficiary(&id)?
             .filter(|b| b.merchant_id == merchant_id && b.deleted_at_ms.is_none())
             .ok_or(EngineError::BeneficiaryNotFound)
@@ -209,7 +217,7 @@ impl Engine {
 
     /// Soft-deletes a beneficiary; disbursements that used it are kept.
     pub async fn delete_beneficiary(&self, merchant_id: Uuid, id: Uuid) -> Result<(), EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         self.change_beneficiary(merchant_id, BeneficiaryChange::Delete { id })
             .await
             .map(|_| ())

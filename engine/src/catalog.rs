@@ -1,18 +1,36 @@
 //! The catalog: banks, e-wallets and organizations, seeded on a first start
 //! and edited by admins, one edit at a time.
 
+use crate::core::Core;
 use crate::domain::catalog::{self, DEFAULT_ORGANIZATION_ID};
 use crate::domain::{Bank, Catalog, Ewallet, Organization};
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
 use crate::store::record::JournalRecord;
+use std::sync::Arc;
 use uuid::Uuid;
 
-impl Engine {
+/// The catalog handle: banks, e-wallets, organizations; cheap to clone.
+#[derive(Clone)]
+pub struct PlatformCatalog {
+    pub(crate) core: Arc<Core>,
+}
+
+impl PlatformCatalog {
+    pub(crate) fn new(core: Arc<Core>) -> PlatformCatalog {
+        PlatformCatalog { core }
+    }
+
+    /// The shard whose engine this catalog is, in a cluster.
+    pub fn shard(&self) -> Option<u16> {
+        self.core.shard()
+    }
+}
+
+impl PlatformCatalog {
     pub(crate) async fn seed_catalog(&self) -> Result<(), EngineError> {
         let (missing_banks, missing_ewallets, missing_org) = {
-            let catalog = self.store().catalog();
+            let catalog = self.core.store().catalog();
             let banks: Vec<Bank> = catalog::seed_banks()
                 .into_iter()
                 .filter(|b| !catalog.banks.contains_key(&b.short_code))
@@ -30,22 +48,22 @@ impl Engine {
         // Only a first start (or a catalog never written) seeds; later admin
         // edits, such as a disabled bank, must stick.
         let catalog_never_written = missing_banks.len() == 10 && missing_ewallets.len() == 7;
-        if !self.is_first_start() && !catalog_never_written {
+        if !self.core.is_first_start() && !catalog_never_written {
             return Ok(());
         }
         for bank in missing_banks {
-            self.write(JournalRecord::BankSaved(bank)).await?;
+            self.core.write(JournalRecord::BankSaved(bank)).await?;
         }
         for ewallet in missing_ewallets {
-            self.write(JournalRecord::EwalletSaved(ewallet)).await?;
+            self.core.write(JournalRecord::EwalletSaved(ewallet)).await?;
         }
         if missing_org {
             let organization = Organization {
                 id: DEFAULT_ORGANIZATION_ID,
                 name: "Platform".into(),
-                created_at_ms: self.now_ms(),
+                created_at_ms: self.core.now_ms(),
             };
-            self.write(JournalRecord::OrganizationSaved(organization)).await?;
+            self.core.write(JournalRecord::OrganizationSaved(organization)).await?;
         }
         Ok(())
     }
@@ -54,12 +72,12 @@ impl Engine {
     /// every shard (this one included, before this returns); else written
     /// here.
     pub(crate) async fn write_catalog(&self, record: JournalRecord) -> Result<(), EngineError> {
-        match self.catalog_publisher() {
-            Some(publish) => publish(self.clone(), record.encode()).await.map_err(|error| {
+        match self.core.publish_catalog() {
+            Some(publish) => publish(record.encode()).await.map_err(|error| {
                 tracing::warn!(%error, "a catalog change could not be published to the cluster");
                 EngineError::StorageUnavailable
             }),
-            None => self.write(record).await,
+            None => self.core.write(record).await,
         }
     }
 
@@ -73,34 +91,34 @@ impl Engine {
             | JournalRecord::EwalletSaved(_)
             | JournalRecord::PaymentVendorSaved(_)
             | JournalRecord::VendorRoutingSaved(_)
-            | JournalRecord::PayoutRoutingSaved(_) => self.write(record).await,
+            | JournalRecord::PayoutRoutingSaved(_) => self.core.write(record).await,
             _ => Err(EngineError::Internal("not a platform catalog record".into())),
         }
     }
 
     /// A bank by short code, without copying the catalog.
     pub fn bank(&self, short_code: &str) -> Option<Bank> {
-        self.store().catalog().banks.get(short_code).cloned()
+        self.core.store().catalog().banks.get(short_code).cloned()
     }
 
     /// An e-wallet by code, without copying the catalog.
     pub fn ewallet(&self, short_code: &str) -> Option<Ewallet> {
-        self.store().catalog().ewallets.get(short_code).cloned()
+        self.core.store().catalog().ewallets.get(short_code).cloned()
     }
 
     /// A copy of the catalog.
     pub fn catalog(&self) -> Catalog {
-        self.store().catalog().clone()
+        self.core.store().catalog().clone()
     }
 
     /// Bumped on every catalog change.
     pub fn catalog_version(&self) -> u64 {
-        self.store().catalog_version()
+        self.core.store().catalog_version()
     }
 
     /// Creates an organization.
     pub async fn create_organization(&self, name: &str) -> Result<Organization, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let name = name.trim();
         if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
@@ -108,7 +126,7 @@ impl Engine {
         let organization = Organization {
             id: Uuid::new_v4(),
             name: name.to_string(),
-            created_at_ms: self.now_ms(),
+            created_at_ms: self.core.now_ms(),
         };
         self.write_catalog(JournalRecord::OrganizationSaved(organization.clone()))
             .await?;
@@ -122,9 +140,9 @@ impl Engine {
         is_enabled: bool,
         name: Option<String>,
     ) -> Result<Bank, EngineError> {
-        self.ensure_writable()?;
-        let _guard = self.catalog_lock().lock().await;
-        let existing = self.store().catalog().banks.get(short_code).cloned();
+        self.core.ensure_writable()?;
+        let _guard = self.core.catalog_lock().lock().await;
+        let existing = self.core.store().catalog().banks.get(short_code).cloned();
         let bank = match existing {
             Some(mut bank) => {
                 bank.is_enabled = is_enabled;
@@ -150,9 +168,10 @@ impl Engine {
 
     /// Enables or disables one of the seven e-wallets.
     pub async fn save_ewallet(&self, short_code: &str, is_enabled: bool) -> Result<Ewallet, EngineError> {
-        self.ensure_writable()?;
-        let _guard = self.catalog_lock().lock().await;
+        self.core.ensure_writable()?;
+        let _guard = self.core.catalog_lock().lock().await;
         let mut ewallet = self
+            .core
             .store()
             .catalog()
             .ewallets

@@ -16,70 +16,10 @@
 //!   (`limits::CHECKPOINT_FREE_BYTES_MIN`): short of it, only the journal
 //!   grows, and it is the part that recovers by itself.
 
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-/// What the engine knows of its storage beyond the journal's own flag.
-#[derive(Default)]
-pub(crate) struct StorageHealth {
-    /// Set for good by a failed checkpoint (see the module docs).
-    state_store_failed: AtomicBool,
-    /// The journal's byte count when the last good checkpoint began: the
-    /// next one covers about what was written since.
-    checkpointed_journal_bytes: AtomicU64,
-    /// Checkpoints wait for free space (logged once per wait).
-    checkpoint_postponed: AtomicBool,
-    /// The journal's byte count when sled was last opened: what sled logged
-    /// since grows with what the journal took since (`Store::reopen_sled`).
-    sled_opened_at_journal_bytes: AtomicU64,
-    /// No reopen before this: the last one's wait times
-    /// `limits::SLED_REOPEN_SPACING` after it ended.
-    sled_reopen_not_before: std::sync::Mutex<Option<std::time::Instant>>,
-    /// Reopens of sled, and the milliseconds readers waited on them.
-    pub(crate) sled_reopens: AtomicU64,
-    pub(crate) sled_reopen_wait_ms: AtomicU64,
-}
-
-impl StorageHealth {
-    /// Whether sled is to be reopened after this checkpoint: the journal
-    /// took `budget` bytes since the last open, and the last reopen's
-    /// spacing is over. Reads wait while sled reopens, longer as it holds
-    /// more, so spacing reopens by their own wait bounds that share of the
-    /// time; but the log a reopen reads grows with the spacing, and with it
-    /// the next wait, so past `SLED_REOPEN_BUDGETS_MAX` budgets it is due
-    /// anyway, which bounds both.
-    fn sled_reopen_due(&self, journal_bytes: u64, budget: u64) -> bool {
-        let spaced = self
-            .sled_reopen_not_before
-            .lock()
-            .expect("reopen spacing lock")
-            .is_none_or(|not_before| std::time::Instant::now() >= not_before);
-        let since_open = journal_bytes.saturating_sub(self.sled_opened_at_journal_bytes.load(Ordering::Acquire));
-        since_open >= budget && (spaced || since_open >= budget.saturating_mul(limits::SLED_REOPEN_BUDGETS_MAX))
-    }
-
-    /// Notes a reopen at `journal_bytes` that kept reads waiting `waited_ms`.
-    fn note_sled_reopen(&self, journal_bytes: u64, waited_ms: u64) {
-        self.sled_opened_at_journal_bytes
-            .store(journal_bytes, Ordering::Release);
-        self.sled_reopens.fetch_add(1, Ordering::Relaxed);
-        self.sled_reopen_wait_ms.fetch_add(waited_ms, Ordering::Relaxed);
-        let spacing = std::time::Duration::from_millis(waited_ms) * limits::SLED_REOPEN_SPACING;
-        *self.sled_reopen_not_before.lock().expect("reopen spacing lock") = Some(std::time::Instant::now() + spacing);
-    }
-
-    /// Whether a checkpoint failed (writes are refused until a restart).
-    pub(crate) fn state_store_failed(&self) -> bool {
-        self.state_store_failed.load(Ordering::Acquire)
-    }
-
-    /// Whether checkpoints wait for free space now.
-    pub(crate) fn checkpoint_postponed(&self) -> bool {
-        self.checkpoint_postponed.load(Ordering::Acquire)
-    }
-}
+use crate::operations::Operations;
+use std::sync::atomic::Ordering;
 
 /// Reopens sled after a checkpoint, so that a start after a crash reads
 /// only what sled logged since. Returns how many milliseconds readers
@@ -102,50 +42,26 @@ fn reopen_sled(store: &crate::store::Store) -> Option<u64> {
     }
 }
 
-impl Engine {
-    /// Whether writes are taken now: the journal's disk takes its writes
-    /// and no checkpoint has failed.
-    pub fn storage_writable(&self) -> bool {
-        self.journal().is_writable() && !self.storage().state_store_failed()
-    }
-
-    /// Whether the shard this engine serves was taken by another node (its
-    /// journal's append failed on the epoch): it writes nothing more and is
-    /// to be given up.
-    pub fn is_fenced(&self) -> bool {
-        self.journal().is_fenced()
-    }
-
-    /// Refuses a write while storage cannot take it. Every write command
-    /// calls it first, before it changes anything or asks a vendor. A write
-    /// that passed just before the disk filled waits in the journal,
-    /// unacknowledged, until the disk takes it.
-    pub fn ensure_writable(&self) -> Result<(), EngineError> {
-        if self.storage_writable() {
-            Ok(())
-        } else {
-            Err(EngineError::StorageUnavailable)
-        }
-    }
-
+impl Operations {
     /// Writes the overlay of durable changes to sled, fsyncs it and drops
     /// the journal segments it covers. Returns the first sequence not
     /// covered. After a failure no checkpoint runs again in this process
     /// and writes are refused (see the module docs).
     pub async fn checkpoint(&self) -> Result<u64, EngineError> {
-        let _guard = self.checkpoint_lock().lock().await;
-        if self.storage().state_store_failed() {
+        let _guard = self.core.checkpoint_lock().lock().await;
+        if self.core.storage().state_store_failed() {
             return Err(EngineError::StorageUnavailable);
         }
-        let store = self.store().clone();
-        let journal = self.journal().clone();
+        let store = self.core.store().clone();
+        let journal = self.core.journal().clone();
         let journal_bytes = journal.stats().bytes.load(Ordering::Relaxed);
         // Dropping segments unlinks files and fsyncs the directory: tens of
         // milliseconds on a busy disk, so off the runtime's two workers too.
-        let retention_cutoff_ms = self.webhook_retention_cutoff_ms();
+        let retention_cutoff_ms = self.core.webhook_retention_cutoff_ms();
         let reopen_due = self
+            .core
             .storage()
-            .sled_reopen_due(journal_bytes, self.sled_reopen_journal_bytes());
+            .sled_reopen_due(journal_bytes, self.core.sled_reopen_journal_bytes());
         let written = tokio::task::spawn_blocking(move || {
             let covered = store.checkpoint()?;
             if let Some(cutoff_ms) = retention_cutoff_ms {
@@ -166,7 +82,7 @@ impl Engine {
         .map_err(|_| EngineError::ShuttingDown)?;
         match written {
             Ok((covered, reopened)) => {
-                let health = self.storage();
+                let health = self.core.storage();
                 health
                     .checkpointed_journal_bytes
                     .store(journal_bytes, Ordering::Release);
@@ -176,7 +92,7 @@ impl Engine {
                 Ok(covered)
             }
             Err(error) => {
-                if !self.storage().state_store_failed.swap(true, Ordering::AcqRel) {
+                if !self.core.storage().state_store_failed.swap(true, Ordering::AcqRel) {
                     tracing::error!(
                         %error,
                         "checkpoint failed: the state store cannot be trusted with another checkpoint in this \
@@ -193,11 +109,12 @@ impl Engine {
     /// no checkpoint failed, and the data dir's filesystem has room for
     /// what it writes. A wait for room is logged once, and its end.
     pub(crate) fn checkpoint_has_room(&self) -> bool {
-        let health = self.storage();
-        if health.state_store_failed() || !self.journal().is_writable() {
+        let health = self.core.storage();
+        if health.state_store_failed() || !self.core.journal().is_writable() {
             return false;
         }
         let pending = self
+            .core
             .journal()
             .stats()
             .bytes
@@ -205,7 +122,7 @@ impl Engine {
             .saturating_sub(health.checkpointed_journal_bytes.load(Ordering::Acquire));
         let wanted = limits::CHECKPOINT_FREE_BYTES_MIN
             .max(pending.saturating_mul(limits::CHECKPOINT_FREE_BYTES_PER_JOURNAL_BYTE));
-        let free = match fs2::available_space(self.data_dir()) {
+        let free = match fs2::available_space(self.core.data_dir()) {
             Ok(free) => free,
             Err(error) => {
                 // Without the figure, the checkpoint goes ahead as it always did.
@@ -234,12 +151,12 @@ fn last_covered(covers_below: u64) -> u64 {
 }
 
 /// Shard snapshots: what a checkpoint left, exported whole.
-impl Engine {
+impl Operations {
     /// The state as of the last checkpoint and the last journal sequence
     /// it covers, for a shard snapshot; call once the engine is shut down,
     /// so nothing was written since its final checkpoint.
     pub fn export_state(&self) -> Result<(u64, Vec<u8>), EngineError> {
-        let store = self.store();
+        let store = self.core.store();
         Ok((last_covered(store.checkpoint_seq()?), store.export_state()?))
     }
 
@@ -250,8 +167,8 @@ impl Engine {
     /// it as they do over any checkpoint.
     pub async fn snapshot_state(&self) -> Result<(u64, Vec<u8>), EngineError> {
         self.checkpoint().await?;
-        let _guard = self.checkpoint_lock().lock().await;
-        let store = self.store().clone();
+        let _guard = self.core.checkpoint_lock().lock().await;
+        let store = self.core.store().clone();
         tokio::task::spawn_blocking(move || {
             Ok::<_, EngineError>((last_covered(store.checkpoint_seq()?), store.export_state()?))
         })
@@ -261,7 +178,7 @@ impl Engine {
 
     /// The last journal sequence number made durable.
     pub fn journal_seq(&self) -> u64 {
-        self.journal().durable_seq()
+        self.core.journal().durable_seq()
     }
 }
 
@@ -294,25 +211,32 @@ mod tests {
                 credit(&engine, merchant_id, 1).await.unwrap();
             }
             // The last reopen's spacing (a hundred times its wait) first.
-            let not_before = *engine.storage().sled_reopen_not_before.lock().unwrap();
+            let not_before = *engine.core().storage().sled_reopen_not_before.lock().unwrap();
             if let Some(not_before) = not_before {
                 tokio::time::sleep(not_before.saturating_duration_since(Instant::now())).await;
             }
-            engine.checkpoint().await.unwrap();
+            engine.operations().checkpoint().await.unwrap();
             assert_eq!(balance(&engine, merchant_id).await, 1_000 + 10 * round);
             assert_eq!(
-                engine.storage().sled_reopens.load(std::sync::atomic::Ordering::Relaxed),
+                engine
+                    .core()
+                    .storage()
+                    .sled_reopens
+                    .load(std::sync::atomic::Ordering::Relaxed),
                 round as u64,
                 "one reopen a checkpoint"
             );
         }
-        assert!(engine.metrics_text().contains("paygate_state_store_reopens_total 3\n"));
+        assert!(engine
+            .operations()
+            .metrics_text()
+            .contains("paygate_state_store_reopens_total 3\n"));
         credit(&engine, merchant_id, 5).await.unwrap();
         engine.halt_without_checkpoint().await;
         drop(engine);
         let engine = open(dir.path()).await;
         assert_eq!(balance(&engine, merchant_id).await, 1_035);
-        let entries = engine.store().entries_after(&merchant_id, 0).unwrap();
+        let entries = engine.core().store().entries_after(&merchant_id, 0).unwrap();
         assert_eq!(entries.len(), 32, "the funding, 30 credits and the last");
     }
 
@@ -325,6 +249,7 @@ mod tests {
     /// A WALLET merchant with `funding` in its wallet.
     async fn funded_merchant(engine: &Engine, funding: i64) -> Uuid {
         let (merchant, _) = engine
+            .merchants()
             .create_merchant(NewMerchant {
                 name: "Toko Disk".into(),
                 settlement_type: Some(SettlementType::Wallet),
@@ -333,6 +258,7 @@ mod tests {
             .await
             .unwrap();
         engine
+            .merchants()
             .credit_wallet(merchant.id, MinorUnits::new(funding), "funding", None)
             .await
             .unwrap();
@@ -340,11 +266,12 @@ mod tests {
     }
 
     async fn balance(engine: &Engine, merchant_id: Uuid) -> i64 {
-        engine.wallet_balance(merchant_id).await.unwrap().get()
+        engine.merchants().wallet_balance(merchant_id).await.unwrap().get()
     }
 
     async fn credit(engine: &Engine, merchant_id: Uuid, amount: i64) -> Result<i64, EngineError> {
         let receipt = engine
+            .merchants()
             .credit_wallet(merchant_id, MinorUnits::new(amount), "credit", None)
             .await?;
         Ok(receipt.wallet_balance.get())
@@ -356,14 +283,14 @@ mod tests {
         let engine = open(dir.path()).await;
         let merchant_id = funded_merchant(&engine, 1_000).await;
 
-        engine.journal().refuse_writes(true);
+        engine.core().journal().refuse_writes(true);
         // Past the gate before the disk refused: held, unacknowledged.
         let held = tokio::spawn({
             let engine = engine.clone();
             async move { credit(&engine, merchant_id, 500).await }
         });
         let deadline = Instant::now() + Duration::from_secs(5);
-        while engine.storage_writable() {
+        while engine.operations().storage_writable() {
             assert!(Instant::now() < deadline, "the journal never went down");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -378,11 +305,14 @@ mod tests {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(!held.is_finished(), "the held credit was acknowledged");
-        assert!(!engine.checkpoint_has_room(), "no checkpoint while the journal is down");
+        assert!(
+            !engine.operations().checkpoint_has_room(),
+            "no checkpoint while the journal is down"
+        );
 
-        engine.journal().refuse_writes(false);
+        engine.core().journal().refuse_writes(false);
         assert_eq!(held.await.unwrap().unwrap(), 1_500);
-        assert!(engine.storage_writable());
+        assert!(engine.operations().storage_writable());
         assert_eq!(credit(&engine, merchant_id, 1).await.unwrap(), 1_501);
         engine.halt_without_checkpoint().await;
         drop(engine);
@@ -398,17 +328,20 @@ mod tests {
         let engine = open(dir.path()).await;
         let merchant_id = funded_merchant(&engine, 1_000).await;
 
-        engine.store().fail_checkpoints_after(0);
-        assert!(engine.checkpoint().await.is_err());
-        assert!(!engine.storage_writable());
+        engine.core().store().fail_checkpoints_after(0);
+        assert!(engine.operations().checkpoint().await.is_err());
+        assert!(!engine.operations().storage_writable());
         assert!(matches!(
             credit(&engine, merchant_id, 1).await,
             Err(EngineError::StorageUnavailable)
         ));
         assert_eq!(balance(&engine, merchant_id).await, 1_000);
-        assert!(!engine.checkpoint_has_room(), "no checkpoint is tried again");
+        assert!(
+            !engine.operations().checkpoint_has_room(),
+            "no checkpoint is tried again"
+        );
         assert!(matches!(
-            engine.checkpoint().await,
+            engine.operations().checkpoint().await,
             Err(EngineError::StorageUnavailable)
         ));
         engine.halt_without_checkpoint().await;
@@ -416,7 +349,7 @@ mod tests {
 
         // The restart recovers from the last good checkpoint and the journal.
         let engine = open(dir.path()).await;
-        assert!(engine.storage_writable());
+        assert!(engine.operations().storage_writable());
         assert_eq!(balance(&engine, merchant_id).await, 1_000);
         assert_eq!(credit(&engine, merchant_id, 1).await.unwrap(), 1_001);
         engine.shutdown().await;

@@ -3,9 +3,9 @@
 //! phone must have their shapes (5 to 34 digits; a phone normalized to
 //! `62…`, then `^628[1-35-9][0-9]{7,10}$`).
 
+use crate::catalog::PlatformCatalog;
 use crate::domain::disbursement::{is_valid_ewallet_phone, normalize_phone};
 use crate::domain::Destination;
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
 
@@ -14,7 +14,7 @@ pub(crate) fn present(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
-impl Engine {
+impl PlatformCatalog {
     /// A bank account at an enabled bank; an empty `name` stands for "not given".
     pub(crate) fn bank_account(&self, code: &str, number: &str, name: &str) -> Result<Destination, EngineError> {
         let bank = self.bank(code).ok_or(EngineError::BankNotFound)?;

@@ -1,27 +1,32 @@
-//! `Engine`: the handle the API holds. Opens storage, recovers, starts the
-//! journal and checkpointer, and turns typed commands into actor messages.
+//! `Engine`: opens storage, recovers, wires the shared core and starts the
+//! background work, then hands out the handles the API calls by domain:
+//! `orders()`, `disbursements()`, `merchants()`, `catalog()`, `webhooks()`
+//! and `operations()`. It is the one place that knows them all; none of them
+//! knows it.
 
-use crate::actors::{ActorRegistry, CreatedDisbursements, MerchantActorSettings, MerchantHandle, MerchantMsg};
-use crate::checkpoints::StorageHealth;
+use crate::actors::{ActorRegistry, CreatedDisbursements, MerchantActorSettings, MerchantHandle};
+use crate::catalog::PlatformCatalog;
 use crate::clock::SharedClock;
+use crate::core::{Core, PublishCatalog, STATE_DIR};
 use crate::disbursements::actor::DisbursementMsg;
 use crate::disbursements::context::PayoutContext;
-use crate::disbursements::host::{DisbursementHost, WeakHost};
+use crate::disbursements::host::DisbursementHost;
+use crate::disbursements::Disbursements;
 use crate::error::EngineError;
 use crate::limits;
+use crate::merchants::Merchants;
+use crate::operations::Operations;
+use crate::orders::actor::OrderContext;
+use crate::orders::Orders;
+use crate::storage_health::StorageHealth;
 use crate::store::journal::{self, Journal};
-use crate::store::record::JournalRecord;
 use crate::store::{Store, StoreError};
 use crate::timers::{Timers, Wake, WakeSink};
 use crate::vendor::PayoutVendor;
-use ractor::RpcReplyPort;
+use crate::webhooks::Webhooks;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use uuid::Uuid;
-
-/// The data dir's folder of storage state (sled), beside `journal/`.
-const STATE_DIR: &str = "state";
 
 /// Where and how the engine keeps its data.
 #[derive(Clone)]
@@ -70,10 +75,10 @@ pub struct EngineConfig {
 }
 
 /// Publishes a platform catalog change (an encoded catalog record) from
-/// the engine it was made in to every shard, returning once that engine
-/// has it, or why not.
+/// the engine it was made in (given as its catalog) to every shard,
+/// returning once that engine has it, or why not.
 pub type CatalogPublisher = Arc<
-    dyn Fn(Engine, Vec<u8>) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
+    dyn Fn(PlatformCatalog, Vec<u8>) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
         + Send
         + Sync,
 >;
@@ -109,68 +114,41 @@ impl EngineConfig {
     }
 }
 
-/// The engine handle; cheap to clone.
+/// The engine; cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
-    inner: Arc<EngineInner>,
-}
-
-struct EngineInner {
-    store: Arc<Store>,
-    journal: Journal,
-    merchants: MerchantHandle,
-    /// Every disbursement's actor, hosted per merchant.
-    disbursements: DisbursementHost,
-    clock: SharedClock,
-    /// The shard this engine holds, in a cluster.
-    shard: Option<u16>,
-    /// Where platform catalog changes go, in a cluster.
-    catalog_publisher: Option<CatalogPublisher>,
-    // Catalog edits are read-modify-write of shared records: one at a time.
-    catalog_lock: tokio::sync::Mutex<()>,
-    checkpoint_lock: tokio::sync::Mutex<()>,
-    background: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    // Background tasks stop at their next safe point when this turns true;
-    // aborting them could strand a blocking sled write that still holds the store.
-    stopping: tokio::sync::watch::Sender<bool>,
-    first_start: bool,
-    ref_codes: Arc<crate::refcode::RefCodes>,
-    orders: Arc<crate::orders::actor::OrderContext>,
-    allow_private_notify_urls: bool,
-    // Attempts on one event are recorded one at a time; striped by event id.
-    webhook_locks: [tokio::sync::Mutex<()>; 64],
-    // Settlement runs one at a time (daily sequence numbers, no double runs).
-    settlement_lock: tokio::sync::Mutex<()>,
-    // One creation at a time per merchant and order id: a repeat waits and
-    // is answered from the first, instead of asking the vendor again.
-    order_creations: crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)>,
-    // Disbursements not yet final at most (`EngineConfig`).
-    disbursements_open_max: usize,
-    sled_reopen_journal_bytes: u64,
-    // Holds `journal/` and `state/`; its filesystem's free space gates checkpoints.
-    data_dir: PathBuf,
-    storage: StorageHealth,
-    // Webhook events and attempts kept (`EngineConfig`); none drops nothing
-    // (an offline check moves nothing).
-    webhook_retention: Option<Duration>,
+    core: Arc<Core>,
+    orders: Orders,
+    disbursements: Disbursements,
+    merchants: Merchants,
+    catalog: PlatformCatalog,
+    webhooks: Webhooks,
+    operations: Operations,
 }
 
 /// Where the timer task's wake-ups go: a disbursement's to its actor, an
-/// account inquiry's to a task of its own. Both are reached weakly, so the
-/// timers keep neither alive.
-fn wake_sink(host: Arc<OnceLock<WeakHost>>, engine: Arc<OnceLock<Weak<EngineInner>>>) -> WakeSink {
-    Arc::new(move |wake| match wake {
-        Wake::Disbursement { merchant_id, id, due } => {
-            if let Some(host) = host.get().and_then(WeakHost::upgrade) {
-                host.deliver(merchant_id, id, DisbursementMsg::of_due(due));
+/// account inquiry's to a task of its own.
+fn wake_sink(core: Weak<Core>) -> WakeSink {
+    Arc::new(move |wake| {
+        let Some(core) = core.upgrade() else { return };
+        match wake {
+            Wake::Disbursement { merchant_id, id, due } => {
+                core.disbursement_host()
+                    .deliver(merchant_id, id, DisbursementMsg::of_due(due));
+            }
+            Wake::CheckAccount { merchant_id, id } => {
+                let disbursements = Disbursements::new(core);
+                tokio::spawn(async move { disbursements.check_account(merchant_id, id).await });
             }
         }
-        Wake::CheckAccount { merchant_id, id } => {
-            if let Some(inner) = engine.get().and_then(Weak::upgrade) {
-                let engine = Engine { inner };
-                tokio::spawn(async move { engine.check_account(merchant_id, id).await });
-            }
-        }
+    })
+}
+
+/// `publisher` as the core calls it: with this engine's catalog.
+fn publish_catalog(publisher: CatalogPublisher, core: Weak<Core>) -> PublishCatalog {
+    Arc::new(move |record| match core.upgrade() {
+        Some(core) => publisher(PlatformCatalog::new(core), record),
+        None => Box::pin(async { Err("the engine has stopped".to_string()) }),
     })
 }
 
@@ -259,59 +237,59 @@ impl Engine {
 
         let started_at = clock.now();
         let stopping = tokio::sync::watch::channel(false).0;
-        // The timers and merchant actors hand work to disbursement actors,
-        // whose host holds them in turn: they reach it weakly, once it exists.
-        let host_slot: Arc<OnceLock<WeakHost>> = Arc::default();
-        let engine_slot: Arc<OnceLock<Weak<EngineInner>>> = Arc::default();
-        let (timers, timer_task) =
-            Timers::start(wake_sink(host_slot.clone(), engine_slot.clone()), stopping.subscribe());
-        let created: CreatedDisbursements = {
-            let host_slot = host_slot.clone();
-            Arc::new(move |disbursement| {
-                if let Some(host) = host_slot.get().and_then(WeakHost::upgrade) {
-                    host.start(disbursement);
-                }
-            })
-        };
         let ref_codes = Arc::new(
             crate::refcode::RefCodes::starting_at(started_at)
                 .in_shard(config.shard_journal.as_ref().map(|journal| journal.shard)),
         );
-        let merchants = MerchantHandle::new(MerchantActorSettings {
-            store: store.clone(),
-            journal: journal.clone(),
-            clock: clock.clone(),
-            idle_timeout: config.actor_idle_timeout,
-            keys_in_memory: config.idempotency_keys_in_memory.max(1),
-            ref_codes: ref_codes.clone(),
-            created,
-            shard: config.shard_journal.as_ref().map(|journal| journal.shard),
-        });
-        let http_client = reqwest::Client::new();
-        let disbursements = DisbursementHost::new(Arc::new(PayoutContext {
-            store: store.clone(),
-            merchants: merchants.clone(),
-            timers,
-            clock: clock.clone(),
-            builtin_vendor: config.payout_vendor.clone(),
-            http_client: http_client.clone(),
-            retry_scale: if config.vendor_retry_scale > 0.0 {
-                config.vendor_retry_scale
-            } else {
-                1.0
-            },
-        }));
-        let _ = host_slot.set(disbursements.downgrade());
-        let orders = Arc::new(crate::orders::actor::OrderContext {
-            store: store.clone(),
-            merchants: merchants.clone(),
-            actors: ActorRegistry::default(),
-            sandbox_refund_delay: config.sandbox_refund_delay,
-            http_client,
-            live_max: config.order_actors_live_max,
-        });
-        let engine = Engine {
-            inner: Arc::new(EngineInner {
+        // The timers and merchant actors hand work to the disbursement
+        // actors the core hosts, and the catalog publisher hands this
+        // engine's catalog on: each reaches the core weakly, so none keeps
+        // it alive.
+        let mut timer_task = None;
+        let core = Arc::new_cyclic(|weak: &Weak<Core>| {
+            let (timers, task) = Timers::start(wake_sink(weak.clone()), stopping.subscribe());
+            timer_task = Some(task);
+            let created: CreatedDisbursements = {
+                let weak = weak.clone();
+                Arc::new(move |disbursement| {
+                    if let Some(core) = weak.upgrade() {
+                        core.disbursement_host().start(disbursement);
+                    }
+                })
+            };
+            let merchants = MerchantHandle::new(MerchantActorSettings {
+                store: store.clone(),
+                journal: journal.clone(),
+                clock: clock.clone(),
+                idle_timeout: config.actor_idle_timeout,
+                keys_in_memory: config.idempotency_keys_in_memory.max(1),
+                ref_codes: ref_codes.clone(),
+                created,
+                shard: config.shard_journal.as_ref().map(|journal| journal.shard),
+            });
+            let http_client = reqwest::Client::new();
+            let disbursements = DisbursementHost::new(Arc::new(PayoutContext {
+                store: store.clone(),
+                merchants: merchants.clone(),
+                timers,
+                clock: clock.clone(),
+                builtin_vendor: config.payout_vendor.clone(),
+                http_client: http_client.clone(),
+                retry_scale: if config.vendor_retry_scale > 0.0 {
+                    config.vendor_retry_scale
+                } else {
+                    1.0
+                },
+            }));
+            let orders = Arc::new(OrderContext {
+                store: store.clone(),
+                merchants: merchants.clone(),
+                actors: ActorRegistry::default(),
+                sandbox_refund_delay: config.sandbox_refund_delay,
+                http_client,
+                live_max: config.order_actors_live_max,
+            });
+            Core {
                 store,
                 journal,
                 merchants,
@@ -326,7 +304,10 @@ impl Engine {
                 orders,
                 allow_private_notify_urls: config.allow_private_notify_urls,
                 shard: config.shard_journal.as_ref().map(|journal| journal.shard),
-                catalog_publisher: config.catalog_publisher.clone(),
+                publish_catalog: config
+                    .catalog_publisher
+                    .clone()
+                    .map(|publisher| publish_catalog(publisher, weak.clone())),
                 webhook_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
                 settlement_lock: tokio::sync::Mutex::new(()),
                 order_creations: Default::default(),
@@ -335,34 +316,44 @@ impl Engine {
                 data_dir: config.data_dir.clone(),
                 storage: StorageHealth::default(),
                 webhook_retention: config.resume_work.then_some(config.webhook_retention),
-            }),
+            }
+        });
+        let engine = Engine {
+            orders: Orders::new(core.clone()),
+            disbursements: Disbursements::new(core.clone()),
+            merchants: Merchants::new(core.clone()),
+            catalog: PlatformCatalog::new(core.clone()),
+            webhooks: Webhooks::new(core.clone()),
+            operations: Operations::new(core.clone()),
+            core,
         };
-        let _ = engine_slot.set(Arc::downgrade(&engine.inner));
-        engine.track_background(timer_task);
-        engine.seed_catalog().await?;
+        if let Some(task) = timer_task {
+            engine.core.track_background(task);
+        }
+        engine.catalog().seed_catalog().await?;
         engine.start_checkpointer(config.checkpoint_interval);
         if !config.resume_work {
             return Ok(engine);
         }
-        let resumed = engine.resume_disbursements()?;
+        let resumed = engine.disbursements().resume_disbursements()?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed disbursements in flight");
         }
-        let unverified = engine.resume_account_checks()?;
+        let unverified = engine.disbursements().resume_account_checks()?;
         if unverified > 0 {
             tracing::info!(unverified, "asking again about beneficiaries' accounts");
         }
-        let expired = engine.expire_due_orders().await?;
+        let expired = engine.orders().expire_due_orders().await?;
         if expired > 0 {
             tracing::info!(expired, "expired orders that fell due while stopped");
         }
-        let resumed = engine.resume_refunds().await?;
+        let resumed = engine.orders().resume_refunds().await?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed pending refunds");
         }
         engine.start_expiry_sweep();
-        engine.resume_settlements()?;
-        engine.start_daily_settlements();
+        engine.orders().resume_settlements()?;
+        engine.orders().start_daily_settlements();
         tracing::info!(
             elapsed_ms = opening.elapsed().as_millis() as u64,
             "engine open, its work resumed"
@@ -370,98 +361,54 @@ impl Engine {
         Ok(engine)
     }
 
-    /// The order creations in progress, by merchant, source and order id.
-    pub(crate) fn order_creations(&self) -> &crate::keyed_locks::KeyedLocks<(Uuid, crate::domain::Source, String)> {
-        &self.inner.order_creations
+    /// The shared core, for the engine's own tests.
+    #[cfg(test)]
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
     }
 
-    /// Disbursements not yet final at most (`EngineConfig`).
-    pub(crate) fn disbursements_open_max(&self) -> usize {
-        self.inner.disbursements_open_max
+    /// Orders, refunds, payment vendors and settlements.
+    pub fn orders(&self) -> &Orders {
+        &self.orders
     }
 
-    /// Journal bytes after which the checkpointer reopens sled.
-    pub(crate) fn sled_reopen_journal_bytes(&self) -> u64 {
-        self.inner.sled_reopen_journal_bytes
+    /// Disbursements, batches and beneficiaries.
+    pub fn disbursements(&self) -> &Disbursements {
+        &self.disbursements
     }
 
-    /// The engine's clock.
-    pub fn clock(&self) -> &SharedClock {
-        &self.inner.clock
+    /// Merchants, their money, history and users.
+    pub fn merchants(&self) -> &Merchants {
+        &self.merchants
     }
 
-    pub(crate) fn now_ms(&self) -> i64 {
-        self.inner.clock.now().timestamp_millis()
+    /// Banks, e-wallets and organizations.
+    pub fn catalog(&self) -> &PlatformCatalog {
+        &self.catalog
     }
 
-    /// Webhook events and attempts from before this are past retention
-    /// (`None` while nothing is dropped).
-    pub(crate) fn webhook_retention_cutoff_ms(&self) -> Option<i64> {
-        let retention = self.inner.webhook_retention?;
-        let retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-        Some(self.now_ms().saturating_sub(retention_ms))
+    /// The outbox of webhook events and their delivery attempts.
+    pub fn webhooks(&self) -> &Webhooks {
+        &self.webhooks
+    }
+
+    /// Storage health, checkpoints, snapshots, metrics and settings.
+    pub fn operations(&self) -> &Operations {
+        &self.operations
     }
 
     fn start_expiry_sweep(&self) {
-        self.every(limits::ORDER_EXPIRY_SWEEP_INTERVAL, false, |engine| async move {
-            if let Err(error) = engine.expire_due_orders().await {
-                tracing::error!(%error, "order expiry sweep failed");
-            }
-        });
-    }
-
-    /// Runs `tick` every `interval` (at once too when `at_once`) until the
-    /// engine halts or is dropped; the task holds no strong reference between ticks.
-    pub(crate) fn every<F, Fut>(&self, interval: Duration, at_once: bool, mut tick: F)
-    where
-        F: FnMut(Engine) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = ()> + Send,
-    {
-        let weak = Arc::downgrade(&self.inner);
-        let mut stopping = self.inner.stopping.subscribe();
-        let task = tokio::spawn(async move {
-            let mut first = at_once;
-            loop {
-                if !first {
-                    tokio::select! {
-                        _ = tokio::time::sleep(interval) => {}
-                        _ = stopping.changed() => return,
-                    }
+        self.core
+            .every(limits::ORDER_EXPIRY_SWEEP_INTERVAL, false, |core| async move {
+                if let Err(error) = Orders::new(core).expire_due_orders().await {
+                    tracing::error!(%error, "order expiry sweep failed");
                 }
-                first = false;
-                let Some(inner) = weak.upgrade() else { return };
-                tick(Engine { inner }).await;
-            }
-        });
-        self.track_background(task);
-    }
-
-    /// Journals a record not owned by any actor and waits until it is durable and applied.
-    pub(crate) async fn write(&self, record: JournalRecord) -> Result<(), EngineError> {
-        let payload = record.encode();
-        let store = self.inner.store.clone();
-        let (tell, told) = tokio::sync::oneshot::channel();
-        let done: journal::Completion = Box::new(move |seq, payload| {
-            if let Err(error) = store.apply(seq, &record, payload) {
-                tracing::error!(%error, "applying a durable record failed; aborting (the journal will replay it)");
-                std::process::abort();
-            }
-            Some(Box::new(move || {
-                let _ = tell.send(());
-            }))
-        });
-        self.inner.journal.append(payload, done).await?;
-        told.await.map_err(|_| EngineError::ShuttingDown)
-    }
-
-    /// Where platform catalog changes go, in a cluster.
-    pub(crate) fn catalog_publisher(&self) -> Option<&CatalogPublisher> {
-        self.inner.catalog_publisher.as_ref()
+            });
     }
 
     fn start_checkpointer(&self, interval: Duration) {
-        let weak = Arc::downgrade(&self.inner);
-        let mut stopping = self.inner.stopping.subscribe();
+        let weak = Arc::downgrade(&self.core);
+        let mut stopping = self.core.stopping.subscribe();
         let task = tokio::spawn(async move {
             let mut last = tokio::time::Instant::now();
             loop {
@@ -469,21 +416,21 @@ impl Engine {
                     _ = tokio::time::sleep(limits::CHECKPOINT_POLL_INTERVAL.min(interval)) => {}
                     _ = stopping.changed() => return,
                 }
-                let Some(inner) = weak.upgrade() else { return };
-                let engine = Engine { inner };
+                let Some(core) = weak.upgrade() else { return };
                 let due = last.elapsed() >= interval
-                    || engine.store().pending_entries() >= limits::CHECKPOINT_PENDING_ENTRIES_MAX;
+                    || core.store().pending_entries() >= limits::CHECKPOINT_PENDING_ENTRIES_MAX;
+                let operations = Operations::new(core);
                 // Postponed for room, it stays due: the room is looked at every poll.
-                if !due || !engine.checkpoint_has_room() {
+                if !due || !operations.checkpoint_has_room() {
                     continue;
                 }
                 last = tokio::time::Instant::now();
-                if let Err(error) = engine.checkpoint().await {
+                if let Err(error) = operations.checkpoint().await {
                     tracing::error!(%error, "checkpoint failed");
                 }
             }
         });
-        self.inner.background.lock().expect("background lock").push(task);
+        self.core.track_background(task);
     }
 
     /// Stops actors and the checkpointer, takes a final checkpoint and
@@ -499,141 +446,32 @@ impl Engine {
     }
 
     async fn halt(&self, final_checkpoint: bool) {
-        self.inner.stopping.send_replace(true);
-        self.inner.disbursements.stop().await;
-        let tasks = std::mem::take(&mut *self.inner.background.lock().expect("background lock"));
+        let core = &self.core;
+        core.stopping.send_replace(true);
+        core.disbursements.stop().await;
+        let tasks = std::mem::take(&mut *core.background.lock().expect("background lock"));
         for task in tasks {
             let _ = task.await;
         }
-        if final_checkpoint && self.checkpoint_has_room() {
-            if let Err(error) = self.checkpoint().await {
+        let operations = self.operations();
+        if final_checkpoint && operations.checkpoint_has_room() {
+            if let Err(error) = operations.checkpoint().await {
                 tracing::error!(%error, "final checkpoint failed");
             }
         } else if final_checkpoint {
             tracing::warn!("no final checkpoint (storage cannot take one now); the next start replays the journal");
         }
-        for actor in self.inner.orders.actors.drain() {
+        for actor in core.orders.actors.drain() {
             let _ = actor
                 .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
                 .await;
         }
-        for actor in self.inner.merchants.drain() {
+        for actor in core.merchants.drain() {
             let _ = actor
                 .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
                 .await;
         }
-        self.inner.journal.shutdown().await;
-        let _ = self.inner.store.flush();
-    }
-
-    /// Sends a message to a merchant's actor and waits for the reply,
-    /// retrying when the actor stopped (idle) between lookup and send: such a
-    /// message was never processed, so sending it again is safe.
-    pub(crate) async fn call_merchant<T: Send + 'static>(
-        &self,
-        merchant_id: Uuid,
-        build: impl Fn(RpcReplyPort<T>) -> MerchantMsg,
-    ) -> Result<T, EngineError> {
-        self.inner.merchants.call(merchant_id, build).await
-    }
-
-    /// The stores behind the engine.
-    pub(crate) fn store(&self) -> &Arc<Store> {
-        &self.inner.store
-    }
-
-    /// The journal.
-    pub(crate) fn journal(&self) -> &Journal {
-        &self.inner.journal
-    }
-
-    /// What the engine knows of its storage's health.
-    pub(crate) fn storage(&self) -> &StorageHealth {
-        &self.inner.storage
-    }
-
-    /// The data directory.
-    pub(crate) fn data_dir(&self) -> &std::path::Path {
-        &self.inner.data_dir
-    }
-
-    /// Where its storage (sled) lives: `state/` in the data dir.
-    pub fn state_dir(&self) -> PathBuf {
-        self.inner.data_dir.join(STATE_DIR)
-    }
-
-    /// One checkpoint at a time.
-    pub(crate) fn checkpoint_lock(&self) -> &tokio::sync::Mutex<()> {
-        &self.inner.checkpoint_lock
-    }
-
-    /// The way to merchant actors.
-    pub(crate) fn merchant_handle(&self) -> &MerchantHandle {
-        &self.inner.merchants
-    }
-
-    /// Catalog edits are read-modify-write of shared records: one at a time.
-    pub(crate) fn catalog_lock(&self) -> &tokio::sync::Mutex<()> {
-        &self.inner.catalog_lock
-    }
-
-    /// True when this open found an empty data directory.
-    pub(crate) fn is_first_start(&self) -> bool {
-        self.inner.first_start
-    }
-
-    /// What disbursement actors and account inquiries reach the engine through.
-    pub(crate) fn payouts(&self) -> &PayoutContext {
-        self.inner.disbursements.context()
-    }
-
-    /// The host of disbursement actors.
-    pub(crate) fn disbursement_host(&self) -> &DisbursementHost {
-        &self.inner.disbursements
-    }
-
-    /// The timer task of vendor outcomes.
-    pub(crate) fn timers(&self) -> &Timers {
-        &self.payouts().timers
-    }
-
-    /// The lock serializing settlement runs.
-    pub(crate) fn settlement_lock(&self) -> &tokio::sync::Mutex<()> {
-        &self.inner.settlement_lock
-    }
-
-    /// Keeps a background task to await at halt.
-    pub(crate) fn track_background(&self, task: tokio::task::JoinHandle<()>) {
-        self.inner.background.lock().expect("background lock").push(task);
-    }
-
-    /// The lock serializing attempt records of one event.
-    pub(crate) fn webhook_lock(&self, event_id: Uuid) -> &tokio::sync::Mutex<()> {
-        &self.inner.webhook_locks[(event_id.as_u128() % 64) as usize]
-    }
-
-    /// What order actors reach the engine through.
-    pub(crate) fn order_context(&self) -> &Arc<crate::orders::actor::OrderContext> {
-        &self.inner.orders
-    }
-
-    /// Platform-wide reference codes.
-    pub(crate) fn ref_codes(&self) -> &crate::refcode::RefCodes {
-        &self.inner.ref_codes
-    }
-
-    /// The shard this engine holds, in a cluster.
-    pub fn shard(&self) -> Option<u16> {
-        self.inner.shard
-    }
-
-    /// Whether notify URLs may name private hosts (sandbox mode).
-    pub fn allows_private_notify_urls(&self) -> bool {
-        self.inner.allow_private_notify_urls
-    }
-
-    /// Sandbox mode's refund delay; `None` in live mode.
-    pub fn sandbox_refund_delay(&self) -> Option<Duration> {
-        self.inner.orders.sandbox_refund_delay
+        core.journal.shutdown().await;
+        let _ = core.store.flush();
     }
 }

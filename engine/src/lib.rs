@@ -13,12 +13,15 @@
 //! - `keyed_locks`: async locks by key, for work that must not run twice at once.
 //! - `timers`: one task holding every vendor deadline.
 //! - `vendor`: payment and payout vendors (sandbox and HTTP).
-//! - `engine`: the `Engine` handle the HTTP layer calls: opening, recovery
-//!   and shutdown; `checkpoints`: the checkpointer, and whether storage
-//!   takes writes (a full or failing disk). Its operations are split by domain: `merchants` (records,
-//!   credentials, money and the ledger check), `catalog`, `orders`,
-//!   `disbursements`, `beneficiaries`, `settlements`, `webhooks`; `metrics`
-//!   and `validation` serve them all.
+//! - `engine`: `Engine`, which opens, recovers, wires and shuts down, and
+//!   hands the HTTP layer one handle per domain: `Orders` (`orders`,
+//!   `settlements`), `Disbursements` (`disbursements`, `beneficiaries`),
+//!   `Merchants` (`merchants`: records, credentials, money and the ledger
+//!   check), `PlatformCatalog` (`catalog`, `destinations`), `Webhooks`
+//!   (`webhooks`) and `Operations` (`operations`, `checkpoints`, `metrics`).
+//!   Each holds the shared `core` and none knows `Engine`;
+//!   `storage_health` says whether storage takes writes (a full or failing
+//!   disk), `validation` and `notify_url` check what callers send.
 //! - `disbursements`: the disbursement operations and the disbursement
 //!   actors that own each one's life, paid out exactly once through their
 //!   route's vendors; `beneficiaries`: saved payout accounts.
@@ -35,6 +38,7 @@ mod catalog;
 mod checkpoints;
 pub mod clock;
 pub mod cluster;
+mod core;
 mod destinations;
 pub mod disbursements;
 pub mod domain;
@@ -46,6 +50,8 @@ pub mod limits;
 mod merchants;
 mod metrics;
 pub mod money;
+pub mod notify_url;
+pub mod operations;
 pub mod orders;
 pub mod qris;
 mod refcode;
@@ -54,6 +60,7 @@ pub mod shard_catalog;
 mod sharded;
 pub mod shards;
 pub mod signing;
+mod storage_health;
 pub mod store;
 mod timers;
 mod validation;
@@ -61,7 +68,13 @@ pub mod vendor;
 pub mod webhooks;
 
 pub use actors::PostReceipt;
+pub use catalog::PlatformCatalog;
+pub use disbursements::Disbursements;
 pub use engine::{CatalogPublisher, Engine, EngineConfig, ShardJournal};
 pub use error::EngineError;
+pub use merchants::Merchants;
 pub use merchants::{HistoryPage, HistoryQuery, LedgerReport, MerchantPatch, NewMerchant, HISTORY_LIMIT_MAX};
 pub use money::MinorUnits;
+pub use operations::Operations;
+pub use orders::Orders;
+pub use webhooks::Webhooks;

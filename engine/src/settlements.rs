@@ -6,9 +6,9 @@ use crate::actors::{OrderCommand, OrderOutcome, SettlementDraft};
 use crate::clock::wib_format;
 use crate::domain::disbursement::{wib_day, WIB_OFFSET_SECONDS};
 use crate::domain::{Settlement, SettlementStatus, SettlementType};
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
+use crate::orders::Orders;
 use crate::vendor::SANDBOX_FAILING_ACCOUNT;
 use uuid::Uuid;
 
@@ -28,7 +28,7 @@ pub struct SettlementFilter {
     pub created_to_ms: Option<i64>,
 }
 
-impl Engine {
+impl Orders {
     /// Settles every paid, unsettled order with `paid_at` before `period_end_ms`
     /// (default: now) of one MANUAL merchant, or of all of them. Runs one at
     /// a time; each merchant's actor takes its orders in one journal record,
@@ -38,11 +38,11 @@ impl Engine {
         merchant_id: Option<Uuid>,
         period_end_ms: Option<i64>,
     ) -> Result<Vec<Settlement>, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let every_merchant = merchant_id.is_none();
         let merchants: Vec<Uuid> = match merchant_id {
             Some(id) => {
-                let merchant = self.merchant(id).ok_or(EngineError::MerchantNotFound)?;
+                let merchant = self.core.merchant(id).ok_or(EngineError::MerchantNotFound)?;
                 if merchant.settlement_type != SettlementType::Manual {
                     return Err(EngineError::invalid(
                         "merchant_id",
@@ -53,10 +53,12 @@ impl Engine {
             }
             None => {
                 let mut ids: Vec<Uuid> = self
+                    .core
                     .merchant_ids()
                     .into_iter()
                     .filter(|id| {
-                        self.merchant(*id)
+                        self.core
+                            .merchant(*id)
                             .is_some_and(|m| m.settlement_type == SettlementType::Manual)
                     })
                     .collect();
@@ -66,17 +68,17 @@ impl Engine {
         };
         // "Now" includes this very millisecond: a refund or payment made just
         // before the run must not wait for the next one.
-        let period_end_ms = period_end_ms.unwrap_or_else(|| self.clock().now().timestamp_millis() + 1);
-        let _run = self.settlement_lock().lock().await;
+        let period_end_ms = period_end_ms.unwrap_or_else(|| self.core.clock().now().timestamp_millis() + 1);
+        let _run = self.core.settlement_lock().lock().await;
         let mut created = Vec::new();
         for merchant_id in merchants {
-            let Some(merchant) = self.merchant(merchant_id) else {
+            let Some(merchant) = self.core.merchant(merchant_id) else {
                 continue;
             };
             let settlement_date = wib_format(period_end_ms - 1, "%Y-%m-%d");
             let prefix = format!("STL-{}-", wib_format(period_end_ms - 1, "%y%m%d"));
             // The run lock makes the daily sequence race-free.
-            let sequence = self.store().settlement_refs_taken(|n| format!("{prefix}{n:05}"))? + 1;
+            let sequence = self.core.store().settlement_refs_taken(|n| format!("{prefix}{n:05}"))? + 1;
             let draft = SettlementDraft {
                 id: Uuid::new_v4(),
                 ref_code: format!("{prefix}{sequence:05}"),
@@ -85,7 +87,7 @@ impl Engine {
                 bank_id: merchant
                     .settlement_bank
                     .as_ref()
-                    .and_then(|bank| self.bank(&bank.bank_short_code))
+                    .and_then(|bank| self.catalog().bank(&bank.bank_short_code))
                     .map(|bank| bank.id),
             };
             let settled = match self
@@ -114,12 +116,12 @@ impl Engine {
     /// sandbox vendor's delay PAID, or FAILED for account `0000000000` or no
     /// settlement bank. Outside the sandbox (no sandbox delay) it stays PENDING.
     fn process_settlement(&self, id: Uuid) {
-        let Some(delay) = self.sandbox_refund_delay() else {
+        let Some(delay) = self.core.sandbox_refund_delay() else {
             return;
         };
         let engine = self.clone();
         tokio::spawn(async move {
-            let Ok(Some(settlement)) = engine.store().settlement(&id) else {
+            let Ok(Some(settlement)) = engine.core.store().settlement(&id) else {
                 return;
             };
             let merchant_id = settlement.merchant_id;
@@ -151,7 +153,7 @@ impl Engine {
 
     /// Picks up settlements not yet final (after a restart).
     pub(crate) fn resume_settlements(&self) -> Result<usize, EngineError> {
-        let open = self.store().open_settlements()?;
+        let open = self.core.store().open_settlements()?;
         for settlement in &open {
             self.process_settlement(settlement.id);
         }
@@ -163,30 +165,33 @@ impl Engine {
     /// the new day is settled.
     pub(crate) fn start_daily_settlements(&self) {
         let settled_day = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN));
-        self.every(limits::SETTLEMENT_CLOCK_POLL_INTERVAL, true, move |engine| {
-            let settled_day = settled_day.clone();
-            async move {
-                use std::sync::atomic::Ordering;
-                let today = wib_day(engine.clock().now().timestamp_millis());
-                if settled_day.load(Ordering::Acquire) == today {
-                    return;
-                }
-                match engine.run_settlements(None, Some(wib_midnight_ms(today))).await {
-                    Ok(created) => {
-                        if !created.is_empty() {
-                            tracing::info!(count = created.len(), "daily settlements created");
-                        }
-                        settled_day.store(today, Ordering::Release);
+        self.core
+            .every(limits::SETTLEMENT_CLOCK_POLL_INTERVAL, true, move |core| {
+                let settled_day = settled_day.clone();
+                async move {
+                    let orders = Orders::new(core);
+                    use std::sync::atomic::Ordering;
+                    let today = wib_day(orders.core.now_ms());
+                    if settled_day.load(Ordering::Acquire) == today {
+                        return;
                     }
-                    Err(error) => tracing::error!(%error, "daily settlement run failed; retrying"),
+                    match orders.run_settlements(None, Some(wib_midnight_ms(today))).await {
+                        Ok(created) => {
+                            if !created.is_empty() {
+                                tracing::info!(count = created.len(), "daily settlements created");
+                            }
+                            settled_day.store(today, Ordering::Release);
+                        }
+                        Err(error) => tracing::error!(%error, "daily settlement run failed; retrying"),
+                    }
                 }
-            }
-        });
+            });
     }
 
     /// A merchant's settlement by id (another merchant's is not found).
     pub fn settlement_for(&self, merchant_id: Uuid, id: Uuid) -> Result<Settlement, EngineError> {
-        self.store()
+        self.core
+            .store()
             .settlement(&id)?
             .filter(|s| s.merchant_id == merchant_id)
             .ok_or(EngineError::SettlementNotFound)
@@ -203,7 +208,7 @@ impl Engine {
     ) -> Result<(Vec<Settlement>, usize), EngineError> {
         let offset = page.saturating_sub(1).saturating_mul(limit);
         // A merchant has one settlement a day at most: filtering in memory is cheap.
-        let (all, _) = self.store().merchant_settlements(&merchant_id, 0, usize::MAX)?;
+        let (all, _) = self.core.store().merchant_settlements(&merchant_id, 0, usize::MAX)?;
         let kept: Vec<Settlement> = all
             .into_iter()
             .filter(|s| filter.status.is_none_or(|status| s.status == status))

@@ -8,8 +8,9 @@
 //! taken later catches up from the table before it serves. The table keeps
 //! each entry's latest version only, which is all a catch-up needs.
 
+use crate::catalog::PlatformCatalog;
 use crate::cluster::{CatalogEntry, CatalogFollower, ClusterError, SharedCatalog};
-use crate::engine::{CatalogPublisher, Engine};
+use crate::engine::CatalogPublisher;
 use crate::store::record::JournalRecord;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -79,9 +80,10 @@ impl CatalogSync {
             .clone()
     }
 
-    /// Applies every platform entry after what `engine` (of `shard`) has,
+    /// Applies every platform entry after what `catalog` (of `shard`'s
+    /// engine) has,
     /// in version order.
-    pub async fn catch_up(&self, shard: u16, engine: &Engine) -> Result<(), String> {
+    pub async fn catch_up(&self, shard: u16, catalog: &PlatformCatalog) -> Result<(), String> {
         let slot = self.slot(shard);
         let mut through = slot.lock().await;
         loop {
@@ -94,7 +96,7 @@ impl CatalogSync {
             for entry in page {
                 if entry.kind == PLATFORM {
                     if let Some(body) = &entry.body {
-                        engine
+                        catalog
                             .apply_catalog_record(body)
                             .await
                             .map_err(|error| format!("shard {shard}: {error}"))?;
@@ -111,22 +113,22 @@ impl CatalogSync {
     /// What a shard engine publishes its catalog changes through.
     pub fn publisher(self: &Arc<Self>) -> CatalogPublisher {
         let sync = self.clone();
-        Arc::new(move |engine, record| {
+        Arc::new(move |catalog, record| {
             let sync = sync.clone();
-            Box::pin(async move { sync.publish(&engine, record).await })
+            Box::pin(async move { sync.publish(&catalog, record).await })
         })
     }
 
-    /// Writes `record` to the table, then brings `engine`, the shard it
+    /// Writes `record` to the table, then brings `catalog`, the shard it
     /// came from, up to it.
-    async fn publish(&self, engine: &Engine, record: Vec<u8>) -> Result<(), String> {
+    async fn publish(&self, catalog: &PlatformCatalog, record: Vec<u8>) -> Result<(), String> {
         let decoded = JournalRecord::decode(&record).map_err(|error| error.to_string())?;
         let id = entry_id(&decoded).ok_or("not a platform catalog record")?;
         self.catalog
             .put(PLATFORM, &id, &record)
             .await
             .map_err(|error: ClusterError| error.to_string())?;
-        let shard = engine.shard().ok_or("a publishing engine serves a shard")?;
-        self.catch_up(shard, engine).await
+        let shard = catalog.shard().ok_or("a publishing engine serves a shard")?;
+        self.catch_up(shard, catalog).await
     }
 }

@@ -119,7 +119,7 @@ impl ShardHost {
                 let mut catch_ups = tokio::task::JoinSet::new();
                 for (shard, (_, engine)) in host.held() {
                     let sync = sync.clone();
-                    catch_ups.spawn(async move { sync.catch_up(shard, &engine).await });
+                    catch_ups.spawn(async move { sync.catch_up(shard, engine.catalog()).await });
                 }
                 drop(host);
                 while let Some(done) = catch_ups.join_next().await {
@@ -157,12 +157,18 @@ impl ShardHost {
         };
         for (shard, epoch, engine) in held {
             let last = self.snapshots.lock().expect("snapshots lock").get(&shard).copied();
-            let written_since = engine.journal_seq().saturating_sub(last.map_or(0, |last| last.seq));
+            let written_since = engine
+                .operations()
+                .journal_seq()
+                .saturating_sub(last.map_or(0, |last| last.seq));
             let idle = last.is_none_or(|last| last.at.elapsed() >= policy.idle_after);
             if written_since == 0 || (written_since < policy.records && !idle) {
                 continue;
             }
-            if let Some(seq) = self.write_snapshot(shard, epoch, engine.snapshot_state().await).await {
+            if let Some(seq) = self
+                .write_snapshot(shard, epoch, engine.operations().snapshot_state().await)
+                .await
+            {
                 self.snapshots.lock().expect("snapshots lock").insert(
                     shard,
                     LastSnapshot {
@@ -238,7 +244,7 @@ impl ShardHost {
         // A shard serves only once its platform catalog is the cluster's.
         if let Some(sync) = &self.catalog {
             sync.forget(shard);
-            if let Err(error) = sync.catch_up(shard, &engine).await {
+            if let Err(error) = sync.catch_up(shard, engine.catalog()).await {
                 engine.shutdown().await;
                 return Err(format!("catching up with the platform catalog: {error}"));
             }
@@ -247,7 +253,7 @@ impl ShardHost {
         self.snapshots.lock().expect("snapshots lock").insert(
             shard,
             LastSnapshot {
-                seq: engine.journal_seq(),
+                seq: engine.operations().journal_seq(),
                 at: Instant::now(),
             },
         );
@@ -274,7 +280,8 @@ impl ShardHost {
             return;
         };
         engine.shutdown().await;
-        self.write_snapshot(shard, epoch, engine.export_state()).await;
+        self.write_snapshot(shard, epoch, engine.operations().export_state())
+            .await;
     }
 
     /// Writes an engine's exported state as `shard`'s snapshot under
@@ -371,8 +378,9 @@ mod tests {
             settlement_type: Some(SettlementType::Wallet),
             ..Default::default()
         };
-        let (merchant, _) = engine.create_merchant(new).await.unwrap();
+        let (merchant, _) = engine.merchants().create_merchant(new).await.unwrap();
         engine
+            .merchants()
             .credit_wallet(merchant.id, MinorUnits::new(funding), "funding", None)
             .await
             .unwrap();
@@ -381,7 +389,7 @@ mod tests {
 
     async fn balance(host: &ShardHost, merchant_id: Uuid) -> i64 {
         let engine = host.engine_for(merchant_id).expect("the shard's engine is here");
-        engine.wallet_balance(merchant_id).await.unwrap().get()
+        engine.merchants().wallet_balance(merchant_id).await.unwrap().get()
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -411,16 +419,19 @@ mod tests {
         // Made through shard 1: there at once, on the other node's shard
         // within a second.
         let one = a.engine(1).unwrap();
-        assert!(one.bank("BCA").unwrap().is_enabled);
-        one.save_bank("BCA", false, None).await.unwrap();
-        assert!(!one.bank("BCA").unwrap().is_enabled);
+        assert!(one.catalog().bank("BCA").unwrap().is_enabled);
+        one.catalog().save_bank("BCA", false, None).await.unwrap();
+        assert!(!one.catalog().bank("BCA").unwrap().is_enabled);
         let two = b.engine(2).unwrap();
-        wait_until(Duration::from_secs(1), || !two.bank("BCA").unwrap().is_enabled).await;
+        wait_until(Duration::from_secs(1), || {
+            !two.catalog().bank("BCA").unwrap().is_enabled
+        })
+        .await;
 
         // Shard 3 opens seeded with the defaults and serves only once it has
         // caught up.
         b.take(3, 1).await.unwrap();
-        assert!(!b.engine(3).unwrap().bank("BCA").unwrap().is_enabled);
+        assert!(!b.engine(3).unwrap().catalog().bank("BCA").unwrap().is_enabled);
         a.shutdown().await;
         b.shutdown().await;
     }
@@ -441,12 +452,13 @@ mod tests {
         let merchant = merchant_in(&engine, "busy", 100).await;
         for n in 1..=5 {
             engine
+                .merchants()
                 .credit_wallet(merchant, MinorUnits::new(n), "more", None)
                 .await
                 .unwrap();
         }
         let records = ShardRecords::new(database.clone(), "reader");
-        let written = engine.journal_seq() as i64;
+        let written = engine.operations().journal_seq() as i64;
         let started = Instant::now();
         loop {
             if let Some((seq, _)) = records.latest_snapshot(5).await.unwrap() {
@@ -460,6 +472,7 @@ mod tests {
         // Shards with nothing written leave none.
         assert!(records.latest_snapshot(6).await.unwrap().is_none());
         engine
+            .merchants()
             .credit_wallet(merchant, MinorUnits::new(1_000), "after the snapshot", None)
             .await
             .unwrap();
@@ -510,6 +523,7 @@ mod tests {
         b.host
             .engine_for(odd)
             .unwrap()
+            .merchants()
             .credit_wallet(odd, MinorUnits::new(5), "written on b", None)
             .await
             .unwrap();
@@ -522,7 +536,7 @@ mod tests {
         assert_eq!(balance(&a.host, odd).await, 2_005);
         assert_eq!(balance(&a.host, even).await, 1_000);
         let engine = a.host.engine_for(odd).unwrap();
-        assert!(engine.verify_ledger().await.unwrap().balanced);
+        assert!(engine.merchants().verify_ledger().await.unwrap().balanced);
         a.keeper.shutdown().await;
         a.host.shutdown().await;
     }

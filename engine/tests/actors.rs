@@ -20,7 +20,7 @@ async fn wallet_merchant(engine: &Engine) -> uuid::Uuid {
         settlement_type: Some(SettlementType::Wallet),
         ..Default::default()
     };
-    engine.create_merchant(new).await.unwrap().0.id
+    engine.merchants().create_merchant(new).await.unwrap().0.id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,30 +29,35 @@ async fn idle_merchant_actors_stop_and_are_rebuilt_from_storage_on_demand() {
     let engine = engine_with_idle_timeout(dir.path(), Duration::from_millis(200)).await;
     let merchant = wallet_merchant(&engine).await;
     engine
+        .merchants()
         .credit_wallet(merchant, MinorUnits::new(900), "fund", Some("k1".into()))
         .await
         .unwrap();
-    assert_eq!(engine.live_merchant_actors(), 1);
+    assert_eq!(engine.operations().live_merchant_actors(), 1);
     let mut stopped = false;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        if engine.live_merchant_actors() == 0 {
+        if engine.operations().live_merchant_actors() == 0 {
             stopped = true;
             break;
         }
     }
     assert!(stopped, "the idle actor never stopped");
     // Rebuilt from storage: same balance, same idempotency memory.
-    assert_eq!(engine.wallet_balance(merchant).await.unwrap(), MinorUnits::new(900));
-    assert_eq!(engine.live_merchant_actors(), 1);
+    assert_eq!(
+        engine.merchants().wallet_balance(merchant).await.unwrap(),
+        MinorUnits::new(900)
+    );
+    assert_eq!(engine.operations().live_merchant_actors(), 1);
     let again = engine
+        .merchants()
         .credit_wallet(merchant, MinorUnits::new(900), "fund", Some("k1".into()))
         .await;
     assert!(
         matches!(again, Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(1)))),
         "{again:?}"
     );
-    let book = engine.book(merchant).await.unwrap();
+    let book = engine.merchants().book(merchant).await.unwrap();
     assert_eq!(book.last_seq, 1);
     engine.shutdown().await;
 }
@@ -66,7 +71,11 @@ async fn a_live_merchant_refuses_keys_it_no_longer_keeps_in_memory() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with_idle_timeout(dir.path(), Duration::from_secs(60)).await;
     let merchant = wallet_merchant(&engine).await;
-    let credit = |key: &str| engine.credit_wallet(merchant, MinorUnits::new(10), "fund", Some(key.into()));
+    let credit = |key: &str| {
+        engine
+            .merchants()
+            .credit_wallet(merchant, MinorUnits::new(10), "fund", Some(key.into()))
+    };
     for i in 1..=50 {
         credit(&format!("k{i}")).await.unwrap();
     }
@@ -76,15 +85,22 @@ async fn a_live_merchant_refuses_keys_it_no_longer_keeps_in_memory() {
         matches!(again, Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(1)))),
         "{again:?}"
     );
-    engine.checkpoint().await.unwrap();
+    engine.operations().checkpoint().await.unwrap();
     let again = credit("k7").await;
     assert!(
         matches!(again, Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(7)))),
         "{again:?}"
     );
     credit("k51").await.unwrap();
-    assert_eq!(engine.wallet_balance(merchant).await.unwrap(), MinorUnits::new(510));
-    assert_eq!(engine.live_merchant_actors(), 1, "the same actor answered throughout");
+    assert_eq!(
+        engine.merchants().wallet_balance(merchant).await.unwrap(),
+        MinorUnits::new(510)
+    );
+    assert_eq!(
+        engine.operations().live_merchant_actors(),
+        1,
+        "the same actor answered throughout"
+    );
     engine.shutdown().await;
 }
 
@@ -94,6 +110,7 @@ async fn concurrent_debits_of_one_wallet_never_overspend() {
     let engine = engine_with_idle_timeout(dir.path(), Duration::from_secs(60)).await;
     let merchant = wallet_merchant(&engine).await;
     engine
+        .merchants()
         .credit_wallet(merchant, MinorUnits::new(100), "fund", None)
         .await
         .unwrap();
@@ -102,6 +119,7 @@ async fn concurrent_debits_of_one_wallet_never_overspend() {
         let engine = engine.clone();
         tasks.push(tokio::spawn(async move {
             engine
+                .merchants()
                 .post_entry(
                     merchant,
                     ledger::wallet_debit(MinorUnits::new(1), "d".into(), Some(format!("d{i}"))),
@@ -122,10 +140,15 @@ async fn concurrent_debits_of_one_wallet_never_overspend() {
     }
     assert_eq!(accepted, 100);
     assert_eq!(
-        engine.book(merchant).await.unwrap().balance(Account::Wallet),
+        engine
+            .merchants()
+            .book(merchant)
+            .await
+            .unwrap()
+            .balance(Account::Wallet),
         MinorUnits::ZERO
     );
-    assert!(engine.verify_ledger().await.unwrap().balanced);
+    assert!(engine.merchants().verify_ledger().await.unwrap().balanced);
     engine.shutdown().await;
 }
 
@@ -139,6 +162,7 @@ async fn one_idempotency_key_moves_money_once_under_concurrency() {
         let engine = engine.clone();
         tasks.push(tokio::spawn(async move {
             engine
+                .merchants()
                 .credit_wallet(merchant, MinorUnits::new(10), "once", Some("same-key".into()))
                 .await
         }));
@@ -150,7 +174,10 @@ async fn one_idempotency_key_moves_money_once_under_concurrency() {
         }
     }
     assert_eq!(accepted, 1);
-    assert_eq!(engine.wallet_balance(merchant).await.unwrap(), MinorUnits::new(10));
+    assert_eq!(
+        engine.merchants().wallet_balance(merchant).await.unwrap(),
+        MinorUnits::new(10)
+    );
     engine.shutdown().await;
 }
 
@@ -175,8 +202,9 @@ async fn merchant_actors_forget_old_disbursements_and_still_find_them() {
         },
         ..Default::default()
     };
-    let merchant = engine.create_merchant(new).await.unwrap().0.id;
+    let merchant = engine.merchants().create_merchant(new).await.unwrap().0.id;
     engine
+        .merchants()
         .credit_wallet(merchant, MinorUnits::new(1_000_000_000_000), "fund", None)
         .await
         .unwrap();
@@ -196,7 +224,11 @@ async fn merchant_actors_forget_old_disbursements_and_still_find_them() {
         tasks.push(tokio::spawn(async move {
             let mut first = None;
             for key in (worker..count).step_by(64) {
-                let created = engine.create_disbursement(merchant, disbursement(key)).await.unwrap();
+                let created = engine
+                    .disbursements()
+                    .create_disbursement(merchant, disbursement(key))
+                    .await
+                    .unwrap();
                 first.get_or_insert(created.id);
             }
             first
@@ -206,18 +238,26 @@ async fn merchant_actors_forget_old_disbursements_and_still_find_them() {
     for task in tasks {
         firsts.extend(task.await.unwrap());
     }
-    match engine.create_disbursement(merchant, disbursement(0)).await {
+    match engine
+        .disbursements()
+        .create_disbursement(merchant, disbursement(0))
+        .await
+    {
         Err(EngineError::DuplicateDisbursement(existing)) => assert_eq!(existing.idempotency_key, "k-0"),
         other => panic!("expected a duplicate, got {other:?}"),
     }
     let early = firsts[0];
     let failed = engine
+        .disbursements()
         .complete_disbursement(merchant, &early.to_string(), DisbursementStatus::Failed)
         .await
         .unwrap();
     assert_eq!(failed.status, DisbursementStatus::Failed);
     let expected = 1_000_000_000_000 - (count as i64) * (10_000 + 250_000) + 260_000;
-    assert_eq!(engine.wallet_balance(merchant).await.unwrap().get(), expected);
-    assert!(engine.verify_ledger().await.unwrap().balanced);
+    assert_eq!(
+        engine.merchants().wallet_balance(merchant).await.unwrap().get(),
+        expected
+    );
+    assert!(engine.merchants().verify_ledger().await.unwrap().balanced);
     engine.shutdown().await;
 }

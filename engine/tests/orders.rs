@@ -33,6 +33,7 @@ async fn orders_due_while_stopped_are_expired_at_start_and_the_sweep_expires_the
     let clock = Arc::new(ManualClock::new(start));
     let engine = open(dir.path(), clock.clone()).await;
     let merchant = engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: "m".into(),
             settlement_type: Some(SettlementType::Wallet),
@@ -42,17 +43,21 @@ async fn orders_due_while_stopped_are_expired_at_start_and_the_sweep_expires_the
         .unwrap()
         .0
         .id;
-    let (soon, _) = engine.create_order(merchant, order("soon", 5)).await.unwrap();
-    let (paid, _) = engine.create_order(merchant, order("paid", 5)).await.unwrap();
-    let (later, _) = engine.create_order(merchant, order("later", 30)).await.unwrap();
-    engine.pay_order(&paid, None).await.unwrap();
+    let (soon, _) = engine.orders().create_order(merchant, order("soon", 5)).await.unwrap();
+    let (paid, _) = engine.orders().create_order(merchant, order("paid", 5)).await.unwrap();
+    let (later, _) = engine
+        .orders()
+        .create_order(merchant, order("later", 30))
+        .await
+        .unwrap();
+    engine.orders().pay_order(&paid, None).await.unwrap();
     // Killed without a final checkpoint: the journal is replayed.
     engine.halt_without_checkpoint().await;
     drop(engine);
 
     clock.advance_ms(10 * 60_000);
     let engine = open(dir.path(), clock.clone()).await;
-    let status = |engine: &Engine, id| engine.stored_order(id).unwrap().unwrap().status;
+    let status = |engine: &Engine, id| engine.orders().stored_order(id).unwrap().unwrap().status;
     assert_eq!(status(&engine, soon.id), OrderStatus::Expired, "due while stopped");
     assert_eq!(status(&engine, paid.id), OrderStatus::Paid, "paid orders never expire");
     assert_eq!(status(&engine, later.id), OrderStatus::Pending);
@@ -67,8 +72,8 @@ async fn orders_due_while_stopped_are_expired_at_start_and_the_sweep_expires_the
         }
     }
     assert!(expired, "the running sweep expires an order that falls due");
-    let paid_now = engine.stored_order(paid.id).unwrap().unwrap();
+    let paid_now = engine.orders().stored_order(paid.id).unwrap().unwrap();
     assert_eq!(paid_now.status, OrderStatus::Paid);
-    assert!(engine.verify_ledger().await.unwrap().balanced);
+    assert!(engine.merchants().verify_ledger().await.unwrap().balanced);
     engine.shutdown().await;
 }

@@ -30,7 +30,7 @@ async fn manual_merchant(engine: &Engine, account_number: &str) -> Uuid {
         }),
         ..Default::default()
     };
-    engine.create_merchant(new).await.unwrap().0.id
+    engine.merchants().create_merchant(new).await.unwrap().0.id
 }
 
 async fn paid_order(engine: &Engine, merchant: Uuid, id: &str, amount: i64, method: &str) -> String {
@@ -40,8 +40,8 @@ async fn paid_order(engine: &Engine, merchant: Uuid, id: &str, amount: i64, meth
         payment_method: method.into(),
         ..Default::default()
     };
-    let (order, _) = engine.create_order(merchant, new).await.unwrap();
-    engine.pay_order(&order, None).await.unwrap();
+    let (order, _) = engine.orders().create_order(merchant, new).await.unwrap();
+    engine.orders().pay_order(&order, None).await.unwrap();
     order.ref_code
 }
 
@@ -64,11 +64,11 @@ async fn figures_match_a_hand_computed_example_and_orders_settle_once() {
         idempotency_key: Some("r1".into()),
         ..Default::default()
     };
-    engine.create_refund(merchant, &first, refund).await.unwrap();
+    engine.orders().create_refund(merchant, &first, refund).await.unwrap();
     clock.advance_ms(60_000);
 
     // Concurrent runs: one settlement, whoever wins.
-    let runs = (0..4).map(|_| engine.run_settlements(Some(merchant), None));
+    let runs = (0..4).map(|_| engine.orders().run_settlements(Some(merchant), None));
     let results = futures::future::join_all(runs).await;
     let created: Vec<_> = results.into_iter().flat_map(|r| r.unwrap()).collect();
     assert_eq!(created.len(), 1, "{created:?}");
@@ -86,16 +86,21 @@ async fn figures_match_a_hand_computed_example_and_orders_settle_once() {
     assert_eq!(settlement.status, SettlementStatus::Pending);
     assert_eq!(settlement.account_number.as_deref(), Some("1234567890"));
     assert!(settlement.bank_id.is_some());
-    let order = engine.order_for(merchant, &first).unwrap();
+    let order = engine.orders().order_for(merchant, &first).unwrap();
     assert!(order.is_settled);
     assert_eq!(order.settlement_id, Some(settlement.id));
 
     // Nothing left: a second run creates nothing, before and after a restart.
-    assert!(engine.run_settlements(Some(merchant), None).await.unwrap().is_empty());
+    assert!(engine
+        .orders()
+        .run_settlements(Some(merchant), None)
+        .await
+        .unwrap()
+        .is_empty());
     let mut paid = false;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        if engine.settlement_for(merchant, settlement.id).unwrap().status == SettlementStatus::Paid {
+        if engine.orders().settlement_for(merchant, settlement.id).unwrap().status == SettlementStatus::Paid {
             paid = true;
             break;
         }
@@ -104,11 +109,14 @@ async fn figures_match_a_hand_computed_example_and_orders_settle_once() {
     engine.halt_without_checkpoint().await;
     drop(engine);
     let engine = open(dir.path(), clock.clone()).await;
-    assert!(engine.run_settlements(None, None).await.unwrap().is_empty());
-    let (listed, total) = engine.list_settlements(merchant, &Default::default(), 1, 10).unwrap();
+    assert!(engine.orders().run_settlements(None, None).await.unwrap().is_empty());
+    let (listed, total) = engine
+        .orders()
+        .list_settlements(merchant, &Default::default(), 1, 10)
+        .unwrap();
     assert_eq!(total, 1);
     assert_eq!(listed[0].status, SettlementStatus::Paid);
-    let report = engine.verify_ledger().await.unwrap();
+    let report = engine.merchants().verify_ledger().await.unwrap();
     assert!(report.balanced, "{:?}", report.problems);
     assert_eq!(report.accounts["pending_settlement"], 0, "{:?}", report.accounts);
     assert_eq!(report.accounts["payout_clearing"], settlement.net_payout.get() as i128);
@@ -125,7 +133,11 @@ async fn the_daily_run_settles_the_previous_day_at_midnight_wib() {
     paid_order(&engine, merchant, "late-evening", 1_000_000, "QRIS").await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(
-        engine.list_settlements(merchant, &Default::default(), 1, 10).unwrap().1,
+        engine
+            .orders()
+            .list_settlements(merchant, &Default::default(), 1, 10)
+            .unwrap()
+            .1,
         0,
         "not before midnight"
     );
@@ -135,7 +147,10 @@ async fn the_daily_run_settles_the_previous_day_at_midnight_wib() {
     let mut settled = None;
     for _ in 0..150 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let (listed, _) = engine.list_settlements(merchant, &Default::default(), 1, 10).unwrap();
+        let (listed, _) = engine
+            .orders()
+            .list_settlements(merchant, &Default::default(), 1, 10)
+            .unwrap();
         if let Some(first) = listed.into_iter().next() {
             settled = Some(first);
             break;
@@ -154,6 +169,7 @@ async fn the_daily_run_settles_the_previous_day_at_midnight_wib() {
             .timestamp_millis()
     );
     let after = engine
+        .orders()
         .order_by_merchant_order_id(merchant, paygate_engine::domain::Source::Api, "after-midnight")
         .unwrap()
         .unwrap();
@@ -170,13 +186,18 @@ async fn failed_transfers_and_short_nets_carry_into_the_next_settlement() {
     let merchant = manual_merchant(&engine, "0000000000").await;
     paid_order(&engine, merchant, "A", 10_000_000, "QRIS").await;
     clock.advance_ms(1_000);
-    let first = engine.run_settlements(Some(merchant), None).await.unwrap().remove(0);
+    let first = engine
+        .orders()
+        .run_settlements(Some(merchant), None)
+        .await
+        .unwrap()
+        .remove(0);
     let transfer = first.net_payout.get() + first.disbursement_fee.get();
     assert_eq!(transfer, 10_000_000 - 70_000);
     let mut failed = false;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        if engine.settlement_for(merchant, first.id).unwrap().status == SettlementStatus::Failed {
+        if engine.orders().settlement_for(merchant, first.id).unwrap().status == SettlementStatus::Failed {
             failed = true;
             break;
         }
@@ -185,11 +206,16 @@ async fn failed_transfers_and_short_nets_carry_into_the_next_settlement() {
     // A small order whose net does not cover the fee: not paid, carried.
     paid_order(&engine, merchant, "B", 100_000, "QRIS").await;
     clock.advance_ms(1_000);
-    let second = engine.run_settlements(Some(merchant), None).await.unwrap().remove(0);
+    let second = engine
+        .orders()
+        .run_settlements(Some(merchant), None)
+        .await
+        .unwrap()
+        .remove(0);
     assert_eq!(second.carried_over.get(), transfer, "the failed transfer comes back");
     assert_eq!(second.net_payout.get(), transfer + (100_000 - 700) - 250_000);
     assert_eq!(second.status, SettlementStatus::Pending);
-    let report = engine.verify_ledger().await.unwrap();
+    let report = engine.merchants().verify_ledger().await.unwrap();
     assert!(report.balanced, "{:?}", report.problems);
     engine.shutdown().await;
 }

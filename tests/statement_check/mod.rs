@@ -19,6 +19,7 @@ pub fn walk(engine: &Engine, merchant_id: Uuid, page: usize) -> Result<Vec<State
             ..Default::default()
         };
         let got = engine
+            .merchants()
             .balance_history(merchant_id, &query)
             .map_err(|e| TestCaseError::fail(format!("history page failed: {e}")))?;
         prop_assert!(got.lines.len() <= page);

@@ -26,7 +26,7 @@ pub async fn create_organization(
     _admin: Admin,
     V1Json(body): V1Json<CreateOrganization>,
 ) -> Result<Created<OrganizationView>, V1Error> {
-    let organization = state.engine.create_organization(&body.name).await?;
+    let organization = state.engine.catalog().create_organization(&body.name).await?;
     Ok(Created(organization_view(&organization)))
 }
 
@@ -51,7 +51,11 @@ pub async fn save_bank(
     Path(code): Path<String>,
     V1Json(body): V1Json<SaveBank>,
 ) -> Result<Data<BankView>, V1Error> {
-    let bank = state.engine.save_bank(&code, body.is_enabled, body.name).await?;
+    let bank = state
+        .engine
+        .catalog()
+        .save_bank(&code, body.is_enabled, body.name)
+        .await?;
     Ok(Data(bank_view(&bank)))
 }
 
@@ -76,6 +80,7 @@ pub async fn save_ewallet(
 ) -> Result<Data<EwalletView>, V1Error> {
     let ewallet = state
         .engine
+        .catalog()
         .save_ewallet(&code, body.is_enabled)
         .await
         .map_err(|error| match error {

@@ -20,7 +20,11 @@ pub async fn approve_disbursement(
     _admin: Admin,
     Path(id): Path<String>,
 ) -> Result<Response, V1Error> {
-    let disbursement = state.engine.approve_disbursement(parse_id(&id)?).await?;
+    let disbursement = state
+        .engine
+        .disbursements()
+        .approve_disbursement(parse_id(&id)?)
+        .await?;
     Ok(Data(disbursement_view(&disbursement)).into_response())
 }
 
@@ -47,6 +51,10 @@ pub async fn reject_disbursement(
     OptionalJson(body): OptionalJson<RejectDisbursement>,
 ) -> Result<Response, V1Error> {
     let id = parse_id(&id)?;
-    let disbursement = state.engine.reject_disbursement(id, body.reason).await?;
+    let disbursement = state
+        .engine
+        .disbursements()
+        .reject_disbursement(id, body.reason)
+        .await?;
     Ok(Data(disbursement_view(&disbursement)).into_response())
 }

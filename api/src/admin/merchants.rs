@@ -82,6 +82,7 @@ pub async fn create_merchant(
 ) -> Result<Created<CreatedMerchantView>, V1Error> {
     let (merchant, credentials) = state
         .engine
+        .merchants()
         .create_merchant(NewMerchant {
             name: body.name,
             settlement_type: Some(body.settlement_type),
@@ -110,6 +111,7 @@ pub async fn get_merchant(
 ) -> Result<Data<MerchantView>, V1Error> {
     let merchant = state
         .engine
+        .merchants()
         .merchant(parse_id(&id)?)
         .ok_or(paygate_engine::EngineError::MerchantNotFound)?;
     Ok(Data(merchant_view(&merchant)))
@@ -154,7 +156,7 @@ pub async fn update_merchant(
         require_signature: body.require_signature,
         settlement_bank: body.settlement_bank,
     };
-    let merchant = state.engine.update_merchant(parse_id(&id)?, patch).await?;
+    let merchant = state.engine.merchants().update_merchant(parse_id(&id)?, patch).await?;
     Ok(Data(merchant_view(&merchant)))
 }
 
@@ -178,7 +180,7 @@ pub async fn set_public_key(
     V1Json(body): V1Json<SetPublicKey>,
 ) -> Result<Data<MerchantView>, V1Error> {
     let id = parse_id(&id)?;
-    let merchant = state.engine.set_public_key(id, &body.pem).await?;
+    let merchant = state.engine.merchants().set_public_key(id, &body.pem).await?;
     Ok(Data(merchant_view(&merchant)))
 }
 
@@ -193,7 +195,7 @@ pub async fn rotate_credentials(
     Path(id): Path<String>,
 ) -> Result<Data<CredentialsView>, V1Error> {
     let id = parse_id(&id)?;
-    let credentials = state.engine.rotate_credentials(id).await?;
+    let credentials = state.engine.merchants().rotate_credentials(id).await?;
     // The dashboard's sessions of the merchant end with its old credentials.
     state.sessions.end_merchant(id, None);
     Ok(Data(credentials_view(&credentials)))
@@ -237,6 +239,7 @@ pub async fn credit_wallet(
     }
     let result = state
         .engine
+        .merchants()
         .credit_wallet(
             id,
             MinorUnits::new(body.amount_minor),
@@ -253,7 +256,7 @@ pub async fn credit_wallet(
             error
             @ paygate_engine::EngineError::Ledger(paygate_engine::ledger::LedgerError::DuplicateIdempotencyKey(_)),
         ) => {
-            let balance = state.engine.wallet_balance(id).await?;
+            let balance = state.engine.merchants().wallet_balance(id).await?;
             Err(V1Error::from(error).with_data(CreditView {
                 merchant_id: id,
                 balance_minor: balance.get(),
@@ -295,6 +298,7 @@ pub async fn create_user(
 ) -> Result<Created<UserView>, V1Error> {
     let user = state
         .engine
+        .merchants()
         .create_merchant_user(parse_id(&id)?, &body.email, &body.password)
         .await?;
     Ok(Created(UserView {

@@ -46,6 +46,6 @@ pub async fn run_settlements(
                 .timestamp_millis(),
         ),
     };
-    let created = state.engine.run_settlements(merchant_id, period_end).await?;
+    let created = state.engine.orders().run_settlements(merchant_id, period_end).await?;
     Ok(Data(created.iter().map(settlement_view).collect()))
 }

@@ -75,7 +75,7 @@ pub async fn save_vendor(
         supports_refund: body.supports_refund.unwrap_or(true),
         payouts: body.payouts.unwrap_or(false),
     };
-    let saved = state.engine.save_payment_vendor(config).await?;
+    let saved = state.engine.orders().save_payment_vendor(config).await?;
     let VendorKind::Http { url, timeout_ms, .. } = &saved.kind else {
         return Err(V1Error::internal("saved vendor is not HTTP"));
     };
@@ -137,6 +137,7 @@ pub async fn save_routing(
         .ok_or_else(|| V1Error::invalid_body("payment_method: must be QRIS or BANK_TRANSFER"))?;
     let routing = state
         .engine
+        .orders()
         .set_vendor_routing(VendorRouting {
             organization_id,
             method,
@@ -175,6 +176,7 @@ pub async fn save_payout_routing(
     };
     let routing = state
         .engine
+        .disbursements()
         .set_payout_routing(PayoutRouting {
             organization_id,
             channel,

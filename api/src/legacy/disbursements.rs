@@ -56,6 +56,7 @@ pub fn legacy_disbursement(state: &AppState, disbursement: &Disbursement) -> Leg
         } => {
             let name = state
                 .engine
+                .catalog()
                 .bank(bank_short_code)
                 .map_or_else(|| bank_short_code.clone(), |bank| bank.name);
             (
@@ -158,10 +159,19 @@ async fn create(
     }
     // The idempotency key of a merchant's disbursements is one namespace
     // across both APIs (a Legacy `orderId` is a V1 `idempotency_key`).
-    if let Some(existing) = state.engine.disbursement_by_idempotency_key(merchant.id, &order_id)? {
+    if let Some(existing) = state
+        .engine
+        .disbursements()
+        .disbursement_by_idempotency_key(merchant.id, &order_id)?
+    {
         return existing_or_conflict(state, &existing, &new);
     }
-    match state.engine.create_disbursement(merchant.id, new.clone()).await {
+    match state
+        .engine
+        .disbursements()
+        .create_disbursement(merchant.id, new.clone())
+        .await
+    {
         Ok(disbursement) => Ok(LegacyOk(legacy_disbursement(state, &disbursement))),
         Err(EngineError::DuplicateDisbursement(existing)) => existing_or_conflict(state, &existing, &new),
         Err(error) => Err(error.into()),
@@ -276,6 +286,7 @@ pub async fn query(
     let order_id = body.string("orderId")?;
     let disbursement = state
         .engine
+        .disbursements()
         .disbursement_by_idempotency_key(merchant.id, &order_id)?
         .filter(|d| d.source == Source::Legacy)
         .ok_or(LegacyError::from(ErrorKind::DisbursementNotFound))?;
@@ -295,7 +306,7 @@ pub async fn get_balance(
     let merchant = body.merchant(&state)?;
     check_x_signature(&merchant, &headers, &body)?;
     // A MANUAL merchant's NotWalletMerchant maps to 422 "Merchant Setting Invalid".
-    let balance = state.engine.wallet_balance(merchant.id).await?;
+    let balance = state.engine.merchants().wallet_balance(merchant.id).await?;
     Ok(LegacyOk(LegacyBalance {
         client_id: merchant.credentials.client_id.clone(),
         balance: balance.to_decimal_string(),

@@ -118,6 +118,7 @@ impl LegacyBody {
         };
         state
             .engine
+            .merchants()
             .merchant_by_client_id(client_id)
             .filter(|m| m.is_active)
             .ok_or(LegacyError::from(ErrorKind::MerchantNotFound))

@@ -158,6 +158,7 @@ pub async fn create_order(
         .ok_or_else(LegacyError::invalid_parameters)?;
     if let Some(existing) = state
         .engine
+        .orders()
         .order_by_merchant_order_id(merchant.id, Source::Legacy, &order_id)?
     {
         return existing_or_conflict(existing, amount_minor, method);
@@ -177,7 +178,7 @@ pub async fn create_order(
         source: Some(Source::Legacy),
         idempotency: None,
     };
-    match state.engine.create_order(merchant.id, new).await {
+    match state.engine.orders().create_order(merchant.id, new).await {
         Ok((order, _)) => Ok(LegacyOk(legacy_order(&order))),
         // A concurrent submission of the same orderId won.
         Err(EngineError::DuplicateOrder(existing)) => existing_or_conflict(*existing, amount_minor, method),
@@ -205,6 +206,7 @@ pub async fn query_order(
     }
     let order = state
         .engine
+        .orders()
         .order_by_merchant_order_id(merchant.id, Source::Legacy, &order_id)?
         .ok_or(LegacyError::from(ErrorKind::OrderNotFound))?;
     Ok(LegacyOk(legacy_order(&order)))

@@ -30,7 +30,7 @@ pub async fn get_balance(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
 ) -> Result<Data<BalanceView>, V1Error> {
-    let balance = state.engine.wallet_balance(merchant.id).await?;
+    let balance = state.engine.merchants().wallet_balance(merchant.id).await?;
     Ok(Data(BalanceView {
         merchant_id: merchant.id,
         balance_minor: balance.get(),

@@ -53,7 +53,11 @@ pub async fn create_beneficiary(
         ewallet_phone: body.ewallet_phone,
         is_default: body.is_default,
     };
-    let beneficiary = state.engine.create_beneficiary(merchant.id, new).await?;
+    let beneficiary = state
+        .engine
+        .disbursements()
+        .create_beneficiary(merchant.id, new)
+        .await?;
     Ok(Created(beneficiary_view(&beneficiary)))
 }
 
@@ -69,6 +73,7 @@ pub async fn list_beneficiaries(
     Ok(Data(
         state
             .engine
+            .disbursements()
             .beneficiaries(merchant.id)?
             .iter()
             .map(beneficiary_view)
@@ -95,6 +100,6 @@ pub async fn delete_beneficiary(
     _signed: Signed,
 ) -> Result<Data<Deleted>, V1Error> {
     let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
-    state.engine.delete_beneficiary(merchant.id, id).await?;
+    state.engine.disbursements().delete_beneficiary(merchant.id, id).await?;
     Ok(Data(Deleted { deleted: true }))
 }

@@ -22,7 +22,7 @@ type CachedList = (u64, Instant, Arc<Vec<EwalletView>>);
 
 impl EwalletCache {
     fn get(&self, state: &AppState) -> Arc<Vec<EwalletView>> {
-        let version = state.engine.catalog_version();
+        let version = state.engine.catalog().catalog_version();
         let mut cached = self.cached.lock().expect("ewallet cache lock");
         if let Some((built_version, built_at, list)) = cached.as_ref() {
             if *built_version == version && built_at.elapsed() < EWALLET_CACHE_TTL {
@@ -32,6 +32,7 @@ impl EwalletCache {
         let list: Arc<Vec<EwalletView>> = Arc::new(
             state
                 .engine
+                .catalog()
                 .catalog()
                 .enabled_ewallets()
                 .iter()
@@ -49,7 +50,16 @@ impl EwalletCache {
     security(("api_key" = [])),
     responses((status = 200, description = "Enabled banks.", body = DataBody<Vec<BankView>>)))]
 pub async fn list_banks(State(state): State<AppState>, _merchant: V1Merchant) -> Data<Vec<BankView>> {
-    Data(state.engine.catalog().enabled_banks().iter().map(bank_view).collect())
+    Data(
+        state
+            .engine
+            .catalog()
+            .catalog()
+            .enabled_banks()
+            .iter()
+            .map(bank_view)
+            .collect(),
+    )
 }
 
 /// GET /v1/ewallets: enabled e-wallets, by sort order.

@@ -89,6 +89,7 @@ pub async fn create_disbursement_batch(
         .collect();
     let answer = state
         .engine
+        .disbursements()
         .create_disbursement_batch(merchant.id, idempotency_key, items)
         .await?;
     Ok(batch_response(answer))
@@ -184,7 +185,7 @@ pub async fn get_disbursement_batch(
     Path(id): Path<String>,
 ) -> Result<Response, V1Error> {
     let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
-    let summary = state.engine.disbursement_batch_for(merchant.id, id)?;
+    let summary = state.engine.disbursements().disbursement_batch_for(merchant.id, id)?;
     Ok(Data(summary_view(&summary)).into_response())
 }
 

@@ -87,7 +87,11 @@ pub async fn create_disbursement(
     V1Merchant(merchant): V1Merchant,
     SignedJson(body): SignedJson<CreateDisbursement>,
 ) -> Result<Response, V1Error> {
-    let disbursement = state.engine.create_disbursement(merchant.id, body.into_new()?).await?;
+    let disbursement = state
+        .engine
+        .disbursements()
+        .create_disbursement(merchant.id, body.into_new()?)
+        .await?;
     Ok(Created(created_disbursement_view(&disbursement)).into_response())
 }
 
@@ -101,7 +105,7 @@ pub async fn get_disbursement(
     V1Merchant(merchant): V1Merchant,
     Path(id): Path<String>,
 ) -> Result<Response, V1Error> {
-    let disbursement = state.engine.disbursement_for(merchant.id, &id)?;
+    let disbursement = state.engine.disbursements().disbursement_for(merchant.id, &id)?;
     Ok(Data(disbursement_view(&disbursement)).into_response())
 }
 
@@ -127,9 +131,11 @@ pub async fn list_disbursements(
         created_from_ms: query.created_from_ms,
         created_to_ms: query.created_to_ms,
     };
-    let (items, total) = state
-        .engine
-        .list_disbursements(merchant.id, &filter, query.page, query.limit)?;
+    let (items, total) =
+        state
+            .engine
+            .disbursements()
+            .list_disbursements(merchant.id, &filter, query.page, query.limit)?;
     Ok(Page {
         items: items.iter().map(disbursement_view).collect(),
         page: query.page,
@@ -168,6 +174,10 @@ pub async fn complete_disbursement(
         "FAILED" => DisbursementStatus::Failed,
         _ => return Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
     };
-    let disbursement = state.engine.complete_disbursement(merchant.id, &id, outcome).await?;
+    let disbursement = state
+        .engine
+        .disbursements()
+        .complete_disbursement(merchant.id, &id, outcome)
+        .await?;
     Ok(Data(disbursement_view(&disbursement)).into_response())
 }

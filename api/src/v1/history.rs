@@ -79,7 +79,7 @@ pub async fn balance_history(
             })?),
         },
     };
-    let page = match state.engine.balance_history(merchant.id, &history_query) {
+    let page = match state.engine.merchants().balance_history(merchant.id, &history_query) {
         Ok(page) => page,
         Err(EngineError::InvalidInput { field, reason }) => {
             return Err(V1Error::invalid_query(format!("{field}: {reason}")))

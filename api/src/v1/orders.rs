@@ -111,6 +111,7 @@ pub async fn create_order(
     };
     let (order, creation) = state
         .engine
+        .orders()
         .create_order(merchant.id, new)
         .await
         .map_err(|error| order_error(error, public_url))?;
@@ -133,7 +134,7 @@ pub async fn get_order(
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
 ) -> Result<Data<OrderView>, V1Error> {
-    let order = state.engine.order_for(merchant.id, &ref_code)?;
+    let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
     Ok(Data(order_view(&order, &state.config.public_url)))
 }
 
@@ -160,6 +161,7 @@ pub async fn list_orders(
     };
     let (items, total) = state
         .engine
+        .orders()
         .list_orders(merchant.id, &filter, query.page, query.limit)?;
     let public_url = &state.config.public_url;
     Ok(Page {
@@ -179,6 +181,7 @@ pub async fn list_orders(
 pub async fn qr_png(State(state): State<AppState>, Path(ref_code): Path<String>) -> Result<Response, V1Error> {
     let qris = state
         .engine
+        .orders()
         .order_by_ref(&ref_code)?
         .and_then(|order| order.qris_string)
         .ok_or(paygate_engine::EngineError::OrderNotFound)?;
@@ -230,7 +233,7 @@ pub async fn create_refund(
         reason_detail: body.reason_detail,
         idempotency_key: body.idempotency_key,
     };
-    let refund = state.engine.create_refund(merchant.id, &ref_code, new).await?;
+    let refund = state.engine.orders().create_refund(merchant.id, &ref_code, new).await?;
     Ok(Created(refund_view(&refund)))
 }
 
@@ -244,8 +247,8 @@ pub async fn list_refunds(
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
 ) -> Result<Data<Vec<RefundView>>, V1Error> {
-    let order = state.engine.order_for(merchant.id, &ref_code)?;
-    let refunds = state.engine.order_refunds(order.id)?;
+    let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
+    let refunds = state.engine.orders().order_refunds(order.id)?;
     Ok(Data(refunds.iter().map(refund_view).collect()))
 }
 
@@ -269,8 +272,8 @@ pub async fn sandbox_pay(
     Path(ref_code): Path<String>,
     OptionalJson(body): OptionalJson<SandboxPay>,
 ) -> Result<Data<OrderView>, V1Error> {
-    let order = state.engine.order_for(merchant.id, &ref_code)?;
-    let order = state.engine.pay_order(&order, body.vendor_rrn).await?;
+    let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
+    let order = state.engine.orders().pay_order(&order, body.vendor_rrn).await?;
     Ok(Data(order_view(&order, &state.config.public_url)))
 }
 
@@ -284,8 +287,8 @@ pub async fn sandbox_expire(
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
 ) -> Result<Data<OrderView>, V1Error> {
-    let order = state.engine.order_for(merchant.id, &ref_code)?;
-    let order = state.engine.expire_order(&order).await?;
+    let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
+    let order = state.engine.orders().expire_order(&order).await?;
     Ok(Data(order_view(&order, &state.config.public_url)))
 }
 
@@ -299,9 +302,10 @@ pub async fn sandbox_fail(
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
 ) -> Result<Data<OrderView>, V1Error> {
-    let order = state.engine.order_for(merchant.id, &ref_code)?;
+    let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
     let order = state
         .engine
+        .orders()
         .fail_order(&order, "payment failed by sandbox request")
         .await?;
     Ok(Data(order_view(&order, &state.config.public_url)))
@@ -336,7 +340,7 @@ pub async fn sandbox_complete_refund(
         "FAILED" => RefundStatus::Failed,
         _ => return Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
     };
-    let refund = state.engine.refund_for(merchant.id, id)?;
-    let refund = state.engine.settle_refund(&refund, outcome).await?;
+    let refund = state.engine.orders().refund_for(merchant.id, id)?;
+    let refund = state.engine.orders().settle_refund(&refund, outcome).await?;
     Ok(Data(refund_view(&refund)))
 }

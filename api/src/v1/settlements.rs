@@ -34,6 +34,7 @@ pub async fn list_settlements(
     };
     let (items, total) = state
         .engine
+        .orders()
         .list_settlements(merchant.id, &filter, query.page, query.limit)?;
     Ok(Page {
         items: items.iter().map(settlement_view).collect(),
@@ -54,6 +55,6 @@ pub async fn get_settlement(
     Path(id): Path<String>,
 ) -> Result<Data<SettlementView>, V1Error> {
     let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
-    let settlement = state.engine.settlement_for(merchant.id, id)?;
+    let settlement = state.engine.orders().settlement_for(merchant.id, id)?;
     Ok(Data(settlement_view(&settlement)))
 }

@@ -83,9 +83,11 @@ pub async fn list_deliveries(
         Some(_) => return Err(V1Error::invalid_query("delivered: must be true or false")),
     };
     let filter = AttemptFilter { event_id, delivered };
-    let (items, total) = state
-        .engine
-        .list_webhook_attempts(merchant.id, &filter, query.page, query.limit)?;
+    let (items, total) =
+        state
+            .engine
+            .webhooks()
+            .list_webhook_attempts(merchant.id, &filter, query.page, query.limit)?;
     Ok(Page {
         items: items.iter().map(attempt_view).collect(),
         page: query.page,
@@ -107,9 +109,9 @@ pub async fn resend(
     Path(event_id): Path<String>,
 ) -> Result<Data<AttemptView>, V1Error> {
     let event_id = Uuid::parse_str(&event_id).map_err(|_| V1Error::invalid_id())?;
-    let event = state.engine.webhook_event_for(merchant.id, event_id)?;
+    let event = state.engine.webhooks().webhook_event_for(merchant.id, event_id)?;
     // The attempt is recorded: refused before it is sent, not after.
-    state.engine.ensure_writable()?;
+    state.engine.operations().ensure_writable()?;
     if event.url.is_none() {
         return Err(V1Error::new(
             ErrorKind::NoNotifyUrl,

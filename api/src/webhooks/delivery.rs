@@ -52,7 +52,7 @@ impl reqwest::dns::Resolve for PublicOnly {
             }
             if addresses
                 .iter()
-                .any(|address| paygate_engine::webhooks::is_private(address.ip()))
+                .any(|address| paygate_engine::notify_url::is_private(address.ip()))
             {
                 return Err(format!("refused: {host} resolves to a private address").into());
             }
@@ -74,6 +74,7 @@ pub async fn deliver(
         .ok_or(EngineError::invalid("event", "has no notify URL"))?;
     let merchant = state
         .engine
+        .merchants()
         .merchant(event.merchant_id)
         .ok_or(EngineError::MerchantNotFound)?;
     let body = render(
@@ -82,7 +83,7 @@ pub async fn deliver(
         &merchant.credentials.client_id,
         &merchant.credentials.client_secret,
     );
-    let attempted_at_ms = state.engine.clock().now().timestamp_millis();
+    let attempted_at_ms = state.engine.operations().clock().now().timestamp_millis();
     let started = Instant::now();
     let secret = &merchant.credentials.webhook_secret;
     let result = post_signed(state, client, &url, &event.id.to_string(), secret, body).await;
@@ -102,6 +103,7 @@ pub async fn deliver(
     };
     state
         .engine
+        .webhooks()
         .record_webhook_attempt(event.id, outcome, state.config.webhook_retry_scale)
         .await
 }
@@ -119,7 +121,7 @@ async fn post_signed(
     if let Some(reason) = refuse_private(state, url) {
         return Err(reason);
     }
-    let timestamp = state.engine.clock().now().timestamp();
+    let timestamp = state.engine.operations().clock().now().timestamp();
     signed_post(client, url, id, secret, timestamp, body)
         .send()
         .await
@@ -158,7 +160,11 @@ pub fn signed_post(
 /// real delivery, so a merchant can check their endpoint and signature code.
 /// It is not an event of the outbox: nothing is recorded or retried.
 pub async fn send_test_event(state: &AppState, merchant_id: uuid::Uuid) -> Result<(u16, u64), String> {
-    let merchant = state.engine.merchant(merchant_id).ok_or("no such merchant")?;
+    let merchant = state
+        .engine
+        .merchants()
+        .merchant(merchant_id)
+        .ok_or("no such merchant")?;
     let url = merchant
         .default_notify_url
         .clone()
@@ -167,7 +173,7 @@ pub async fn send_test_event(state: &AppState, merchant_id: uuid::Uuid) -> Resul
     let body = serde_json::to_vec(&json!({
         "event": "test",
         "event_id": id,
-        "event_at": timestamp(state.engine.clock().now().timestamp_millis()),
+        "event_at": timestamp(state.engine.operations().clock().now().timestamp_millis()),
         "merchant_id": merchant.id,
     }))
     .map_err(|error| error.to_string())?;
@@ -182,12 +188,12 @@ pub async fn send_test_event(state: &AppState, merchant_id: uuid::Uuid) -> Resul
 /// resolver here: the live client's own (`PublicOnly`) refuses them when
 /// it connects, so each delivery resolves once.
 fn refuse_private(state: &AppState, url: &str) -> Option<String> {
-    if state.engine.allows_private_notify_urls() {
+    if state.engine.operations().allows_private_notify_urls() {
         return None;
     }
     let parsed = reqwest::Url::parse(url).ok()?;
     let ip: std::net::IpAddr = parsed.host_str()?.trim_matches(['[', ']']).parse().ok()?;
-    paygate_engine::webhooks::is_private(ip).then(|| format!("refused: {ip} is a private address"))
+    paygate_engine::notify_url::is_private(ip).then(|| format!("refused: {ip} is a private address"))
 }
 
 /// An error with its causes, so an attempt's record says why (a resolver's

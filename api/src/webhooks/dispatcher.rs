@@ -230,7 +230,7 @@ impl Dispatcher {
             flight.ended_during_look = Some(HashSet::new());
             (std::mem::take(&mut flight.ended_since_look), flight.events.len())
         };
-        let now_ms = self.state.engine.clock().now().timestamp_millis();
+        let now_ms = self.state.engine.operations().clock().now().timestamp_millis();
         let (depth, page) = match look {
             Look::Deep => (LOOK_DEPTH, DUE_PAGE),
             Look::Head => (DUE_PAGE, DUE_PAGE),
@@ -247,7 +247,7 @@ impl Dispatcher {
         let mut read = 0;
         let mut read_to_now = false;
         while read < depth {
-            let due = match self.state.engine.due_webhooks(after, now_ms, page) {
+            let due = match self.state.engine.webhooks().due_webhooks(after, now_ms, page) {
                 Ok(due) => due,
                 Err(error) => {
                     tracing::error!(%error, "reading due webhooks failed");
@@ -317,7 +317,7 @@ impl Dispatcher {
                 return Some(event);
             }
         }
-        match self.state.engine.webhook_event(event_id) {
+        match self.state.engine.webhooks().webhook_event(event_id) {
             Ok(Some(event)) if event.next_attempt_at_ms == Some(due_ms) && !event.delivered => Some(event),
             Ok(_) => None,
             Err(error) => {

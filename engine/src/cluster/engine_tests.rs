@@ -42,11 +42,13 @@ async fn a_new_owner_recovers_every_acknowledged_change_and_the_old_one_writes_n
         settlement_type: Some(SettlementType::Wallet),
         ..Default::default()
     };
-    let (merchant, _) = a.create_merchant(new).await.unwrap();
-    a.credit_wallet(merchant.id, MinorUnits::new(5_000_000), "funding", None)
+    let (merchant, _) = a.merchants().create_merchant(new).await.unwrap();
+    a.merchants()
+        .credit_wallet(merchant.id, MinorUnits::new(5_000_000), "funding", None)
         .await
         .unwrap();
     let disbursement = a
+        .disbursements()
         .create_disbursement(
             merchant.id,
             NewDisbursement {
@@ -61,13 +63,14 @@ async fn a_new_owner_recovers_every_acknowledged_change_and_the_old_one_writes_n
         )
         .await
         .unwrap();
-    let balance = a.wallet_balance(merchant.id).await.unwrap();
+    let balance = a.merchants().wallet_balance(merchant.id).await.unwrap();
     assert_eq!(balance.get(), 5_000_000 - disbursement.final_amount.get());
 
     // The hand-over to the vendor is a record of its own, after the 201:
     // wait for it, so the new owner has an ON_PROCESS payout to find.
     let handed_over = std::time::Instant::now();
     while a
+        .disbursements()
         .disbursement_for(merchant.id, &disbursement.id.to_string())
         .unwrap()
         .status
@@ -98,20 +101,25 @@ async fn a_new_owner_recovers_every_acknowledged_change_and_the_old_one_writes_n
     let records = ShardRecords::new(database.clone(), "b");
     let before = records.last_seq(9).await.unwrap();
     let stale = a
+        .merchants()
         .credit_wallet(merchant.id, MinorUnits::new(777), "after losing the shard", None)
         .await;
     assert!(stale.is_err(), "{stale:?}");
     assert_eq!(records.last_seq(9).await.unwrap(), before);
 
     let b = open_on_shard(dir_b.path(), records, 2).await;
-    assert_eq!(b.merchant(merchant.id).unwrap().name, "Toko Shard");
-    assert_eq!(b.wallet_balance(merchant.id).await.unwrap(), balance);
-    let found = b.disbursement_for(merchant.id, &disbursement.id.to_string()).unwrap();
+    assert_eq!(b.merchants().merchant(merchant.id).unwrap().name, "Toko Shard");
+    assert_eq!(b.merchants().wallet_balance(merchant.id).await.unwrap(), balance);
+    let found = b
+        .disbursements()
+        .disbursement_for(merchant.id, &disbursement.id.to_string())
+        .unwrap();
     assert_eq!(found.status, DisbursementStatus::OnProcess);
     assert_eq!(found.final_amount, disbursement.final_amount);
     // The idempotency key replays on the new owner (the API answers with
     // the first disbursement).
     let replay = b
+        .disbursements()
         .create_disbursement(
             merchant.id,
             NewDisbursement {
@@ -129,11 +137,15 @@ async fn a_new_owner_recovers_every_acknowledged_change_and_the_old_one_writes_n
         matches!(replay, Err(crate::EngineError::DuplicateDisbursement(ref first)) if first.id == disbursement.id),
         "{replay:?}"
     );
-    b.credit_wallet(merchant.id, MinorUnits::new(1), "b writes", None)
+    b.merchants()
+        .credit_wallet(merchant.id, MinorUnits::new(1), "b writes", None)
         .await
         .unwrap();
-    assert_eq!(b.wallet_balance(merchant.id).await.unwrap().get(), balance.get() + 1);
-    assert!(b.verify_ledger().await.unwrap().balanced);
+    assert_eq!(
+        b.merchants().wallet_balance(merchant.id).await.unwrap().get(),
+        balance.get() + 1
+    );
+    assert!(b.merchants().verify_ledger().await.unwrap().balanced);
     a.shutdown().await;
     b.shutdown().await;
 }

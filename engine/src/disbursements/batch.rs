@@ -3,10 +3,10 @@
 //! message (one journal record); a batch key used before answers with its
 //! batch; and a batch's figures by status.
 
+use super::Disbursements;
 use crate::actors::{BatchDraft, BatchOutcome, MerchantMsg};
 use crate::disbursements::NewDisbursement;
 use crate::domain::{BatchItem, Disbursement, DisbursementBatch, DisbursementStatus, SettlementType, BATCH_ITEMS_MAX};
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::validation::validate_idempotency_key;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ pub struct StatusTotal {
     pub amount_minor: i64,
 }
 
-impl Engine {
+impl Disbursements {
     /// Creates a batch of disbursements under `idempotency_key`: each item
     /// (a disbursement, or the refusal the caller's parsing already met) is
     /// validated and created on its own, with the single creation's rules,
@@ -68,7 +68,7 @@ impl Engine {
         idempotency_key: String,
         items: Vec<Result<NewDisbursement, EngineError>>,
     ) -> Result<BatchAnswer, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         validate_idempotency_key(&idempotency_key)?;
         if items.is_empty() || items.len() > BATCH_ITEMS_MAX {
             return Err(EngineError::invalid(
@@ -76,12 +76,16 @@ impl Engine {
                 format!("must hold 1 to {BATCH_ITEMS_MAX} disbursements"),
             ));
         }
-        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         if merchant.settlement_type != SettlementType::Wallet {
             return Err(EngineError::NotWalletMerchant);
         }
         // A retry of a durable batch needs no validation and no actor.
-        if let Some(batch) = self.store().disbursement_batch_by_key(&merchant_id, &idempotency_key)? {
+        if let Some(batch) = self
+            .core
+            .store()
+            .disbursement_batch_by_key(&merchant_id, &idempotency_key)?
+        {
             return self.replay(&batch);
         }
         // Whole batches in or out: no item is refused for room alone.
@@ -104,6 +108,7 @@ impl Engine {
             }
         }
         let outcome = self
+            .core
             .call_merchant(merchant_id, |reply| MerchantMsg::CreateDisbursements {
                 draft: draft.clone(),
                 reply,
@@ -140,7 +145,7 @@ impl Engine {
         let mut items = Vec::with_capacity(batch.items.len());
         for item in &batch.items {
             items.push(match item {
-                BatchItem::Created(id) => match self.store().disbursement(id)? {
+                BatchItem::Created(id) => match self.core.store().disbursement(id)? {
                     Some(disbursement) => Ok(Arc::new(disbursement.as_created())),
                     None => Err(EngineError::Internal(format!(
                         "disbursement {id} of a batch is missing"
@@ -148,7 +153,7 @@ impl Engine {
                 },
                 BatchItem::Refused(refusal) => {
                     let existing = match refusal {
-                        crate::domain::BatchRefusal::Duplicate(id) => self.store().disbursement(id)?,
+                        crate::domain::BatchRefusal::Duplicate(id) => self.core.store().disbursement(id)?,
                         _ => None,
                     };
                     Err(EngineError::from_refusal(refusal.clone(), existing))
@@ -167,6 +172,7 @@ impl Engine {
     /// accepted items their count and request amounts.
     pub fn disbursement_batch_for(&self, merchant_id: Uuid, id: Uuid) -> Result<BatchSummary, EngineError> {
         let batch = self
+            .core
             .store()
             .disbursement_batch(&id)?
             .filter(|batch| batch.merchant_id == merchant_id)
@@ -175,6 +181,7 @@ impl Engine {
         for item in &batch.items {
             let BatchItem::Created(id) = item else { continue };
             let disbursement = self
+                .core
                 .store()
                 .disbursement(id)?
                 .ok_or_else(|| EngineError::Internal(format!("disbursement {id} of a batch is missing")))?;

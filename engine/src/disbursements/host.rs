@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -145,17 +145,6 @@ pub struct DisbursementHost {
     inner: Arc<HostInner>,
 }
 
-/// A host held weakly, by what the host itself keeps alive.
-#[derive(Clone)]
-pub struct WeakHost(Weak<HostInner>);
-
-impl WeakHost {
-    /// The host, unless it is gone.
-    pub fn upgrade(&self) -> Option<DisbursementHost> {
-        self.0.upgrade().map(|inner| DisbursementHost { inner })
-    }
-}
-
 impl DisbursementHost {
     /// A host whose actors reach the engine through `ctx`; it must be made
     /// within the runtime its actors will run on.
@@ -171,11 +160,6 @@ impl DisbursementHost {
                 starts_unhandled: AtomicUsize::new(0),
             }),
         }
-    }
-
-    /// The host held weakly.
-    pub fn downgrade(&self) -> WeakHost {
-        WeakHost(Arc::downgrade(&self.inner))
     }
 
     /// What the actors reach the engine through.

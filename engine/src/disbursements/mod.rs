@@ -6,13 +6,13 @@
 //! only through `context`.
 
 use crate::actors::MerchantMsg;
+use crate::core::Core;
 use crate::destinations::present;
 use crate::domain::catalog::PayoutRouting;
 use crate::domain::disbursement::lifecycle;
 use crate::domain::{
     Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source,
 };
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
@@ -73,7 +73,24 @@ pub struct DisbursementFilter {
     pub created_to_ms: Option<i64>,
 }
 
-impl Engine {
+/// The disbursements handle: disbursements, batches and beneficiaries; cheap to clone.
+#[derive(Clone)]
+pub struct Disbursements {
+    pub(crate) core: Arc<Core>,
+}
+
+impl Disbursements {
+    pub(crate) fn new(core: Arc<Core>) -> Disbursements {
+        Disbursements { core }
+    }
+
+    /// The catalog of this engine, where payouts find banks and e-wallets.
+    pub(crate) fn catalog(&self) -> crate::catalog::PlatformCatalog {
+        crate::catalog::PlatformCatalog::new(self.core.clone())
+    }
+}
+
+impl Disbursements {
     /// Validates and creates a disbursement: the wallet is debited by
     /// request + fee in the same journal record. 409-style duplicates come
     /// back as `DuplicateDisbursement` with the existing one.
@@ -82,10 +99,11 @@ impl Engine {
         merchant_id: Uuid,
         new: NewDisbursement,
     ) -> Result<Arc<Disbursement>, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let request = self.validate_disbursement(merchant_id, new)?;
         self.room_for_disbursements(1)?;
         let created = self
+            .core
             .call_merchant(merchant_id, |reply| MerchantMsg::CreateDisbursement {
                 request: request.clone(),
                 reply,
@@ -100,7 +118,7 @@ impl Engine {
         merchant_id: Uuid,
         new: NewDisbursement,
     ) -> Result<DisbursementRequest, EngineError> {
-        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         if merchant.settlement_type != SettlementType::Wallet {
             return Err(EngineError::NotWalletMerchant);
         }
@@ -120,10 +138,11 @@ impl Engine {
             None => self.channel_destination(&new, amount)?,
         };
         if let Some(url) = &new.notify_url {
-            self.validate_notify_url("notify_url", url)?;
+            self.core.validate_notify_url("notify_url", url)?;
         }
         // Nothing is debited for a disbursement no vendor could pay.
         if !self
+            .core
             .payouts()
             .has_route(merchant.organization_id, destination.channel())
         {
@@ -205,14 +224,14 @@ impl Engine {
                 "bank_short_code, account_number and account_name are required for BANK".into(),
             ));
         };
-        self.bank_account(code, number, name)
+        self.catalog().bank_account(code, number, name)
     }
 
     fn ewallet_destination(&self, new: &NewDisbursement, amount: i64) -> Result<Destination, EngineError> {
         let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone)) else {
             return Err(EngineError::MissingEwalletInfo);
         };
-        let destination = self.ewallet_account(code, raw_phone)?;
+        let destination = self.catalog().ewallet_account(code, raw_phone)?;
         if matches!(&destination, Destination::Ewallet { provider, .. } if provider == "DANA")
             && amount < DANA_MINIMUM_MINOR
         {
@@ -224,8 +243,8 @@ impl Engine {
     /// A merchant's disbursement by UUID or ref code.
     pub fn disbursement_for(&self, merchant_id: Uuid, id_or_ref: &str) -> Result<Disbursement, EngineError> {
         let found = match Uuid::parse_str(id_or_ref) {
-            Ok(id) => self.store().disbursement(&id)?,
-            Err(_) => self.store().disbursement_by_ref(id_or_ref)?,
+            Ok(id) => self.core.store().disbursement(&id)?,
+            Err(_) => self.core.store().disbursement_by_ref(id_or_ref)?,
         };
         found
             .filter(|d| d.merchant_id == merchant_id)
@@ -238,7 +257,7 @@ impl Engine {
         merchant_id: Uuid,
         key: &str,
     ) -> Result<Option<Disbursement>, EngineError> {
-        Ok(self.store().disbursement_by_key(&merchant_id, key)?)
+        Ok(self.core.store().disbursement_by_key(&merchant_id, key)?)
     }
 
     /// A page of a merchant's disbursements, newest first, and the total.
@@ -253,7 +272,7 @@ impl Engine {
         let to = filter.created_to_ms.map_or(i64::MAX, |t| t.saturating_add(1));
         let offset = page.saturating_sub(1).saturating_mul(limit);
         let status = filter.status;
-        Ok(self.store().merchant_disbursements(
+        Ok(self.core.store().merchant_disbursements(
             &merchant_id,
             from,
             to,
@@ -271,15 +290,16 @@ impl Engine {
         message: impl FnOnce(actor::Reply<T>) -> DisbursementMsg,
     ) -> Result<T, EngineError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.disbursement_host().deliver(merchant_id, id, message(reply));
+        self.core.disbursement_host().deliver(merchant_id, id, message(reply));
         answer.await.map_err(|_| EngineError::ShuttingDown)?
     }
 
     /// Operator approval of a disbursement IN_REVIEW: it goes to its route's
     /// vendors now, and comes back as they left it (ON_PROCESS, or final).
     pub async fn approve_disbursement(&self, id: Uuid) -> Result<Disbursement, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let current = self
+            .core
             .store()
             .disbursement(&id)?
             .ok_or(EngineError::DisbursementNotFound)?;
@@ -289,9 +309,10 @@ impl Engine {
     /// Operator rejection of a PENDING or IN_REVIEW disbursement not yet
     /// handed to a vendor: the full amount goes back to the wallet.
     pub async fn reject_disbursement(&self, id: Uuid, reason: Option<String>) -> Result<Disbursement, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let reason = reason.unwrap_or_else(|| "rejected by the platform".into());
         let current = self
+            .core
             .store()
             .disbursement(&id)?
             .ok_or(EngineError::DisbursementNotFound)?;
@@ -309,7 +330,7 @@ impl Engine {
         id_or_ref: &str,
         outcome: DisbursementStatus,
     ) -> Result<Disbursement, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         if !matches!(outcome, DisbursementStatus::Success | DisbursementStatus::Failed) {
             return Err(EngineError::invalid("status", "must be SUCCESS or FAILED"));
         }
@@ -350,6 +371,7 @@ impl Engine {
             settles: None,
         };
         let current = self
+            .core
             .store()
             .disbursement(&payout_id)?
             .ok_or(EngineError::DisbursementNotFound)?;
@@ -364,14 +386,15 @@ impl Engine {
 
     /// The vendors a disbursement of `organization_id` on `channel` goes to.
     pub(crate) fn payout_route(&self, organization_id: Uuid, channel: Channel) -> Vec<Arc<dyn PayoutVendor>> {
-        self.payouts().route(organization_id, channel)
+        self.core.payouts().route(organization_id, channel)
     }
 
     /// Sets the vendors an organization's disbursements on one channel go
     /// to, in order (an unknown vendor, or one without `payouts`, is refused).
     pub async fn set_payout_routing(&self, routing: PayoutRouting) -> Result<PayoutRouting, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         if !self
+            .core
             .store()
             .catalog()
             .organizations
@@ -379,7 +402,11 @@ impl Engine {
         {
             return Err(EngineError::invalid("organization_id", "no such organization"));
         }
-        if let Some(name) = routing.vendors.iter().find(|name| !self.payouts().may_route_to(name)) {
+        if let Some(name) = routing
+            .vendors
+            .iter()
+            .find(|name| !self.core.payouts().may_route_to(name))
+        {
             return Err(EngineError::invalid(
                 "vendors",
                 format!("no payout vendor named {name} (a vendor needs payouts: true)"),
@@ -389,7 +416,8 @@ impl Engine {
         if let Some(twice) = routing.vendors.iter().find(|name| !seen.insert(name.as_str())) {
             return Err(EngineError::invalid("vendors", format!("{twice} is listed twice")));
         }
-        self.write_catalog(JournalRecord::PayoutRoutingSaved(routing.clone()))
+        self.catalog()
+            .write_catalog(JournalRecord::PayoutRoutingSaved(routing.clone()))
             .await?;
         Ok(routing)
     }
@@ -397,7 +425,7 @@ impl Engine {
     /// New disbursements whose first step (review, or the vendor) is not
     /// yet taken.
     pub fn disbursements_awaiting_handoff(&self) -> usize {
-        self.disbursement_host().starts_unhandled()
+        self.core.disbursement_host().starts_unhandled()
     }
 
     /// `Busy` unless `count` more disbursements fit: the open ones and the
@@ -407,7 +435,7 @@ impl Engine {
     pub(crate) fn room_for_disbursements(&self, count: usize) -> Result<(), EngineError> {
         let open = self.open_disbursement_count().saturating_add(count);
         let unstarted = self.disbursements_awaiting_handoff().saturating_add(count);
-        if open > self.disbursements_open_max() || unstarted > crate::limits::DISBURSEMENTS_UNSTARTED_MAX {
+        if open > self.core.disbursements_open_max() || unstarted > crate::limits::DISBURSEMENTS_UNSTARTED_MAX {
             return Err(EngineError::Busy);
         }
         Ok(())
@@ -416,7 +444,7 @@ impl Engine {
     /// Durable disbursements not yet in a final status (SUCCESS, FAILED,
     /// REJECTED): work still open, at a vendor, in review or not yet handed.
     pub fn open_disbursement_count(&self) -> usize {
-        self.store().open_disbursement_count()
+        self.core.store().open_disbursement_count()
     }
 
     /// Takes up every disbursement not yet final (after a restart): one
@@ -424,9 +452,9 @@ impl Engine {
     /// inquired at once (never sent again blindly); one IN_REVIEW waits for
     /// an operator.
     pub(crate) fn resume_disbursements(&self) -> Result<usize, EngineError> {
-        let open = self.store().open_disbursements()?;
+        let open = self.core.store().open_disbursements()?;
         let count = open.len();
-        let host = self.disbursement_host();
+        let host = self.core.disbursement_host();
         for disbursement in open {
             let handed = lifecycle::is_handed(&disbursement);
             match disbursement.status {

@@ -2,9 +2,9 @@
 //! actor, balances, and the platform-wide ledger check
 //! (`GET /admin/v1/ledger/verify`).
 
+use super::Merchants;
 use crate::actors::{MerchantMsg, PostReceipt};
 use crate::domain::SettlementType;
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::ledger::{self, Account, EntryProposal, LedgerError, MerchantBook};
 use crate::limits;
@@ -30,11 +30,12 @@ pub struct LedgerReport {
     pub accounts: BTreeMap<&'static str, i128>,
 }
 
-impl Engine {
+impl Merchants {
     /// Records one ledger entry for a merchant, durably.
     pub async fn post_entry(&self, merchant_id: Uuid, proposal: EntryProposal) -> Result<PostReceipt, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         Ok(self
+            .core
             .call_merchant(merchant_id, |reply| MerchantMsg::Post {
                 proposal: proposal.clone(),
                 reply,
@@ -48,21 +49,23 @@ impl Engine {
         merchant_id: Uuid,
         proposals: Vec<EntryProposal>,
     ) -> Result<Vec<Result<PostReceipt, LedgerError>>, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         if proposals.len() > limits::POST_BATCH_MAX {
             return Err(EngineError::invalid("proposals", "too many in one batch"));
         }
-        self.call_merchant(merchant_id, |reply| MerchantMsg::PostBatch {
-            proposals: proposals.clone(),
-            reply,
-        })
-        .await
+        self.core
+            .call_merchant(merchant_id, |reply| MerchantMsg::PostBatch {
+                proposals: proposals.clone(),
+                reply,
+            })
+            .await
     }
 
     /// Reverses entry `seq` of a merchant, at most once.
     pub async fn reverse_entry(&self, merchant_id: Uuid, seq: u64, memo: &str) -> Result<PostReceipt, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         Ok(self
+            .core
             .call_merchant(merchant_id, |reply| MerchantMsg::Reverse {
                 seq,
                 memo: memo.to_string(),
@@ -79,8 +82,8 @@ impl Engine {
         reason: &str,
         idempotency_key: Option<String>,
     ) -> Result<PostReceipt, EngineError> {
-        self.ensure_writable()?;
-        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        self.core.ensure_writable()?;
+        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         if merchant.settlement_type != SettlementType::Wallet {
             return Err(EngineError::NotWalletMerchant);
         }
@@ -102,13 +105,14 @@ impl Engine {
 
     /// A merchant's book, as of every durable entry.
     pub async fn book(&self, merchant_id: Uuid) -> Result<MerchantBook, EngineError> {
-        self.call_merchant(merchant_id, |reply| MerchantMsg::Book { reply })
+        self.core
+            .call_merchant(merchant_id, |reply| MerchantMsg::Book { reply })
             .await
     }
 
     /// The wallet balance of a WALLET merchant.
     pub async fn wallet_balance(&self, merchant_id: Uuid) -> Result<MinorUnits, EngineError> {
-        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         if merchant.settlement_type != SettlementType::Wallet {
             return Err(EngineError::NotWalletMerchant);
         }
@@ -129,11 +133,11 @@ impl Engine {
             accounts: BTreeMap::new(),
         };
         let mut totals = [0i128; 10];
-        for merchant_id in self.merchant_ids() {
+        for merchant_id in self.core.merchant_ids() {
             report.merchants += 1;
             // The live book first: every entry it reflects is already in sled.
             let live = self.book(merchant_id).await?;
-            let store = self.store().clone();
+            let store = self.core.store().clone();
             let (recomputed, count, problems) =
                 tokio::task::spawn_blocking(move || recompute_book(&store, merchant_id, live.last_seq))
                     .await
@@ -142,12 +146,12 @@ impl Engine {
             // read before it: it is then held to the entries up to its own
             // sequence. Behind the live book it cannot be: the live book is
             // answered only once durable.
-            let durable = self.store().durable_book(&merchant_id)?;
+            let durable = self.core.store().durable_book(&merchant_id)?;
             let stored_ok = match durable.last_seq.cmp(&live.last_seq) {
                 std::cmp::Ordering::Equal => durable == live,
                 std::cmp::Ordering::Less => false,
                 std::cmp::Ordering::Greater => {
-                    let store = self.store().clone();
+                    let store = self.core.store().clone();
                     let up_to = durable.last_seq;
                     let (at_durable, _, _) =
                         tokio::task::spawn_blocking(move || recompute_book(&store, merchant_id, up_to))

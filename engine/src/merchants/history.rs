@@ -3,8 +3,8 @@
 //! and type. Read from storage (durable entries only) and never held in
 //! memory: a page seeks to its cursor's entry.
 
+use super::Merchants;
 use crate::domain::SettlementType;
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::ledger::statement::{lines_of, LineId, LineType, StatementLine};
 use uuid::Uuid;
@@ -49,17 +49,17 @@ impl HistoryQuery {
     }
 }
 
-impl Engine {
+impl Merchants {
     /// A page of a WALLET merchant's statement. A `starting_after` of
     /// another merchant, or naming no line of this one, is refused as
     /// `InvalidInput` on `starting_after`.
     pub fn balance_history(&self, merchant_id: Uuid, query: &HistoryQuery) -> Result<HistoryPage, EngineError> {
-        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         if merchant.settlement_type != SettlementType::Wallet {
             return Err(EngineError::NotWalletMerchant);
         }
         let limit = query.limit.clamp(1, HISTORY_LIMIT_MAX);
-        let store = self.store();
+        let store = self.core.store();
         let unknown = || EngineError::invalid("starting_after", "not a line of this wallet's statement");
         // One read from the cursor's entry down: its lines after the cursor
         // come first, then older entries'.

@@ -3,11 +3,11 @@
 //! Their money is `books`.
 
 use crate::actors::{MerchantChange, MerchantMsg};
+use crate::core::Core;
 use crate::domain::catalog::DEFAULT_ORGANIZATION_ID;
 use crate::domain::{
     Credentials, FeesPatch, LimitsPatch, MerchantRecord, MerchantSettings, SettlementBank, SettlementType,
 };
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits;
 use crate::store::record::JournalRecord;
@@ -59,32 +59,44 @@ pub struct MerchantPatch {
     pub settlement_bank: Option<SettlementBank>,
 }
 
-impl Engine {
+/// The merchants handle: merchants, their money, history and users; cheap to clone.
+#[derive(Clone)]
+pub struct Merchants {
+    pub(crate) core: Arc<Core>,
+}
+
+impl Merchants {
+    pub(crate) fn new(core: Arc<Core>) -> Merchants {
+        Merchants { core }
+    }
+}
+
+impl Merchants {
     /// A merchant by id.
     pub fn merchant(&self, merchant_id: Uuid) -> Option<Arc<MerchantRecord>> {
-        self.store().directory().get(&merchant_id)
+        self.core.store().directory().get(&merchant_id)
     }
 
     /// The merchant an API key belongs to, checked in constant time.
     pub fn authenticate_api_key(&self, api_key: &str) -> Option<Arc<MerchantRecord>> {
         let hash = crate::domain::merchant::api_key_hash(api_key);
-        let merchant = self.store().directory().by_api_key_hash(&hash)?;
+        let merchant = self.core.store().directory().by_api_key_hash(&hash)?;
         merchant.credentials.api_key_matches(api_key).then_some(merchant)
     }
 
     /// The merchant a Legacy `clientId` belongs to.
     pub fn merchant_by_client_id(&self, client_id: &str) -> Option<Arc<MerchantRecord>> {
-        self.store().directory().by_client_id(client_id)
+        self.core.store().directory().by_client_id(client_id)
     }
 
     /// Every merchant id.
     pub fn merchant_ids(&self) -> Vec<Uuid> {
-        self.store().directory().ids()
+        self.core.store().directory().ids()
     }
 
     /// Creates a merchant and returns it with its credentials (shown once).
     pub async fn create_merchant(&self, new: NewMerchant) -> Result<(MerchantRecord, Credentials), EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let name = new.name.trim().to_string();
         if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
@@ -93,7 +105,7 @@ impl Engine {
             .settlement_type
             .ok_or_else(|| EngineError::invalid("settlement_type", "must be WALLET or MANUAL"))?;
         let organization_id = new.organization_id.unwrap_or(DEFAULT_ORGANIZATION_ID);
-        if !self.store().catalog().organizations.contains_key(&organization_id) {
+        if !self.core.store().catalog().organizations.contains_key(&organization_id) {
             return Err(EngineError::invalid("organization_id", "no such organization"));
         }
         if let Some(bank) = &new.settlement_bank {
@@ -108,18 +120,24 @@ impl Engine {
             .apply_to(&Default::default())
             .map_err(|(f, r)| EngineError::invalid(f, r))?;
         if let Some(url) = &new.default_notify_url {
-            self.validate_notify_url("default_notify_url", url)?;
+            self.core.validate_notify_url("default_notify_url", url)?;
         }
         // In a cluster a merchant's id decides its shard, and its API key
         // and client id route to it: all three fall in this engine's shard.
         let credentials = loop {
-            let candidate = Credentials::generate_in(self.shard());
-            if self.store().directory().by_client_id(&candidate.client_id).is_none() {
+            let candidate = Credentials::generate_in(self.core.shard());
+            if self
+                .core
+                .store()
+                .directory()
+                .by_client_id(&candidate.client_id)
+                .is_none()
+            {
                 break candidate;
             }
         };
-        let now = self.now_ms();
-        let id = crate::cluster::new_id_in(self.shard());
+        let now = self.core.now_ms();
+        let id = crate::cluster::new_id_in(self.core.shard());
         let record = MerchantRecord {
             id,
             organization_id,
@@ -136,13 +154,14 @@ impl Engine {
             created_at_ms: now,
             updated_at_ms: now,
         };
-        self.write(JournalRecord::MerchantSaved(Box::new(record.clone())))
+        self.core
+            .write(JournalRecord::MerchantSaved(Box::new(record.clone())))
             .await?;
         Ok((record, credentials))
     }
 
     fn validate_settlement_bank(&self, bank: &SettlementBank) -> Result<(), EngineError> {
-        if !self.store().catalog().banks.contains_key(&bank.bank_short_code) {
+        if !self.core.store().catalog().banks.contains_key(&bank.bank_short_code) {
             return Err(EngineError::invalid("settlement_bank.bank_short_code", "unknown bank"));
         }
         let digits = bank.account_number.chars().all(|c| c.is_ascii_digit());
@@ -167,8 +186,8 @@ impl Engine {
         merchant_id: Uuid,
         patch: MerchantPatch,
     ) -> Result<MerchantRecord, EngineError> {
-        self.ensure_writable()?;
-        let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        self.core.ensure_writable()?;
+        let current = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let fees = match &patch.fees {
             Some(p) => Some(p.apply_to(&current.fees).map_err(|(f, r)| EngineError::invalid(f, r))?),
             None => None,
@@ -183,7 +202,7 @@ impl Engine {
             None => None,
         };
         if let Some(Some(url)) = &patch.default_notify_url {
-            self.validate_notify_url("default_notify_url", url)?;
+            self.core.validate_notify_url("default_notify_url", url)?;
         }
         if let Some(bank) = &patch.settlement_bank {
             self.validate_settlement_bank(bank)?;
@@ -201,17 +220,18 @@ impl Engine {
     }
 
     async fn change_merchant(&self, merchant_id: Uuid, change: MerchantChange) -> Result<MerchantRecord, EngineError> {
-        self.call_merchant(merchant_id, |reply| MerchantMsg::Change {
-            change: change.clone(),
-            reply,
-        })
-        .await?
+        self.core
+            .call_merchant(merchant_id, |reply| MerchantMsg::Change {
+                change: change.clone(),
+                reply,
+            })
+            .await?
     }
 
     /// Stores a merchant's RSA public key (PEM, SPKI or PKCS#1, 2048 bits or more).
     pub async fn set_public_key(&self, merchant_id: Uuid, pem: &str) -> Result<MerchantRecord, EngineError> {
-        self.ensure_writable()?;
-        self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        self.core.ensure_writable()?;
+        self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         crate::signing::parse_rsa_public_key(pem)?;
         self.change_merchant(merchant_id, MerchantChange::PublicKey(pem.trim().to_string()))
             .await
@@ -219,9 +239,9 @@ impl Engine {
 
     /// New API key and secrets; the old ones stop working at once.
     pub async fn rotate_credentials(&self, merchant_id: Uuid) -> Result<Credentials, EngineError> {
-        self.ensure_writable()?;
-        let current = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
-        let credentials = Credentials::rotate_in(current.credentials.client_id.clone(), self.shard());
+        self.core.ensure_writable()?;
+        let current = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        let credentials = Credentials::rotate_in(current.credentials.client_id.clone(), self.core.shard());
         self.change_merchant(merchant_id, MerchantChange::Credentials(credentials.to_stored()))
             .await?;
         Ok(credentials)

@@ -3,8 +3,8 @@
 //! not the email is known. They live in the catalog (few, read at every
 //! sign-in, replayed at start like the other catalog records).
 
+use super::Merchants;
 use crate::domain::MerchantUser;
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::store::record::JournalRecord;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -50,7 +50,7 @@ fn normalize_email(email: &str) -> Result<String, EngineError> {
     }
 }
 
-impl Engine {
+impl Merchants {
     /// Creates a dashboard user of `merchant_id` (`POST
     /// /admin/v1/merchants/{id}/users`). The email is unique across
     /// merchants: it is the sign-in name.
@@ -60,19 +60,19 @@ impl Engine {
         email: &str,
         password: &str,
     ) -> Result<MerchantUser, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let email = normalize_email(email)?;
         let length = password.chars().count();
         if !(PASSWORD_CHARS_MIN..=PASSWORD_CHARS_MAX).contains(&length) {
             return Err(EngineError::invalid("password", "must be 12 to 1024 characters"));
         }
-        self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let password = password.to_string();
         let password_hash = tokio::task::spawn_blocking(move || hash(&password))
             .await
             .map_err(|error| EngineError::Internal(error.to_string()))??;
-        let _guard = self.catalog_lock().lock().await;
-        if self.store().catalog().users.contains_key(&email) {
+        let _guard = self.core.catalog_lock().lock().await;
+        if self.core.store().catalog().users.contains_key(&email) {
             return Err(EngineError::EmailTaken);
         }
         let user = MerchantUser {
@@ -80,9 +80,9 @@ impl Engine {
             merchant_id,
             email,
             password_hash,
-            created_at_ms: self.now_ms(),
+            created_at_ms: self.core.now_ms(),
         };
-        self.write(JournalRecord::MerchantUserSaved(user.clone())).await?;
+        self.core.write(JournalRecord::MerchantUserSaved(user.clone())).await?;
         Ok(user)
     }
 
@@ -90,7 +90,7 @@ impl Engine {
     /// check either way (off the async threads).
     pub async fn sign_in(&self, email: &str, password: &str) -> Option<MerchantUser> {
         let email = email.trim().to_lowercase();
-        let user = self.store().catalog().users.get(&email).cloned();
+        let user = self.core.store().catalog().users.get(&email).cloned();
         let phc = user
             .as_ref()
             .map_or_else(|| decoy_hash().to_string(), |u| u.password_hash.clone());
@@ -103,7 +103,7 @@ impl Engine {
 
     /// A dashboard user by id.
     pub fn merchant_user(&self, id: Uuid) -> Option<MerchantUser> {
-        self.store().catalog().users.values().find(|u| u.id == id).cloned()
+        self.core.store().catalog().users.values().find(|u| u.id == id).cloned()
     }
 }
 

@@ -5,11 +5,12 @@
 //! callbacks are `vendors.rs`.
 
 use crate::actors::{OrderCommand, OrderOutcome};
+use crate::core::Core;
 use crate::domain::disbursement::normalize_phone;
 use crate::domain::{Order, OrderStatus, PaymentMethod, Refund, RefundStatus, Source};
-use crate::engine::Engine;
 use crate::validation::{validate_idempotency_key, validate_url};
 use actor::OrderMsg;
+use std::sync::Arc;
 
 pub(crate) mod actor;
 mod vendors;
@@ -91,17 +92,40 @@ const REASON_CHARS_MAX: usize = 64;
 const TEXT_CHARS_MAX: usize = 255;
 const REASON_DETAIL_CHARS_MAX: usize = 1024;
 
-impl Engine {
+/// The orders handle: orders, refunds, payment vendors and settlements; cheap to clone.
+#[derive(Clone)]
+pub struct Orders {
+    pub(crate) core: Arc<Core>,
+}
+
+impl Orders {
+    pub(crate) fn new(core: Arc<Core>) -> Orders {
+        Orders { core }
+    }
+
+    /// The catalog of this engine: banks for settlements, vendor settings.
+    pub(crate) fn catalog(&self) -> crate::catalog::PlatformCatalog {
+        crate::catalog::PlatformCatalog::new(self.core.clone())
+    }
+
+    /// This engine's disbursements, whose vendor callbacks come in beside
+    /// the payment vendors'.
+    pub(crate) fn disbursements(&self) -> crate::disbursements::Disbursements {
+        crate::disbursements::Disbursements::new(self.core.clone())
+    }
+}
+
+impl Orders {
     /// Validates an order, has a vendor accept it (trying the configured
     /// vendors in order) and records it through the merchant actor.
     pub async fn create_order(&self, merchant_id: Uuid, new: NewOrder) -> Result<(Order, Creation), EngineError> {
-        self.ensure_writable()?;
-        let merchant = self.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        self.core.ensure_writable()?;
+        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
         let mut order = self.validate_order(merchant_id, &new)?;
         // Concurrent repeats of one order wait here, then find the first in
         // the check below: the vendor is asked once, not once per repeat.
         let creation = (merchant_id, order.source, order.merchant_order_id.clone());
-        let _one_at_a_time = self.order_creations().lock(&creation).await;
+        let _one_at_a_time = self.core.order_creations().lock(&creation).await;
         // Early answers without a vendor round trip, from the actor's memory;
         // the actor decides for good at creation.
         if let OrderOutcome::Replayed(first) = self
@@ -218,7 +242,7 @@ impl Engine {
             }
         }
         if let Some(url) = &new.notify_url {
-            self.validate_notify_url("notify_url", url)?;
+            self.core.validate_notify_url("notify_url", url)?;
         }
         if let Some(url) = &new.return_url {
             validate_url("return_url", url)?;
@@ -227,14 +251,15 @@ impl Engine {
             validate_idempotency_key(key)
                 .map_err(|_| EngineError::invalid("Idempotency-Key", "must be 1 to 255 printable characters"))?;
         }
-        let now = self.clock().now();
+        let now = self.core.clock().now();
         let now_ms = now.timestamp_millis();
-        let store = self.store().clone();
+        let store = self.core.store().clone();
         let ref_code = self
+            .core
             .ref_codes()
             .next("ORD", now, |code| store.order_ref_exists(code).unwrap_or(true));
         Ok(Order {
-            id: crate::cluster::new_id_in(self.shard()),
+            id: crate::cluster::new_id_in(self.core.shard()),
             ref_code,
             merchant_id,
             merchant_order_id: new.merchant_order_id.clone(),
@@ -274,12 +299,13 @@ impl Engine {
         merchant_id: Uuid,
         command: OrderCommand,
     ) -> Result<OrderOutcome, EngineError> {
-        self.order_context().order_command(merchant_id, command).await
+        self.core.order_context().order_command(merchant_id, command).await
     }
 
     /// A merchant's order by ref code (another merchant's is not found).
     pub fn order_for(&self, merchant_id: Uuid, ref_code: &str) -> Result<Order, EngineError> {
-        self.store()
+        self.core
+            .store()
             .order_by_ref(ref_code)?
             .filter(|o| o.merchant_id == merchant_id)
             .ok_or(EngineError::OrderNotFound)
@@ -287,17 +313,17 @@ impl Engine {
 
     /// An order by ref code, whoever owns it (the QR image needs no key).
     pub fn order_by_ref(&self, ref_code: &str) -> Result<Option<Order>, EngineError> {
-        Ok(self.store().order_by_ref(ref_code)?)
+        Ok(self.core.store().order_by_ref(ref_code)?)
     }
 
     /// An order by id.
     pub fn stored_order(&self, id: Uuid) -> Result<Option<Order>, EngineError> {
-        Ok(self.store().order(&id)?)
+        Ok(self.core.store().order(&id)?)
     }
 
     /// A refund by id.
     pub fn stored_refund(&self, id: Uuid) -> Result<Option<Refund>, EngineError> {
-        Ok(self.store().refund(&id)?)
+        Ok(self.core.store().refund(&id)?)
     }
 
     /// A merchant's order by its own id in one API.
@@ -308,13 +334,14 @@ impl Engine {
         merchant_order_id: &str,
     ) -> Result<Option<Order>, EngineError> {
         Ok(self
+            .core
             .store()
             .order_by_merchant_order_id(&merchant_id, source, merchant_order_id)?)
     }
 
     /// An order's refunds, oldest first.
     pub fn order_refunds(&self, order_id: Uuid) -> Result<Vec<Refund>, EngineError> {
-        Ok(self.store().order_refunds(&order_id)?)
+        Ok(self.core.store().order_refunds(&order_id)?)
     }
 
     /// A page of a merchant's orders, newest first, and the total.
@@ -329,7 +356,7 @@ impl Engine {
         let to = filter.created_to_ms.map_or(i64::MAX, |t| t.saturating_add(1));
         let offset = page.saturating_sub(1).saturating_mul(limit);
         let status = filter.status;
-        Ok(self.store().merchant_orders(
+        Ok(self.core.store().merchant_orders(
             &merchant_id,
             from,
             to,
@@ -342,7 +369,7 @@ impl Engine {
     /// Confirms an order's payment (sandbox or vendor callback): PAID once,
     /// with one entry; a second confirmation is refused as `INVALID_STATUS`.
     pub async fn pay_order(&self, order: &Order, vendor_rrn: Option<String>) -> Result<Order, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         if let Some(rrn) = &vendor_rrn {
             if rrn.is_empty() || rrn.len() > 64 || rrn.chars().any(char::is_control) {
                 return Err(EngineError::invalid(
@@ -360,7 +387,7 @@ impl Engine {
 
     /// Expires a PENDING order now (sandbox).
     pub async fn expire_order(&self, order: &Order) -> Result<Order, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         self.call_order(order, |reply| OrderMsg::Expire {
             force: true,
             reply: Some(reply),
@@ -370,7 +397,7 @@ impl Engine {
 
     /// Fails a PENDING order.
     pub async fn fail_order(&self, order: &Order, reason: &str) -> Result<Order, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         self.call_order(order, |reply| OrderMsg::Fail {
             reason: reason.to_string(),
             reply: Some(reply),
@@ -386,7 +413,7 @@ impl Engine {
         ref_code: &str,
         new: NewRefund,
     ) -> Result<Refund, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let order = self.order_for(merchant_id, ref_code)?;
         let idempotency_key = new
             .idempotency_key
@@ -409,7 +436,7 @@ impl Engine {
         {
             return Err(EngineError::invalid("reason_detail", "must be at most 1024 characters"));
         }
-        if let Some(existing) = self.store().refund_by_key(&merchant_id, &idempotency_key)? {
+        if let Some(existing) = self.core.store().refund_by_key(&merchant_id, &idempotency_key)? {
             return Err(EngineError::DuplicateRefund(Box::new(existing)));
         }
         if !matches!(order.status, OrderStatus::Paid | OrderStatus::PartiallyRefunded) {
@@ -418,9 +445,9 @@ impl Engine {
         if !self.vendor_supports_refund(&order.vendor) {
             return Err(EngineError::RefundNotSupported);
         }
-        let now_ms = self.clock().now().timestamp_millis();
+        let now_ms = self.core.clock().now().timestamp_millis();
         let refund = Refund {
-            id: crate::cluster::new_id_in(self.shard()),
+            id: crate::cluster::new_id_in(self.core.shard()),
             order_id: order.id,
             order_ref_code: order.ref_code.clone(),
             merchant_id,
@@ -450,7 +477,8 @@ impl Engine {
 
     /// A merchant's refund by id.
     pub fn refund_for(&self, merchant_id: Uuid, id: Uuid) -> Result<Refund, EngineError> {
-        self.store()
+        self.core
+            .store()
             .refund(&id)?
             .filter(|r| r.merchant_id == merchant_id)
             .ok_or(EngineError::RefundNotFound)
@@ -459,7 +487,7 @@ impl Engine {
     /// Settles a PENDING refund (vendor callback or sandbox): SUCCESS, or
     /// FAILED with the money given back.
     pub async fn settle_refund(&self, refund: &Refund, outcome: RefundStatus) -> Result<Refund, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         if outcome == RefundStatus::Pending {
             return Err(EngineError::invalid("status", "must be SUCCESS or FAILED"));
         }
@@ -482,13 +510,13 @@ impl Engine {
     pub async fn expire_due_orders(&self) -> Result<usize, EngineError> {
         // While storage cannot take writes the sweep waits for the next one:
         // an expiry would be held in the journal, unacknowledged, anyway.
-        if !self.storage_writable() {
+        if !self.core.storage_writable() {
             return Ok(0);
         }
         let mut expired = 0;
         loop {
-            let now_ms = self.clock().now().timestamp_millis();
-            let due = self.store().orders_due(now_ms, limits::ORDER_EXPIRY_SWEEP_BATCH)?;
+            let now_ms = self.core.clock().now().timestamp_millis();
+            let due = self.core.store().orders_due(now_ms, limits::ORDER_EXPIRY_SWEEP_BATCH)?;
             let batch = due.len();
             let mut expired_now = 0;
             for id in due {
@@ -516,7 +544,7 @@ impl Engine {
 
     /// Hands every PENDING refund to its order's actor again (after a restart).
     pub(crate) async fn resume_refunds(&self) -> Result<usize, EngineError> {
-        let open = self.store().open_refunds()?;
+        let open = self.core.store().open_refunds()?;
         for refund in &open {
             if let Some(order) = self.stored_order(refund.order_id)? {
                 self.tell_order(&order, OrderMsg::SubmitRefund(refund.id)).await;
@@ -532,13 +560,16 @@ impl Engine {
         order: &Order,
         build: impl Fn(ractor::RpcReplyPort<Result<T, EngineError>>) -> OrderMsg,
     ) -> Result<T, EngineError> {
-        let ctx = self.order_context();
+        let ctx = self.core.order_context();
         ctx.actors
             .call(order.id, || ctx.actor(order.id, order.merchant_id), build)
             .await?
     }
 
     async fn tell_order(&self, order: &Order, message: OrderMsg) {
-        self.order_context().tell(order.id, order.merchant_id, message).await;
+        self.core
+            .order_context()
+            .tell(order.id, order.merchant_id, message)
+            .await;
     }
 }

@@ -2,9 +2,9 @@
 //! to, their configuration through the admin API, and the signed callbacks
 //! of HTTP vendors (payments, refunds and payouts).
 
+use super::Orders;
 use crate::domain::catalog::{PaymentVendorConfig, VendorKind, VendorRouting, SANDBOX_VENDOR};
 use crate::domain::{OrderStatus, PaymentMethod, RefundStatus};
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::store::record::JournalRecord;
 use crate::validation::validate_url;
@@ -33,15 +33,15 @@ enum Callback {
     },
 }
 
-impl Engine {
+impl Orders {
     /// The vendors an organization's orders of `method` go to, in order.
     /// Never configured: the sandbox vendor in sandbox mode, none in live mode.
     pub(super) fn payment_vendors(&self, organization_id: Uuid, method: PaymentMethod) -> Vec<Box<dyn PaymentVendor>> {
         let names = {
-            let catalog = self.store().catalog();
+            let catalog = self.core.store().catalog();
             match catalog.vendor_routes.get(&(organization_id, method)) {
                 Some(names) => names.clone(),
-                None if self.order_context().sandbox_refund_delay.is_some() => vec![SANDBOX_VENDOR.to_string()],
+                None if self.core.order_context().sandbox_refund_delay.is_some() => vec![SANDBOX_VENDOR.to_string()],
                 None => Vec::new(),
             }
         };
@@ -52,14 +52,15 @@ impl Engine {
     }
 
     pub(super) fn payment_vendor_named(&self, name: &str) -> Option<Box<dyn PaymentVendor>> {
-        self.order_context().payment_vendor_named(name)
+        self.core.order_context().payment_vendor_named(name)
     }
 
     pub(super) fn vendor_supports_refund(&self, name: &str) -> bool {
         if name == SANDBOX_VENDOR {
             return true;
         }
-        self.store()
+        self.core
+            .store()
             .catalog()
             .payment_vendors
             .get(name)
@@ -68,7 +69,7 @@ impl Engine {
 
     /// Adds or changes an HTTP payment vendor.
     pub async fn save_payment_vendor(&self, config: PaymentVendorConfig) -> Result<PaymentVendorConfig, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let name_ok = !config.name.is_empty()
             && config.name.len() <= 64
             && config
@@ -97,28 +98,30 @@ impl Engine {
             }
             VendorKind::Sandbox => return Err(EngineError::invalid("kind", "must be HTTP")),
         }
-        self.write_catalog(JournalRecord::PaymentVendorSaved(config.clone()))
+        self.catalog()
+            .write_catalog(JournalRecord::PaymentVendorSaved(config.clone()))
             .await?;
         Ok(config)
     }
 
     /// Sets the vendors an organization's orders of `method` go to, in order.
     pub async fn set_vendor_routing(&self, routing: VendorRouting) -> Result<VendorRouting, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         {
-            let catalog = self.store().catalog();
+            let catalog = self.core.store().catalog();
             if !catalog.organizations.contains_key(&routing.organization_id) {
                 return Err(EngineError::invalid("organization_id", "no such organization"));
             }
             for name in &routing.vendors {
                 let known = catalog.payment_vendors.contains_key(name)
-                    || (name == SANDBOX_VENDOR && self.order_context().sandbox_refund_delay.is_some());
+                    || (name == SANDBOX_VENDOR && self.core.order_context().sandbox_refund_delay.is_some());
                 if !known {
                     return Err(EngineError::invalid("vendors", format!("no vendor named {name}")));
                 }
             }
         }
-        self.write_catalog(JournalRecord::VendorRoutingSaved(routing.clone()))
+        self.catalog()
+            .write_catalog(JournalRecord::VendorRoutingSaved(routing.clone()))
             .await?;
         Ok(routing)
     }
@@ -131,8 +134,9 @@ impl Engine {
         body: &[u8],
         signature: Option<&str>,
     ) -> Result<String, EngineError> {
-        self.ensure_writable()?;
+        self.core.ensure_writable()?;
         let config = self
+            .core
             .store()
             .catalog()
             .payment_vendors
@@ -154,6 +158,7 @@ impl Engine {
                 vendor_rrn,
             } => {
                 let order = self
+                    .core
                     .store()
                     .order_by_ref(&ref_code)?
                     .filter(|o| o.vendor == vendor)
@@ -184,7 +189,11 @@ impl Engine {
                 }
             }
             Callback::Refund { refund_id, status } => {
-                let refund = self.store().refund(&refund_id)?.ok_or(EngineError::RefundNotFound)?;
+                let refund = self
+                    .core
+                    .store()
+                    .refund(&refund_id)?
+                    .ok_or(EngineError::RefundNotFound)?;
                 let order = self.stored_order(refund.order_id)?.ok_or(EngineError::OrderNotFound)?;
                 if order.vendor != vendor {
                     return Err(EngineError::RefundNotFound);
@@ -206,7 +215,8 @@ impl Engine {
                 reference,
                 failure_reason,
             } => {
-                self.payout_callback(vendor, payout_id, &status, reference, failure_reason)
+                self.disbursements()
+                    .payout_callback(vendor, payout_id, &status, reference, failure_reason)
                     .await
             }
         }

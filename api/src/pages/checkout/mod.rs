@@ -86,7 +86,7 @@ pub fn safe_return_url(order: &Order) -> Option<&str> {
 /// The order an id names: `Ok(None)` for an unknown or malformed id.
 fn find_order(state: &AppState, id: &str) -> Result<Option<Order>, EngineError> {
     match Uuid::parse_str(id) {
-        Ok(id) => state.engine.stored_order(id),
+        Ok(id) => state.engine.orders().stored_order(id),
         Err(_) => Ok(None),
     }
 }
@@ -122,11 +122,11 @@ pub async fn checkout_page(
     let other_path = |language: Language| format!("?lang={}", language.other().tag());
     let mut response = match find_order(&state, &id) {
         Ok(Some(order)) => {
-            let merchant = state.engine.merchant(order.merchant_id);
+            let merchant = state.engine.merchants().merchant(order.merchant_id);
             let checkout = view::Checkout {
                 order: &order,
                 merchant_name: merchant.as_ref().map_or("", |m| m.name.as_str()),
-                now_ms: state.engine.clock().now().timestamp_millis(),
+                now_ms: state.engine.operations().clock().now().timestamp_millis(),
                 language,
             };
             html::page(StatusCode::OK, view::page(&checkout))

@@ -118,14 +118,17 @@ pub async fn sign_in(
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         return response;
     }
-    let Some(user) = state.engine.sign_in(&form.email, &form.password).await else {
+    let Some(user) = state.engine.merchants().sign_in(&form.email, &form.password).await else {
         state.sessions.failed(&form.email);
         return sign_in_response(&state, StatusCode::UNAUTHORIZED, Some("Wrong email or password."));
     };
     state.sessions.succeeded(&form.email);
-    let token = state
-        .sessions
-        .start(state.engine.shard(), user.id, user.merchant_id, &user.email);
+    let token = state.sessions.start(
+        state.engine.operations().shard(),
+        user.id,
+        user.merchant_id,
+        &user.email,
+    );
     let mut response = Redirect::to("/dashboard").into_response();
     let headers = response.headers_mut();
     headers.append(header::SET_COOKIE, set_cookie(&state, SESSION_COOKIE, &token, None));

@@ -102,7 +102,7 @@ fn render(
     fresh: Option<&Credentials>,
     problem: Option<&str>,
 ) -> Response {
-    match state.engine.merchant(signed_in.session.merchant_id) {
+    match state.engine.merchants().merchant(signed_in.session.merchant_id) {
         Some(merchant) => page_response(status, page(&merchant, signed_in, fresh, problem)),
         None => Redirect::to("/dashboard/sign-in").into_response(),
     }
@@ -141,7 +141,7 @@ pub async fn rotate(
         return forbidden();
     }
     let merchant_id = signed_in.session.merchant_id;
-    match state.engine.rotate_credentials(merchant_id).await {
+    match state.engine.merchants().rotate_credentials(merchant_id).await {
         Ok(credentials) => {
             state.sessions.end_merchant(merchant_id, Some(&signed_in.token));
             render(&state, &signed_in, StatusCode::OK, Some(&credentials), None)
@@ -182,7 +182,12 @@ pub async fn save_settings(
         require_signature: Some(form.require_signature.is_some()),
         ..Default::default()
     };
-    match state.engine.update_merchant(signed_in.session.merchant_id, patch).await {
+    match state
+        .engine
+        .merchants()
+        .update_merchant(signed_in.session.merchant_id, patch)
+        .await
+    {
         Ok(_) => Redirect::to("/dashboard/developers").into_response(),
         Err(error) => render(
             &state,
@@ -216,6 +221,7 @@ pub async fn save_public_key(
     }
     match state
         .engine
+        .merchants()
         .set_public_key(signed_in.session.merchant_id, &form.pem)
         .await
     {

@@ -171,7 +171,7 @@ impl FromRequestParts<AppState> for SignedIn {
         let token = cookie(&parts.headers, SESSION_COOKIE).map(str::to_string);
         let session = token.as_deref().and_then(|token| state.sessions.get(token));
         match (token, session) {
-            (Some(token), Some(session)) if state.engine.merchant(session.merchant_id).is_some() => {
+            (Some(token), Some(session)) if state.engine.merchants().merchant(session.merchant_id).is_some() => {
                 Ok(SignedIn { session, token })
             }
             _ => Err(Redirect::to("/dashboard/sign-in").into_response()),

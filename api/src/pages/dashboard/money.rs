@@ -62,7 +62,11 @@ pub async fn history_page(
         created_to_ms: None,
         line_type: None,
     };
-    let page = match state.engine.balance_history(signed_in.session.merchant_id, &query) {
+    let page = match state
+        .engine
+        .merchants()
+        .balance_history(signed_in.session.merchant_id, &query)
+    {
         Ok(page) => page,
         Err(EngineError::NotWalletMerchant) => {
             return refused_page(
@@ -129,7 +133,11 @@ pub async fn history_export(State(state): State<AppState>, signed_in: SignedIn) 
             created_to_ms: None,
             line_type: None,
         };
-        let Ok(page) = state.engine.balance_history(signed_in.session.merchant_id, &query) else {
+        let Ok(page) = state
+            .engine
+            .merchants()
+            .balance_history(signed_in.session.merchant_id, &query)
+        else {
             break;
         };
         after = page.lines.last().map(|line| line.id);
@@ -200,6 +208,7 @@ fn disbursement_request(
 fn disbursements_body(state: &AppState, signed_in: &SignedIn, problem: Option<&str>, notice: Option<&str>) -> Markup {
     let (items, total) = state
         .engine
+        .disbursements()
         .list_disbursements(
             signed_in.session.merchant_id,
             &DisbursementFilter::default(),
@@ -344,6 +353,7 @@ pub async fn create_disbursement(
     );
     match state
         .engine
+        .disbursements()
         .create_disbursement(signed_in.session.merchant_id, request)
         .await
     {
@@ -423,6 +433,7 @@ async fn take_batch(state: &AppState, signed_in: &SignedIn, nonce: &str, csv_byt
     }
     match state
         .engine
+        .disbursements()
         .create_disbursement_batch(signed_in.session.merchant_id, format!("dashboard-{nonce}"), items)
         .await
     {

@@ -88,6 +88,7 @@ pub async fn orders_page(
     };
     let (orders, total) = state
         .engine
+        .orders()
         .list_orders(signed_in.session.merchant_id, &engine_filter, page, PAGE_SIZE)
         .unwrap_or_default();
     let pages = total.div_ceil(PAGE_SIZE).max(1);
@@ -171,22 +172,23 @@ fn detail(
     problem: Option<&str>,
 ) -> Response {
     let merchant_id = signed_in.session.merchant_id;
-    let Ok(order) = state.engine.order_for(merchant_id, ref_code) else {
+    let Ok(order) = state.engine.orders().order_for(merchant_id, ref_code) else {
         let body = html! { h1 { "Order not found" } p { a href="/dashboard/orders" { "All orders" } } };
         return page_response(
             StatusCode::NOT_FOUND,
             layout("Order not found", Some(&signed_in.session), "/dashboard/orders", body),
         );
     };
-    let refunds = state.engine.order_refunds(order.id).unwrap_or_default();
+    let refunds = state.engine.orders().order_refunds(order.id).unwrap_or_default();
     let (attempts, _) = state
         .engine
+        .webhooks()
         .list_webhook_attempts(merchant_id, &AttemptFilter::default(), 1, ATTEMPTS_SEARCHED)
         .unwrap_or_default();
     let attempts: Vec<_> = attempts
         .into_iter()
         .filter(|attempt| {
-            matches!(state.engine.webhook_event(attempt.event_id),
+            matches!(state.engine.webhooks().webhook_event(attempt.event_id),
                 Ok(Some(event)) if matches!(&event.resource, EventResource::Order(o) if o.id == order.id))
         })
         .collect();
@@ -299,6 +301,7 @@ pub async fn refund(
     };
     match state
         .engine
+        .orders()
         .create_refund(signed_in.session.merchant_id, &ref_code, new)
         .await
     {

@@ -34,7 +34,7 @@ fn paid_by_day(state: &AppState, merchant_id: uuid::Uuid, now_ms: i64) -> (Vec<(
     let mut read = 0;
     let mut page = 1;
     loop {
-        let Ok((orders, total)) = state.engine.list_orders(merchant_id, &filter, page, PAGE) else {
+        let Ok((orders, total)) = state.engine.orders().list_orders(merchant_id, &filter, page, PAGE) else {
             break;
         };
         for order in &orders {
@@ -92,17 +92,23 @@ fn chart(days: &[(i64, i64, u64)]) -> Markup {
     ))]
 pub async fn overview(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     let merchant_id = signed_in.session.merchant_id;
-    let merchant = state.engine.merchant(merchant_id);
+    let merchant = state.engine.merchants().merchant(merchant_id);
     let name = merchant.as_ref().map(|m| m.name.clone()).unwrap_or_default();
     let wallet = merchant
         .as_ref()
         .is_some_and(|m| m.settlement_type == SettlementType::Wallet);
     let balance = if wallet {
-        state.engine.wallet_balance(merchant_id).await.ok().map(|b| b.get())
+        state
+            .engine
+            .merchants()
+            .wallet_balance(merchant_id)
+            .await
+            .ok()
+            .map(|b| b.get())
     } else {
         None
     };
-    let now_ms = state.engine.clock().now().timestamp_millis();
+    let now_ms = state.engine.operations().clock().now().timestamp_millis();
     let (days, capped) = paid_by_day(&state, merchant_id, now_ms);
     let (_, today_volume, today_count) = days.last().copied().unwrap_or_default();
     let body = html! {

@@ -23,6 +23,7 @@ const PAGE_SIZE: usize = 25;
 pub async fn beneficiaries_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     let beneficiaries = state
         .engine
+        .disbursements()
         .beneficiaries(signed_in.session.merchant_id)
         .unwrap_or_default();
     let body = html! {
@@ -67,6 +68,7 @@ pub async fn beneficiaries_page(State(state): State<AppState>, signed_in: Signed
 pub async fn settlements_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     let (settlements, total) = state
         .engine
+        .orders()
         .list_settlements(
             signed_in.session.merchant_id,
             &SettlementFilter::default(),

@@ -29,6 +29,7 @@ pub struct ResendForm {
 fn render(state: &AppState, signed_in: &SignedIn, status: StatusCode, message: Option<(&str, bool)>) -> Response {
     let (attempts, total) = state
         .engine
+        .webhooks()
         .list_webhook_attempts(signed_in.session.merchant_id, &AttemptFilter::default(), 1, PAGE_SIZE)
         .unwrap_or_default();
     let body = html! {
@@ -114,7 +115,11 @@ pub async fn resend(
     }
     let outcome = match Uuid::parse_str(&form.event_id) {
         Err(_) => Err("no such event".to_string()),
-        Ok(id) => match state.engine.webhook_event_for(signed_in.session.merchant_id, id) {
+        Ok(id) => match state
+            .engine
+            .webhooks()
+            .webhook_event_for(signed_in.session.merchant_id, id)
+        {
             Err(error) => Err(error.to_string()),
             Ok(event) if event.url.is_none() => Err("the event has no notify URL".into()),
             Ok(event) => crate::webhooks::deliver(&state, &state.webhook_client, event, true)
