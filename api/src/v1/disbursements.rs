@@ -119,13 +119,7 @@ pub async fn list_disbursements(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery,
 ) -> Result<Response, V1Error> {
-    let status = match &query.status {
-        None => None,
-        Some(raw) => Some(
-            DisbursementStatus::parse(raw)
-                .ok_or_else(|| V1Error::invalid_query("status: not a disbursement status"))?,
-        ),
-    };
+    let status = query.status_as(DisbursementStatus::parse, "a disbursement status")?;
     let filter = DisbursementFilter {
         status,
         created_from_ms: query.created_from_ms,

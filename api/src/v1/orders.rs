@@ -148,12 +148,7 @@ pub async fn list_orders(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery,
 ) -> Result<Page<OrderView>, V1Error> {
-    let status = match &query.status {
-        None => None,
-        Some(raw) => {
-            Some(OrderStatus::parse(raw).ok_or_else(|| V1Error::invalid_query("status: not an order status"))?)
-        }
-    };
+    let status = query.status_as(OrderStatus::parse, "an order status")?;
     let filter = OrderFilter {
         status,
         created_from_ms: query.created_from_ms,
@@ -287,9 +282,7 @@ pub async fn sandbox_expire(
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
 ) -> Result<Data<OrderView>, V1Error> {
-    let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
-    let order = state.engine.orders().expire_order(&order).await?;
-    Ok(Data(order_view(&order, &state.config.public_url)))
+    end_in_sandbox(&state, merchant.id, &ref_code, SandboxEnd::Expire).await
 }
 
 /// POST /v1/sandbox/orders/{ref_code}/fail.
@@ -302,12 +295,28 @@ pub async fn sandbox_fail(
     V1Merchant(merchant): V1Merchant,
     Path(ref_code): Path<String>,
 ) -> Result<Data<OrderView>, V1Error> {
-    let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
-    let order = state
-        .engine
-        .orders()
-        .fail_order(&order, "payment failed by sandbox request")
-        .await?;
+    end_in_sandbox(&state, merchant.id, &ref_code, SandboxEnd::Fail).await
+}
+
+/// How the sandbox ends an order without a payment.
+enum SandboxEnd {
+    Expire,
+    Fail,
+}
+
+/// The sandbox's expire and fail: the order of `ref_code` ended as `end`.
+async fn end_in_sandbox(
+    state: &AppState,
+    merchant_id: uuid::Uuid,
+    ref_code: &str,
+    end: SandboxEnd,
+) -> Result<Data<OrderView>, V1Error> {
+    let orders = state.engine.orders();
+    let order = orders.order_for(merchant_id, ref_code)?;
+    let order = match end {
+        SandboxEnd::Expire => orders.expire_order(&order).await?,
+        SandboxEnd::Fail => orders.fail_order(&order, "payment failed by sandbox request").await?,
+    };
     Ok(Data(order_view(&order, &state.config.public_url)))
 }
 

@@ -26,6 +26,17 @@ pub struct ListQuery {
     pub created_to_ms: Option<i64>,
 }
 
+impl ListQuery {
+    /// The `status` filter read by the resource's `parse`; 400
+    /// `INVALID_QUERY` "status: not {what}" for any other value.
+    pub fn status_as<T>(&self, parse: impl Fn(&str) -> Option<T>, what: &str) -> Result<Option<T>, V1Error> {
+        self.status
+            .as_deref()
+            .map(|raw| parse(raw).ok_or_else(|| V1Error::invalid_query(format!("status: not {what}"))))
+            .transpose()
+    }
+}
+
 pub(crate) fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, V1Error> {
     match query.get(name) {
         None => Ok(default),

@@ -21,12 +21,7 @@ pub async fn list_settlements(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery,
 ) -> Result<Page<SettlementView>, V1Error> {
-    let status = match &query.status {
-        None => None,
-        Some(raw) => Some(
-            SettlementStatus::parse(raw).ok_or_else(|| V1Error::invalid_query("status: not a settlement status"))?,
-        ),
-    };
+    let status = query.status_as(SettlementStatus::parse, "a settlement status")?;
     let filter = SettlementFilter {
         status,
         created_from_ms: query.created_from_ms,

@@ -4,7 +4,7 @@
 //! answer 429 with `Retry-After` until the oldest ages out.
 
 use super::session::{random_token, tokens_match, SESSION_COOKIE, SIGN_IN_COOKIE};
-use super::{cookie, forbidden, layout, page_response, set_cookie, SignedIn};
+use super::{cookie, forbidden, layout, page_response, set_cookie, DashboardForm, WithCsrf};
 use crate::AppState;
 use axum::extract::rejection::FormRejection;
 use axum::extract::State;
@@ -32,6 +32,12 @@ pub struct SignInForm {
 pub struct CsrfForm {
     /// The session's token.
     pub csrf: String,
+}
+
+impl WithCsrf for CsrfForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 fn sign_in_markup(csrf: &str, problem: Option<&str>) -> Markup {
@@ -144,18 +150,7 @@ pub async fn sign_in(
         (status = 303, description = "Signed out (or not signed in): to the sign-in page."),
         (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
     ))]
-pub async fn sign_out(
-    State(state): State<AppState>,
-    signed_in: Result<SignedIn, Response>,
-    form: Result<Form<CsrfForm>, FormRejection>,
-) -> Response {
-    let Ok(signed_in) = signed_in else {
-        return Redirect::to("/dashboard/sign-in").into_response();
-    };
-    let presented = form.map(|Form(f)| f.csrf).unwrap_or_default();
-    if !signed_in.csrf_ok(&presented) {
-        return forbidden();
-    }
+pub async fn sign_out(State(state): State<AppState>, DashboardForm(signed_in, _): DashboardForm<CsrfForm>) -> Response {
     state.sessions.end(&signed_in.token);
     let mut response = Redirect::to("/dashboard/sign-in").into_response();
     response

@@ -4,13 +4,11 @@
 //! notify URL and whether `X-Signature` is required.
 
 use super::auth::CsrfForm;
-use super::{forbidden, layout, page_response, SignedIn};
+use super::{layout, page_response, DashboardForm, SignedIn, WithCsrf};
 use crate::AppState;
-use axum::extract::rejection::FormRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use maud::{html, Markup};
 use paygate_engine::domain::{Credentials, MerchantRecord};
 use paygate_engine::MerchantPatch;
@@ -28,12 +26,24 @@ pub struct SettingsForm {
     require_signature: Option<String>,
 }
 
+impl WithCsrf for SettingsForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 /// The public-key form.
 #[derive(Deserialize, ToSchema)]
 pub struct PublicKeyForm {
     csrf: String,
     /// PEM of an RSA public key, 2048 bits or more.
     pem: String,
+}
+
+impl WithCsrf for PublicKeyForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 fn page(merchant: &MerchantRecord, signed_in: &SignedIn, fresh: Option<&Credentials>, problem: Option<&str>) -> Markup {
@@ -131,15 +141,7 @@ pub async fn developers_page(State(state): State<AppState>, signed_in: SignedIn)
         (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
         (status = 503, description = "Storage cannot take writes now.", content_type = "text/html", body = String),
     ))]
-pub async fn rotate(
-    State(state): State<AppState>,
-    signed_in: SignedIn,
-    form: Result<Form<CsrfForm>, FormRejection>,
-) -> Response {
-    let presented = form.map(|Form(f)| f.csrf).unwrap_or_default();
-    if !signed_in.csrf_ok(&presented) {
-        return forbidden();
-    }
+pub async fn rotate(State(state): State<AppState>, DashboardForm(signed_in, _): DashboardForm<CsrfForm>) -> Response {
     let merchant_id = signed_in.session.merchant_id;
     match state.engine.merchants().rotate_credentials(merchant_id).await {
         Ok(credentials) => {
@@ -167,36 +169,20 @@ pub async fn rotate(
     ))]
 pub async fn save_settings(
     State(state): State<AppState>,
-    signed_in: SignedIn,
-    form: Result<Form<SettingsForm>, FormRejection>,
+    DashboardForm(signed_in, form): DashboardForm<SettingsForm>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return forbidden();
-    };
-    if !signed_in.csrf_ok(&form.csrf) {
-        return forbidden();
-    }
     let url = form.default_notify_url.trim();
     let patch = MerchantPatch {
         default_notify_url: Some((!url.is_empty()).then(|| url.to_string())),
         require_signature: Some(form.require_signature.is_some()),
         ..Default::default()
     };
-    match state
+    let saved = state
         .engine
         .merchants()
         .update_merchant(signed_in.session.merchant_id, patch)
-        .await
-    {
-        Ok(_) => Redirect::to("/dashboard/developers").into_response(),
-        Err(error) => render(
-            &state,
-            &signed_in,
-            StatusCode::BAD_REQUEST,
-            None,
-            Some(&format!("Not saved: {error}.")),
-        ),
-    }
+        .await;
+    back_or_refused(&state, &signed_in, saved, "Not saved")
 }
 
 /// POST /dashboard/developers/public-key.
@@ -210,28 +196,32 @@ pub async fn save_settings(
     ))]
 pub async fn save_public_key(
     State(state): State<AppState>,
-    signed_in: SignedIn,
-    form: Result<Form<PublicKeyForm>, FormRejection>,
+    DashboardForm(signed_in, form): DashboardForm<PublicKeyForm>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return forbidden();
-    };
-    if !signed_in.csrf_ok(&form.csrf) {
-        return forbidden();
-    }
-    match state
+    let saved = state
         .engine
         .merchants()
         .set_public_key(signed_in.session.merchant_id, &form.pem)
-        .await
-    {
+        .await;
+    back_or_refused(&state, &signed_in, saved, "Key not saved")
+}
+
+/// After a save: back to the developers page, or the page again (400)
+/// saying why it was `refused`.
+fn back_or_refused<T>(
+    state: &AppState,
+    signed_in: &SignedIn,
+    saved: Result<T, paygate_engine::EngineError>,
+    refused: &str,
+) -> Response {
+    match saved {
         Ok(_) => Redirect::to("/dashboard/developers").into_response(),
         Err(error) => render(
-            &state,
-            &signed_in,
+            state,
+            signed_in,
             StatusCode::BAD_REQUEST,
             None,
-            Some(&format!("Key not saved: {error}.")),
+            Some(&format!("{refused}: {error}.")),
         ),
     }
 }

@@ -13,10 +13,11 @@ pub mod session;
 mod webhooks;
 
 use crate::AppState;
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
 use maud::{html, Markup, DOCTYPE};
 use session::{Session, SESSION_COOKIE};
 use utoipa_axum::router::OpenApiRouter;
@@ -184,6 +185,36 @@ impl SignedIn {
     /// `forbidden()`).
     fn csrf_ok(&self, presented: &str) -> bool {
         session::tokens_match(presented, &self.session.csrf)
+    }
+}
+
+/// A dashboard form that carries the session's CSRF token.
+pub trait WithCsrf {
+    /// The token the form was sent with.
+    fn csrf(&self) -> &str;
+}
+
+/// A form posted from a dashboard page, with the session it was posted
+/// in: without a session, the sign-in redirect; a form that does not parse,
+/// or without the session's CSRF token, `forbidden()`.
+pub struct DashboardForm<F>(pub SignedIn, pub F);
+
+impl<F> FromRequest<AppState> for DashboardForm<F>
+where
+    F: serde::de::DeserializeOwned + WithCsrf + Send,
+{
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let signed_in = SignedIn::from_request_parts(&mut parts, state).await?;
+        let Ok(Form(form)) = Form::<F>::from_request(Request::from_parts(parts, body), state).await else {
+            return Err(forbidden());
+        };
+        if !signed_in.csrf_ok(form.csrf()) {
+            return Err(forbidden());
+        }
+        Ok(DashboardForm(signed_in, form))
     }
 }
 

@@ -3,15 +3,13 @@
 //! text or an uploaded file). Each reads and acts through the engine
 //! calls the V1 routes use.
 
-use super::{forbidden, layout, page_response, rupiah, SignedIn};
+use super::{forbidden, layout, page_response, rupiah, DashboardForm, SignedIn, WithCsrf};
 use crate::wire::timestamp;
 use crate::AppState;
 use axum::extract::multipart::MultipartRejection;
-use axum::extract::rejection::FormRejection;
 use axum::extract::{Multipart, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use maud::{html, Markup};
 use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
 use paygate_engine::ledger::statement::LineId;
@@ -174,6 +172,12 @@ pub struct DisbursementForm {
     amount: String,
 }
 
+impl WithCsrf for DisbursementForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 /// The batch form: CSV text, one disbursement a row.
 #[derive(Deserialize, ToSchema)]
 pub struct BatchForm {
@@ -181,6 +185,12 @@ pub struct BatchForm {
     nonce: String,
     /// Rows `channel,provider,account,account_name,amount_rupiah` (a header row is skipped).
     csv: String,
+}
+
+impl WithCsrf for BatchForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 fn disbursement_request(
@@ -324,23 +334,10 @@ pub async fn disbursements_page(State(state): State<AppState>, signed_in: Signed
     ))]
 pub async fn create_disbursement(
     State(state): State<AppState>,
-    signed_in: SignedIn,
-    form: Result<Form<DisbursementForm>, FormRejection>,
+    DashboardForm(signed_in, form): DashboardForm<DisbursementForm>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return forbidden();
-    };
-    if !signed_in.csrf_ok(&form.csrf) {
-        return forbidden();
-    }
     let Some(amount_minor) = super::orders::parse_rupiah(&form.amount) else {
-        return disbursements_response(
-            &state,
-            &signed_in,
-            StatusCode::BAD_REQUEST,
-            Some("Enter an amount in rupiah."),
-            None,
-        );
+        return refused(&state, &signed_in, "Enter an amount in rupiah.");
     };
     let key = format!("dashboard-{}", form.nonce.chars().take(64).collect::<String>());
     let request = disbursement_request(
@@ -358,13 +355,7 @@ pub async fn create_disbursement(
         .await
     {
         Ok(_) | Err(EngineError::DuplicateDisbursement(_)) => Redirect::to("/dashboard/disbursements").into_response(),
-        Err(error) => disbursements_response(
-            &state,
-            &signed_in,
-            StatusCode::BAD_REQUEST,
-            Some(&format!("Not sent: {error}.")),
-            None,
-        ),
+        Err(error) => refused(&state, &signed_in, &format!("Not sent: {error}.")),
     }
 }
 
@@ -379,16 +370,14 @@ pub async fn create_disbursement(
     ))]
 pub async fn create_batch(
     State(state): State<AppState>,
-    signed_in: SignedIn,
-    form: Result<Form<BatchForm>, FormRejection>,
+    DashboardForm(signed_in, form): DashboardForm<BatchForm>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return forbidden();
-    };
-    if !signed_in.csrf_ok(&form.csrf) {
-        return forbidden();
-    }
     take_batch(&state, &signed_in, &form.nonce, form.csv.as_bytes()).await
+}
+
+/// The disbursements page again (400), saying why the form was refused.
+fn refused(state: &AppState, signed_in: &SignedIn, why: &str) -> Response {
+    disbursements_response(state, signed_in, StatusCode::BAD_REQUEST, Some(why), None)
 }
 
 /// Creates the disbursements of CSV rows as one batch and shows the outcome.
@@ -423,13 +412,7 @@ async fn take_batch(state: &AppState, signed_in: &SignedIn, nonce: &str, csv_byt
         items.push(item);
     }
     if items.is_empty() || items.len() > BATCH_ROWS_MAX {
-        return disbursements_response(
-            &state,
-            signed_in,
-            StatusCode::BAD_REQUEST,
-            Some("A batch holds 1 to 1,000 rows."),
-            None,
-        );
+        return refused(&state, signed_in, "A batch holds 1 to 1,000 rows.");
     }
     match state
         .engine
@@ -451,13 +434,7 @@ async fn take_batch(state: &AppState, signed_in: &SignedIn, nonce: &str, csv_byt
             }
             disbursements_response(&state, signed_in, StatusCode::OK, None, Some(&notice))
         }
-        Err(error) => disbursements_response(
-            &state,
-            signed_in,
-            StatusCode::BAD_REQUEST,
-            Some(&format!("Batch not taken: {error}.")),
-            None,
-        ),
+        Err(error) => refused(&state, signed_in, &format!("Batch not taken: {error}.")),
     }
 }
 
@@ -487,13 +464,7 @@ pub async fn upload_batch(
             Ok(Some(field)) => {
                 let name = field.name().unwrap_or_default().to_string();
                 let Ok(bytes) = field.bytes().await else {
-                    return disbursements_response(
-                        &state,
-                        &signed_in,
-                        StatusCode::BAD_REQUEST,
-                        Some("The upload could not be read."),
-                        None,
-                    );
+                    return refused(&state, &signed_in, "The upload could not be read.");
                 };
                 match name.as_str() {
                     "csrf" => csrf = String::from_utf8_lossy(&bytes).into_owned(),
@@ -503,28 +474,14 @@ pub async fn upload_batch(
                 }
             }
             Ok(None) => break,
-            Err(_) => {
-                return disbursements_response(
-                    &state,
-                    &signed_in,
-                    StatusCode::BAD_REQUEST,
-                    Some("The upload could not be read."),
-                    None,
-                )
-            }
+            Err(_) => return refused(&state, &signed_in, "The upload could not be read."),
         }
     }
     if !signed_in.csrf_ok(&csrf) {
         return forbidden();
     }
     let Some(file) = file.filter(|f| !f.is_empty()) else {
-        return disbursements_response(
-            &state,
-            &signed_in,
-            StatusCode::BAD_REQUEST,
-            Some("Choose a CSV file."),
-            None,
-        );
+        return refused(&state, &signed_in, "Choose a CSV file.");
     };
     take_batch(&state, &signed_in, &nonce, &file).await
 }

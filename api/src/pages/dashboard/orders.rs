@@ -2,14 +2,12 @@
 //! with its status timeline, refunds, webhook deliveries and a refund form
 //! (through the engine's own refund call, as `POST /v1/orders/{ref}/refund`).
 
-use super::{forbidden, layout, page_response, rupiah, SignedIn};
+use super::{layout, page_response, rupiah, DashboardForm, SignedIn, WithCsrf};
 use crate::wire::timestamp;
 use crate::AppState;
-use axum::extract::rejection::FormRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use maud::{html, Markup};
 use paygate_engine::domain::{EventResource, Order, OrderStatus};
 use paygate_engine::orders::{NewRefund, OrderFilter};
@@ -41,6 +39,12 @@ pub struct RefundForm {
     /// Rupiah, whole or with a decimal comma or point.
     amount: String,
     reason: String,
+}
+
+impl WithCsrf for RefundForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 /// Minor units of a rupiah amount typed by a person: `25000`, `25.000`,
@@ -273,16 +277,9 @@ pub async fn order_page(State(state): State<AppState>, signed_in: SignedIn, Path
     ))]
 pub async fn refund(
     State(state): State<AppState>,
-    signed_in: SignedIn,
     Path(ref_code): Path<String>,
-    form: Result<Form<RefundForm>, FormRejection>,
+    DashboardForm(signed_in, form): DashboardForm<RefundForm>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return forbidden();
-    };
-    if !signed_in.csrf_ok(&form.csrf) {
-        return forbidden();
-    }
     let Some(amount_minor) = parse_rupiah(&form.amount) else {
         return detail(
             &state,

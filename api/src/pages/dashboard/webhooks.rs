@@ -1,14 +1,12 @@
 //! The dashboard's webhooks: the latest delivery attempts, and sending an
 //! event again (the same delivery `POST /v1/webhooks/deliveries/{id}/resend` makes).
 
-use super::{forbidden, layout, page_response, SignedIn};
+use super::{layout, page_response, DashboardForm, SignedIn, WithCsrf};
 use crate::wire::timestamp;
 use crate::AppState;
-use axum::extract::rejection::FormRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::Form;
 use maud::html;
 use paygate_engine::webhooks::AttemptFilter;
 use serde::Deserialize;
@@ -24,6 +22,12 @@ pub struct ResendForm {
     csrf: String,
     /// The event to send again.
     event_id: String,
+}
+
+impl WithCsrf for ResendForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 fn render(state: &AppState, signed_in: &SignedIn, status: StatusCode, message: Option<(&str, bool)>) -> Response {
@@ -104,15 +108,8 @@ pub async fn deliveries_page(State(state): State<AppState>, signed_in: SignedIn)
     ))]
 pub async fn resend(
     State(state): State<AppState>,
-    signed_in: SignedIn,
-    form: Result<Form<ResendForm>, FormRejection>,
+    DashboardForm(signed_in, form): DashboardForm<ResendForm>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return forbidden();
-    };
-    if !signed_in.csrf_ok(&form.csrf) {
-        return forbidden();
-    }
     let outcome = match Uuid::parse_str(&form.event_id) {
         Err(_) => Err("no such event".to_string()),
         Ok(id) => match state
@@ -159,13 +156,8 @@ pub async fn resend(
     ))]
 pub async fn test_event(
     State(state): State<AppState>,
-    signed_in: SignedIn,
-    form: Result<Form<super::auth::CsrfForm>, FormRejection>,
+    DashboardForm(signed_in, _): DashboardForm<super::auth::CsrfForm>,
 ) -> Response {
-    let presented = form.map(|Form(f)| f.csrf).unwrap_or_default();
-    if !signed_in.csrf_ok(&presented) {
-        return forbidden();
-    }
     match crate::webhooks::delivery::send_test_event(&state, signed_in.session.merchant_id).await {
         Ok((status, latency_ms)) => {
             let text = format!("Test event sent: your endpoint answered HTTP {status} in {latency_ms} ms.");
