@@ -5,6 +5,7 @@ use super::pagination::ListQuery;
 use crate::error::V1Error;
 use crate::extract::{SandboxOnly, SignedJson, V1Json, V1Merchant};
 use crate::openapi::names::ChannelName;
+use crate::openapi::names::DisbursementStatusName;
 use crate::wire::{
     created_disbursement_view, disbursement_view, Created, Data, DataBody, DisbursementView, Page, PageBody,
 };
@@ -112,12 +113,12 @@ pub async fn get_disbursement(
 /// GET /v1/disbursements: newest first, paginated, filterable.
 #[utoipa::path(get, path = "/v1/disbursements", tag = "Disbursements", operation_id = "list_disbursements",
     summary = "List disbursements", description = "Newest first. `status` is a disbursement status.",
-    security(("api_key" = [])), params(ListQuery),
+    security(("api_key" = [])), params(ListQuery<DisbursementStatusName>),
     responses((status = 200, description = "A page of disbursements.", body = PageBody<DisbursementView>)))]
 pub async fn list_disbursements(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
-    query: ListQuery,
+    query: ListQuery<DisbursementStatusName>,
 ) -> Result<Response, V1Error> {
     let status = query.status_as(DisbursementStatus::parse, "a disbursement status")?;
     let filter = DisbursementFilter {

@@ -4,6 +4,7 @@
 use super::pagination::ListQuery;
 use crate::error::{order_error, V1Error};
 use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
+use crate::openapi::names::OrderStatusName;
 use crate::openapi::names::PaymentMethodName;
 use crate::wire::{order_view, refund_view, Created, Data, DataBody, OrderView, Page, PageBody, RefundView};
 use crate::AppState;
@@ -141,12 +142,12 @@ pub async fn get_order(
 /// GET /v1/orders: newest first, paginated, filterable.
 #[utoipa::path(get, path = "/v1/orders", tag = "Orders", operation_id = "list_orders",
     summary = "List orders", description = "Newest first. `status` is an order status.",
-    security(("api_key" = [])), params(ListQuery),
+    security(("api_key" = [])), params(ListQuery<OrderStatusName>),
     responses((status = 200, description = "A page of orders.", body = PageBody<OrderView>)))]
 pub async fn list_orders(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
-    query: ListQuery,
+    query: ListQuery<OrderStatusName>,
 ) -> Result<Page<OrderView>, V1Error> {
     let status = query.status_as(OrderStatus::parse, "an order status")?;
     let filter = OrderFilter {

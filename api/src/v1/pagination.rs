@@ -11,9 +11,24 @@ pub const PAGE_LIMIT_MAX: usize = 50;
 /// Page size when none is asked for.
 pub const PAGE_LIMIT_DEFAULT: usize = 10;
 
-/// A validated list query.
+/// The statuses a list route filters by, named in its document entry.
+pub trait StatusNames {
+    /// Every status, as the API spells it.
+    fn names() -> Vec<&'static str>;
+}
+
+/// A list route without a status filter of its own.
+pub struct AnyStatus;
+
+impl StatusNames for AnyStatus {
+    fn names() -> Vec<&'static str> {
+        Vec::new()
+    }
+}
+
+/// A validated list query of a route whose statuses are `N`'s.
 #[derive(Debug, Clone)]
-pub struct ListQuery {
+pub struct ListQuery<N = AnyStatus> {
     /// 1-based.
     pub page: usize,
     /// 1..=50.
@@ -24,9 +39,10 @@ pub struct ListQuery {
     pub created_from_ms: Option<i64>,
     /// Created at or before, Unix ms.
     pub created_to_ms: Option<i64>,
+    names: std::marker::PhantomData<fn() -> N>,
 }
 
-impl ListQuery {
+impl<N> ListQuery<N> {
     /// The `status` filter read by the resource's `parse`; 400
     /// `INVALID_QUERY` "status: not {what}" for any other value.
     pub fn status_as<T>(&self, parse: impl Fn(&str) -> Option<T>, what: &str) -> Result<Option<T>, V1Error> {
@@ -41,7 +57,9 @@ pub(crate) fn positive(query: &HashMap<String, String>, name: &str, default: usi
     match query.get(name) {
         None => Ok(default),
         Some(raw) => match raw.parse::<usize>() {
-            Ok(value) if value >= 1 => Ok(value),
+            // The document declares a page an int64; a larger limit is
+            // served as the largest page instead.
+            Ok(value) if value >= 1 && (name != "page" || i64::try_from(value).is_ok()) => Ok(value),
             // A limit of too many digits for a usize is still a positive
             // integer above the largest page: served as the largest.
             Err(_) if name == "limit" && raw.bytes().all(|b| b.is_ascii_digit()) && raw.bytes().any(|b| b != b'0') => {
@@ -63,7 +81,7 @@ pub(crate) fn instant(query: &HashMap<String, String>, name: &str) -> Result<Opt
     }
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
+impl<S: Send + Sync, N> FromRequestParts<S> for ListQuery<N> {
     type Rejection = V1Error;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, V1Error> {
@@ -76,13 +94,14 @@ impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
             status: query.get("status").cloned(),
             created_from_ms: instant(&query, "created_from")?,
             created_to_ms: instant(&query, "created_to")?,
+            names: std::marker::PhantomData,
         })
     }
 }
 
-/// The list query as the document describes it; the resource's own
-/// statuses are named by each route.
-impl utoipa::IntoParams for ListQuery {
+/// The list query as the document describes it, with the route's own
+/// statuses as `status`'s values.
+impl<N: StatusNames> utoipa::IntoParams for ListQuery<N> {
     fn into_params(
         _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
     ) -> Vec<utoipa::openapi::path::Parameter> {
@@ -116,7 +135,7 @@ impl utoipa::IntoParams for ListQuery {
             .schema(Some(integer(1, PAGE_LIMIT_DEFAULT)))
             .build(),
             query("status", "Only items in this status.")
-                .schema(Some(ObjectBuilder::new().schema_type(SchemaType::Type(Type::String))))
+                .schema(Some(status_schema(N::names())))
                 .build(),
             query("created_from", "Only items created at or after this time (RFC 3339).")
                 .schema(Some(instant()))
@@ -125,5 +144,64 @@ impl utoipa::IntoParams for ListQuery {
                 .schema(Some(instant()))
                 .build(),
         ]
+    }
+}
+
+/// A string, limited to `names` when the route has any.
+fn status_schema(names: Vec<&'static str>) -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    let string = ObjectBuilder::new().schema_type(SchemaType::Type(Type::String));
+    if names.is_empty() {
+        string.build()
+    } else {
+        string.enum_values(Some(names)).build()
+    }
+}
+
+impl StatusNames for crate::openapi::names::OrderStatusName {
+    fn names() -> Vec<&'static str> {
+        Self::values()
+    }
+}
+
+impl StatusNames for crate::openapi::names::DisbursementStatusName {
+    fn names() -> Vec<&'static str> {
+        Self::values()
+    }
+}
+
+impl StatusNames for crate::openapi::names::SettlementStatusName {
+    fn names() -> Vec<&'static str> {
+        Self::values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(name: &str, raw: &str) -> Result<usize, String> {
+        let query = HashMap::from([(name.to_string(), raw.to_string())]);
+        positive(&query, name, 1).map_err(|error| format!("{} {}", error.code, error.message))
+    }
+
+    #[test]
+    fn a_page_is_an_int64_and_a_larger_limit_is_served_as_the_largest() {
+        let refused = "INVALID_QUERY page: must be an integer of at least 1";
+        for (raw, expected) in [
+            ("9223372036854775807", Ok(i64::MAX as usize)),
+            ("9223372036854775808", Err(refused.to_string())),
+            ("18446744073709551616", Err(refused.to_string())),
+            ("0", Err(refused.to_string())),
+            ("-1", Err(refused.to_string())),
+        ] {
+            assert_eq!(read("page", raw), expected, "page={raw}");
+        }
+        for raw in ["9223372036854775808", "18446744073709551616"] {
+            assert!(
+                read("limit", raw).is_ok_and(|limit| limit > PAGE_LIMIT_MAX),
+                "limit={raw}"
+            );
+        }
     }
 }

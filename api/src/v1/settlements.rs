@@ -4,6 +4,7 @@
 use super::pagination::ListQuery;
 use crate::error::V1Error;
 use crate::extract::V1Merchant;
+use crate::openapi::names::SettlementStatusName;
 use crate::wire::{settlement_view, Data, DataBody, Page, PageBody, SettlementView};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -14,12 +15,12 @@ use uuid::Uuid;
 /// GET /v1/settlements: newest first, paginated.
 #[utoipa::path(get, path = "/v1/settlements", tag = "Settlements", operation_id = "list_settlements",
     summary = "List settlements", description = "Newest first. `status` is a settlement status.",
-    security(("api_key" = [])), params(ListQuery),
+    security(("api_key" = [])), params(ListQuery<SettlementStatusName>),
     responses((status = 200, description = "A page of settlements.", body = PageBody<SettlementView>)))]
 pub async fn list_settlements(
     State(state): State<AppState>,
     V1Merchant(merchant): V1Merchant,
-    query: ListQuery,
+    query: ListQuery<SettlementStatusName>,
 ) -> Result<Page<SettlementView>, V1Error> {
     let status = query.status_as(SettlementStatus::parse, "a settlement status")?;
     let filter = SettlementFilter {

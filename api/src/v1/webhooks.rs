@@ -60,8 +60,8 @@ pub fn attempt_view(attempt: &WebhookAttempt) -> AttemptView {
     summary = "List webhook deliveries", description = "Every delivery attempt, newest first.",
     security(("api_key" = [])),
     params(
-        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page number."),
-        ("limit" = Option<u32>, Query, minimum = 1, description = "Items per page, at most 50."),
+        ("page" = Option<u64>, Query, minimum = 1, description = "1-based page number."),
+        ("limit" = Option<u64>, Query, minimum = 1, description = "Items per page, at most 50; a larger limit is served as 50."),
         ("event_id" = Option<Uuid>, Query, description = "Only the attempts of this event."),
         ("delivered" = Option<bool>, Query, description = "Only delivered (`true`) or undelivered (`false`) attempts."),
     ),
