@@ -114,9 +114,14 @@ impl EngineConfig {
     }
 }
 
-/// The engine; cheap to clone.
+/// The engine; cheap to clone (one reference count).
 #[derive(Clone)]
 pub struct Engine {
+    handles: Arc<Handles>,
+}
+
+/// The engine's core and the handle of each domain over it.
+struct Handles {
     core: Arc<Core>,
     orders: Orders,
     disbursements: Disbursements,
@@ -319,16 +324,18 @@ impl Engine {
             }
         });
         let engine = Engine {
-            orders: Orders::new(core.clone()),
-            disbursements: Disbursements::new(core.clone()),
-            merchants: Merchants::new(core.clone()),
-            catalog: PlatformCatalog::new(core.clone()),
-            webhooks: Webhooks::new(core.clone()),
-            operations: Operations::new(core.clone()),
-            core,
+            handles: Arc::new(Handles {
+                orders: Orders::new(core.clone()),
+                disbursements: Disbursements::new(core.clone()),
+                merchants: Merchants::new(core.clone()),
+                catalog: PlatformCatalog::new(core.clone()),
+                webhooks: Webhooks::new(core.clone()),
+                operations: Operations::new(core.clone()),
+                core,
+            }),
         };
         if let Some(task) = timer_task {
-            engine.core.track_background(task);
+            engine.handles.core.track_background(task);
         }
         engine.catalog().seed_catalog().await?;
         engine.start_checkpointer(config.checkpoint_interval);
@@ -364,41 +371,42 @@ impl Engine {
     /// The shared core, for the engine's own tests.
     #[cfg(test)]
     pub(crate) fn core(&self) -> &Arc<Core> {
-        &self.core
+        &self.handles.core
     }
 
     /// Orders, refunds, payment vendors and settlements.
     pub fn orders(&self) -> &Orders {
-        &self.orders
+        &self.handles.orders
     }
 
     /// Disbursements, batches and beneficiaries.
     pub fn disbursements(&self) -> &Disbursements {
-        &self.disbursements
+        &self.handles.disbursements
     }
 
     /// Merchants, their money, history and users.
     pub fn merchants(&self) -> &Merchants {
-        &self.merchants
+        &self.handles.merchants
     }
 
     /// Banks, e-wallets and organizations.
     pub fn catalog(&self) -> &PlatformCatalog {
-        &self.catalog
+        &self.handles.catalog
     }
 
     /// The outbox of webhook events and their delivery attempts.
     pub fn webhooks(&self) -> &Webhooks {
-        &self.webhooks
+        &self.handles.webhooks
     }
 
     /// Storage health, checkpoints, snapshots, metrics and settings.
     pub fn operations(&self) -> &Operations {
-        &self.operations
+        &self.handles.operations
     }
 
     fn start_expiry_sweep(&self) {
-        self.core
+        self.handles
+            .core
             .every(limits::ORDER_EXPIRY_SWEEP_INTERVAL, false, |core| async move {
                 if let Err(error) = Orders::new(core).expire_due_orders().await {
                     tracing::error!(%error, "order expiry sweep failed");
@@ -407,8 +415,8 @@ impl Engine {
     }
 
     fn start_checkpointer(&self, interval: Duration) {
-        let weak = Arc::downgrade(&self.core);
-        let mut stopping = self.core.stopping.subscribe();
+        let weak = Arc::downgrade(&self.handles.core);
+        let mut stopping = self.handles.core.stopping.subscribe();
         let task = tokio::spawn(async move {
             let mut last = tokio::time::Instant::now();
             loop {
@@ -430,7 +438,7 @@ impl Engine {
                 }
             }
         });
-        self.core.track_background(task);
+        self.handles.core.track_background(task);
     }
 
     /// Stops actors and the checkpointer, takes a final checkpoint and
@@ -446,7 +454,7 @@ impl Engine {
     }
 
     async fn halt(&self, final_checkpoint: bool) {
-        let core = &self.core;
+        let core = &self.handles.core;
         core.stopping.send_replace(true);
         core.disbursements.stop().await;
         let tasks = std::mem::take(&mut *core.background.lock().expect("background lock"));
