@@ -39,6 +39,7 @@ fn world() -> &'static World {
             config.sandbox_refund_delay = Some(std::time::Duration::from_secs(3600));
             let engine = Engine::open(config, Arc::new(SystemClock)).await.expect("engine");
             let (merchant, credentials) = engine
+                .merchants()
                 .create_merchant(NewMerchant {
                     name: "fuzz".into(),
                     settlement_type: Some(SettlementType::Wallet),
@@ -52,6 +53,7 @@ fn world() -> &'static World {
                 .await
                 .expect("merchant");
             engine
+                .merchants()
                 .credit_wallet(merchant.id, MinorUnits::new(1_000_000_000_000), "fuzz", None)
                 .await
                 .expect("credit");
@@ -92,7 +94,9 @@ const ROUTES: [(&str, &str, bool); 10] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, body)) = data.split_first() else { return };
+    let Some((&pick, body)) = data.split_first() else {
+        return;
+    };
     let world = world();
     let (method, path, admin) = ROUTES[pick as usize % ROUTES.len()];
     let mut request = Request::builder()
