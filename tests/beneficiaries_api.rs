@@ -19,15 +19,11 @@ fn bank_beneficiary(account_number: &str, is_default: bool) -> Value {
 }
 
 async fn create(server: &TestServer, merchant: &TestMerchant, body: Value) -> Reply {
-    server
-        .call(Method::POST, "/v1/beneficiaries", Some(&merchant.api_key), Some(body))
-        .await
+    server.post("/v1/beneficiaries", &merchant.api_key, Some(body)).await
 }
 
 async fn list(server: &TestServer, merchant: &TestMerchant) -> Vec<Value> {
-    let reply = server
-        .call(Method::GET, "/v1/beneficiaries", Some(&merchant.api_key), None)
-        .await;
+    let reply = server.get("/v1/beneficiaries", &merchant.api_key).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     reply.body["data"].as_array().unwrap().clone()
 }
@@ -100,9 +96,7 @@ async fn an_account_the_vendor_cannot_confirm_fails_verification() {
     let id = reply.body["data"]["id"].as_str().unwrap().to_string();
     wait_verified(&server, &merchant, &id, "FAILED").await;
     let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "nameless-1" });
-    let reply = server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await;
+    let reply = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
     assert_v1_error(&reply, 400, "MISSING_BANK_INFO");
     assert_eq!(
         reply.body["error"]["message"],
@@ -110,9 +104,7 @@ async fn an_account_the_vendor_cannot_confirm_fails_verification() {
     );
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000);
     let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "nameless-2", "account_name": "Budi" });
-    let reply = server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await;
+    let reply = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     assert_eq!(reply.body["data"]["account_name"], json!("Budi"));
 }
@@ -213,16 +205,12 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
         "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "b-1",
         "bank_short_code": "BRI", "account_number": "5555555555", "account_name": "Mallory",
     });
-    let paid = server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await;
+    let paid = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
     assert_eq!(paid.status, StatusCode::CREATED, "{}", paid.body);
     assert_eq!(paid.body["data"]["channel"], json!("BANK"));
     assert_eq!(paid.body["data"]["account_number"], json!("1234567890"));
     assert_eq!(paid.body["data"]["account_name"], json!("Siti Rahayu"));
-    let banks = server
-        .call(Method::GET, "/v1/banks", Some(&merchant.api_key), None)
-        .await;
+    let banks = server.get("/v1/banks", &merchant.api_key).await;
     let bank_id_of = |code: &str| {
         banks.body["data"]
             .as_array()
@@ -237,12 +225,7 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
     let mismatch =
         json!({ "beneficiary_id": id, "channel": "EWALLET", "amount_minor": 100_000, "idempotency_key": "b-2" });
     let reply = server
-        .call(
-            Method::POST,
-            "/v1/disbursements",
-            Some(&merchant.api_key),
-            Some(mismatch),
-        )
+        .post("/v1/disbursements", &merchant.api_key, Some(mismatch))
         .await;
     assert_v1_error(&reply, 400, "INVALID_BODY");
 
@@ -288,18 +271,11 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
 
     // It can no longer be paid; the earlier disbursement is still there.
     let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "b-3" });
-    let reply = server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await;
+    let reply = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
     assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
     let disbursement_id = paid.body["data"]["id"].as_str().unwrap();
     let reply = server
-        .call(
-            Method::GET,
-            &format!("/v1/disbursements/{disbursement_id}"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .get(&format!("/v1/disbursements/{disbursement_id}"), &merchant.api_key)
         .await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000 - 100_000 - 250_000);
@@ -314,18 +290,14 @@ async fn a_required_signature_guards_deleting_a_beneficiary() {
     let created = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
     let id = created.body["data"]["id"].as_str().unwrap().to_string();
     let patched = server
-        .admin(
-            Method::PATCH,
-            &format!("/admin/v1/merchants/{}", merchant.id),
-            Some(json!({ "require_signature": true })),
-        )
+        .patch_merchant(&merchant.id, json!({ "require_signature": true }))
         .await;
     assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
 
     let delete = |signature: Option<String>| {
         let mut request = server
             .client
-            .delete(format!("{}/v1/beneficiaries/{id}", server.base))
+            .delete(server.url(&format!("/v1/beneficiaries/{id}")))
             .header("X-API-Key", &merchant.api_key);
         if let Some(signature) = signature {
             request = request.header("X-Signature", signature);
@@ -356,9 +328,7 @@ async fn an_array_body_is_400_invalid_body_and_changes_nothing() {
     server.credit(&merchant.id, 5_000_000).await;
     let array = json!(["k1", "BANK", "BCA", "1234567890", "Budi", null, null, 1000, null, null]);
     for path in ["/v1/disbursements", "/v1/beneficiaries"] {
-        let reply = server
-            .call(Method::POST, path, Some(&merchant.api_key), Some(array.clone()))
-            .await;
+        let reply = server.post(path, &merchant.api_key, Some(array.clone())).await;
         assert_v1_error(&reply, 400, "INVALID_BODY");
         assert_eq!(
             reply.body["error"]["message"],
@@ -367,8 +337,6 @@ async fn an_array_body_is_400_invalid_body_and_changes_nothing() {
     }
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000);
     assert!(list(&server, &merchant).await.is_empty());
-    let listed = server
-        .call(Method::GET, "/v1/disbursements", Some(&merchant.api_key), None)
-        .await;
+    let listed = server.get("/v1/disbursements", &merchant.api_key).await;
     assert_eq!(listed.body["meta"]["total"], json!(0));
 }

@@ -185,12 +185,7 @@ async fn tour() -> BTreeMap<String, Value> {
         "get_balance",
         &server.call(Method::GET, "/v1/balance", None, None).await,
     );
-    tour.keep(
-        "get_balance",
-        &server
-            .call(Method::GET, "/v1/balance", Some("pk_not_a_key"), None)
-            .await,
-    );
+    tour.keep("get_balance", &server.get("/v1/balance", "pk_not_a_key").await);
     tour.keep(
         "sandbox_pay",
         &server
@@ -465,10 +460,9 @@ async fn tour() -> BTreeMap<String, Value> {
     tour.keep(
         "admin_update_merchant",
         &server
-            .admin(
-                Method::PATCH,
-                &format!("/admin/v1/merchants/{manual_id}"),
-                Some(json!({ "default_notify_url": "https://merchant.example/webhooks" })),
+            .patch_merchant(
+                &manual_id,
+                json!({ "default_notify_url": "https://merchant.example/webhooks" }),
             )
             .await,
     );
@@ -492,22 +486,8 @@ async fn tour() -> BTreeMap<String, Value> {
             )
             .await,
     );
-    tour.keep(
-        "admin_save_bank",
-        &server
-            .admin(Method::PUT, "/admin/v1/banks/BCA", Some(json!({ "is_enabled": true })))
-            .await,
-    );
-    tour.keep(
-        "admin_save_ewallet",
-        &server
-            .admin(
-                Method::PUT,
-                "/admin/v1/ewallets/DANA",
-                Some(json!({ "is_enabled": true })),
-            )
-            .await,
-    );
+    tour.keep("admin_save_bank", &server.set_bank_enabled("BCA", true).await);
+    tour.keep("admin_save_ewallet", &server.set_ewallet_enabled("DANA", true).await);
     tour.keep(
         "admin_run_settlements",
         &server
@@ -531,7 +511,7 @@ async fn tour() -> BTreeMap<String, Value> {
         async move {
             let mut request = server
                 .client
-                .post(format!("{}{path}", server.base))
+                .post(server.url(path))
                 .header("Content-Type", "application/json")
                 .body(body.to_string());
             if let Some(signature) = signature {
