@@ -1,13 +1,15 @@
 //! V1 disbursements over HTTP against the real binary: creation, every
 //! refusal `POST /v1/disbursements` documents (the wallet left untouched),
 //! the idempotency key, the lifecycle with the sandbox vendor, operator
-//! review, sandbox completion, listing and the optional `X-Signature`.
+//! review, sandbox completion, listing, the optional `X-Signature`, and
+//! the banks and e-wallets a disbursement can go to.
 //! This file holds the requests and checks the modules share.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod creation;
+mod destinations;
 mod lifecycle;
 mod listing;
 mod refusals;
