@@ -128,11 +128,7 @@ async fn route(server: &TestServer, organization: &str, method: &str, vendors: &
 
 /// An organization with one WALLET merchant in it.
 async fn organization_with_merchant(server: &TestServer) -> (String, TestMerchant) {
-    let organization = server.create_organization("Aggregator").await;
-    let merchant = server
-        .create_merchant_with("WALLET", json!({ "organization_id": organization }))
-        .await;
-    (organization, merchant)
+    server.merchant_in_new_organization("Aggregator").await
 }
 
 async fn callback(server: &TestServer, vendor: &str, body: Value, sign_with: Option<&str>) -> Reply {

@@ -69,12 +69,22 @@ async fn routed(server: &TestServer, organization: &str, channel: &str, vendors:
 
 /// An organization with one funded WALLET merchant in it.
 async fn organization_with_merchant(server: &TestServer) -> (String, TestMerchant) {
-    let organization = server.create_organization("Payout Aggregator").await;
-    let merchant = server
-        .create_merchant_with("WALLET", json!({ "organization_id": organization }))
-        .await;
+    let (organization, merchant) = server.merchant_in_new_organization("Payout Aggregator").await;
     assert_eq!(server.credit(&merchant.id, FUNDING).await, FUNDING);
     (organization, merchant)
+}
+
+/// A live server whose organization's BANK payouts go to `doubles` in that
+/// order, and the organization's funded merchant.
+async fn live_bank_route(doubles: &[&PayoutDouble]) -> (TestServer, TestMerchant) {
+    let server = TestServer::start_with(LIVE);
+    let (organization, merchant) = organization_with_merchant(&server).await;
+    for double in doubles {
+        add_payout_vendor(&server, double).await;
+    }
+    let names: Vec<&str> = doubles.iter().map(|double| double.name.as_str()).collect();
+    routed(&server, &organization, "BANK", &names).await;
+    (server, merchant)
 }
 
 fn ewallet_body(key: &str, amount: i64) -> Value {

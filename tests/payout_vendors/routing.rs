@@ -7,11 +7,7 @@ use super::*;
 async fn beneficiaries_are_verified_by_the_first_vendor_of_their_channel() {
     let acme = PayoutDouble::start("acme", "/acme").await;
     let bravo = PayoutDouble::start("bravo", "/bravo").await;
-    let server = TestServer::start_with(LIVE);
-    let (organization, merchant) = organization_with_merchant(&server).await;
-    add_payout_vendor(&server, &acme).await;
-    add_payout_vendor(&server, &bravo).await;
-    routed(&server, &organization, "BANK", &["acme", "bravo"]).await;
+    let (server, merchant) = live_bank_route(&[&acme, &bravo]).await;
 
     acme.set_account_answer(AccountAnswer::Name("SITI RAHAYU".into()));
     let verified = create_beneficiary(&server, &merchant, bank_beneficiary("1111111111")).await;

@@ -65,10 +65,7 @@ async fn without_a_payout_route_live_disbursements_are_no_vendor_and_debit_nothi
 #[tokio::test]
 async fn an_accepted_payout_is_on_process_and_its_first_final_callback_settles_it_once() {
     let acme = PayoutDouble::start("acme", "/acme").await;
-    let server = TestServer::start_with(LIVE);
-    let (organization, merchant) = organization_with_merchant(&server).await;
-    add_payout_vendor(&server, &acme).await;
-    routed(&server, &organization, "BANK", &["acme"]).await;
+    let (server, merchant) = live_bank_route(&[&acme]).await;
 
     let created = create(&server, &merchant, bank_body("accepted-1", 1_500_000)).await;
     assert_eq!(created["request_amount_minor"], json!(1_500_000));
@@ -167,10 +164,7 @@ async fn an_accepted_payout_is_on_process_and_its_first_final_callback_settles_i
 #[tokio::test]
 async fn a_payout_the_vendor_finishes_without_a_callback_is_found_by_inquiry() {
     let acme = PayoutDouble::start("acme", "/acme").await;
-    let server = TestServer::start_with(LIVE);
-    let (organization, merchant) = organization_with_merchant(&server).await;
-    add_payout_vendor(&server, &acme).await;
-    routed(&server, &organization, "BANK", &["acme"]).await;
+    let (server, merchant) = live_bank_route(&[&acme]).await;
 
     let paid = id_of(&create(&server, &merchant, bank_body("quiet-1", 1_000_000)).await);
     let failed = id_of(&create(&server, &merchant, bank_body("quiet-2", 3_000_000)).await);
@@ -204,10 +198,7 @@ async fn a_payout_the_vendor_finishes_without_a_callback_is_found_by_inquiry() {
 #[tokio::test]
 async fn final_answers_at_submission_settle_at_once_and_failed_gives_request_and_fee_back() {
     let acme = PayoutDouble::start("acme", "/acme").await;
-    let server = TestServer::start_with(LIVE);
-    let (organization, merchant) = organization_with_merchant(&server).await;
-    add_payout_vendor(&server, &acme).await;
-    routed(&server, &organization, "BANK", &["acme"]).await;
+    let (server, merchant) = live_bank_route(&[&acme]).await;
 
     acme.set_answer(Answer::Succeed);
     let paid = id_of(&create(&server, &merchant, bank_body("at-once-1", 4_000_000)).await);
@@ -241,11 +232,7 @@ async fn final_answers_at_submission_settle_at_once_and_failed_gives_request_and
 async fn a_refusing_vendor_passes_the_payout_to_the_next_and_all_refusing_fails_it_with_the_money_back() {
     let alpha = PayoutDouble::start("alpha", "/alpha").await;
     let bravo = PayoutDouble::start("bravo", "/bravo/v2").await;
-    let server = TestServer::start_with(LIVE);
-    let (organization, merchant) = organization_with_merchant(&server).await;
-    add_payout_vendor(&server, &alpha).await;
-    add_payout_vendor(&server, &bravo).await;
-    routed(&server, &organization, "BANK", &["alpha", "bravo"]).await;
+    let (server, merchant) = live_bank_route(&[&alpha, &bravo]).await;
 
     alpha.set_answer(Answer::Refuse);
     bravo.set_answer(Answer::Accept);

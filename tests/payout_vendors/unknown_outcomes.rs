@@ -7,11 +7,7 @@ use super::*;
 async fn an_unknown_answer_from_a_vendor_that_took_it_stays_with_that_vendor_until_inquiry_settles_it() {
     let alpha = PayoutDouble::start("alpha", "/alpha").await;
     let bravo = PayoutDouble::start("bravo", "/bravo").await;
-    let server = TestServer::start_with(LIVE);
-    let (organization, merchant) = organization_with_merchant(&server).await;
-    add_payout_vendor(&server, &alpha).await;
-    add_payout_vendor(&server, &bravo).await;
-    routed(&server, &organization, "BANK", &["alpha", "bravo"]).await;
+    let (server, merchant) = live_bank_route(&[&alpha, &bravo]).await;
     bravo.set_answer(Answer::Succeed);
     alpha.set_hang(Duration::from_millis(VENDOR_TIMEOUT_MS * 4));
 
@@ -56,11 +52,7 @@ async fn an_unknown_answer_from_a_vendor_that_took_it_stays_with_that_vendor_unt
 async fn a_payout_the_vendor_never_took_is_submitted_again_to_it_only_after_a_404() {
     let alpha = PayoutDouble::start("alpha", "/alpha").await;
     let bravo = PayoutDouble::start("bravo", "/bravo").await;
-    let server = TestServer::start_with(LIVE);
-    let (organization, merchant) = organization_with_merchant(&server).await;
-    add_payout_vendor(&server, &alpha).await;
-    add_payout_vendor(&server, &bravo).await;
-    routed(&server, &organization, "BANK", &["alpha", "bravo"]).await;
+    let (server, merchant) = live_bank_route(&[&alpha, &bravo]).await;
     alpha.set_answer(Answer::Succeed);
     bravo.set_answer(Answer::Succeed);
     alpha.set_hang(Duration::from_millis(VENDOR_TIMEOUT_MS * 4));

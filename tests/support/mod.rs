@@ -334,6 +334,15 @@ impl TestServer {
         reply.body["data"]["id"].as_str().unwrap().to_string()
     }
 
+    /// A new organization named `name` with one WALLET merchant in it.
+    pub async fn merchant_in_new_organization(&self, name: &str) -> (String, TestMerchant) {
+        let organization = self.create_organization(name).await;
+        let merchant = self
+            .create_merchant_with("WALLET", json!({ "organization_id": organization }))
+            .await;
+        (organization, merchant)
+    }
+
     /// Credits a merchant's wallet through the admin API; returns the new balance.
     pub async fn credit(&self, merchant_id: &str, amount_minor: i64) -> i64 {
         let reply = self
