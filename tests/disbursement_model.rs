@@ -234,16 +234,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 }
             }
             Op::Restart(kind) => {
-                if kind == 0 {
-                    engine.shutdown().await;
-                } else {
-                    engine.halt_without_checkpoint().await;
-                }
-                drop(engine);
-                if kind == 2 {
-                    // Test journals stay in one segment, so the journal alone rebuilds everything.
-                    std::fs::remove_dir_all(dir.path().join("state")).unwrap();
-                }
+                engine_setup::stop_for_restart(engine, kind, dir.path()).await;
                 engine = open(dir.path()).await;
                 for made in &made {
                     let stored = engine.disbursement_for(id, &made.id.to_string());

@@ -6,6 +6,9 @@
 //! every acknowledged disbursement survives, each ends in the vendor's final
 //! status, and the wallet and the ledger agree.
 
+#[path = "engine_setup/mod.rs"]
+mod engine_setup;
+
 use futures::future::BoxFuture;
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
@@ -595,15 +598,7 @@ fn check_no_guess(
 }
 
 fn bank(amount: i64, n: usize) -> NewDisbursement {
-    NewDisbursement {
-        idempotency_key: Some(format!("payout-{n}")),
-        channel: Some("BANK".into()),
-        bank_short_code: Some("BCA".into()),
-        account_number: Some("1234567890".into()),
-        account_name: Some("Budi".into()),
-        amount_minor: Some(amount),
-        ..Default::default()
-    }
+    engine_setup::bank_request(format!("payout-{n}"), amount)
 }
 
 fn run(case: Case, tally: &Mutex<Tally>) -> Result<(), TestCaseError> {

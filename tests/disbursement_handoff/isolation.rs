@@ -13,9 +13,7 @@ async fn hand_overs_that_hang_hold_up_only_their_own_merchants() {
     let mut held = Vec::new();
     for name in ["held-1", "held-2"] {
         let merchant_id = wallet_merchant(&engine, name).await;
-        let mut held_request = request(1);
-        held_request.account_number = Some(HELD_ACCOUNT.into());
-        let disbursement = engine.create_disbursement(merchant_id, held_request).await.unwrap();
+        let disbursement = engine.create_disbursement(merchant_id, held_request()).await.unwrap();
         held.push((merchant_id, disbursement.id));
     }
     for _ in 0..2 {
@@ -88,21 +86,9 @@ async fn a_disbursement_handles_its_messages_one_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let (engine, vendor, mut entered_rx) = engine_with_holding_vendor(dir.path()).await;
     let merchant_id = wallet_merchant(&engine, "serial").await;
-    let mut held_request = request(1);
-    held_request.account_number = Some(HELD_ACCOUNT.into());
-    let held = engine.create_disbursement(merchant_id, held_request).await.unwrap();
-    let entered = tokio::time::timeout(Duration::from_secs(10), entered_rx.recv()).await;
-    assert!(matches!(entered, Ok(Some(()))), "the hand-over reached the vendor");
+    let held = create_held(&engine, merchant_id, &mut entered_rx).await;
 
-    let completing = tokio::spawn({
-        let engine = engine.clone();
-        let id = held.id.to_string();
-        async move {
-            engine
-                .complete_disbursement(merchant_id, &id, DisbursementStatus::Success)
-                .await
-        }
-    });
+    let completing = complete_on_a_task(&engine, merchant_id, held.id);
     let other = engine.create_disbursement(merchant_id, request(2)).await.unwrap();
     assert_eq!(
         status_after_handoff(&engine, merchant_id, other.id).await,

@@ -166,6 +166,41 @@ impl PayoutVendor for HoldingVendor {
     }
 }
 
+/// `request(1)` to `HELD_ACCOUNT`: its hand-over hangs until the test lets it go.
+fn held_request() -> NewDisbursement {
+    let mut held = request(1);
+    held.account_number = Some(HELD_ACCOUNT.into());
+    held
+}
+
+/// Creates `held_request()` for `merchant_id` and waits until its hand-over
+/// reaches the vendor.
+async fn create_held(
+    engine: &Engine,
+    merchant_id: Uuid,
+    entered_rx: &mut tokio::sync::mpsc::UnboundedReceiver<()>,
+) -> Arc<Disbursement> {
+    let held = engine.create_disbursement(merchant_id, held_request()).await.unwrap();
+    let entered = tokio::time::timeout(Duration::from_secs(10), entered_rx.recv()).await;
+    assert!(matches!(entered, Ok(Some(()))), "the hand-over reached the vendor");
+    held
+}
+
+/// Completes `id` as SUCCESS on a task of its own, which waits while the
+/// hand-over in hand lasts.
+fn complete_on_a_task(
+    engine: &Engine,
+    merchant_id: Uuid,
+    id: Uuid,
+) -> tokio::task::JoinHandle<Result<Disbursement, EngineError>> {
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        engine
+            .complete_disbursement(merchant_id, &id.to_string(), DisbursementStatus::Success)
+            .await
+    })
+}
+
 /// An engine whose vendor holds hand-overs to `HELD_ACCOUNT`; the receiver
 /// hears each one reach it.
 async fn engine_with_holding_vendor(

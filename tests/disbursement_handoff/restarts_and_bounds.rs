@@ -12,20 +12,8 @@ async fn stopping_leaves_waiting_mail_for_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
     let (engine, vendor, mut entered_rx) = engine_with_holding_vendor(dir.path()).await;
     let merchant_id = wallet_merchant(&engine, "stopping").await;
-    let mut held_request = request(1);
-    held_request.account_number = Some(HELD_ACCOUNT.into());
-    let held = engine.create_disbursement(merchant_id, held_request).await.unwrap();
-    let entered = tokio::time::timeout(Duration::from_secs(10), entered_rx.recv()).await;
-    assert!(matches!(entered, Ok(Some(()))), "the hand-over reached the vendor");
-    let completing = tokio::spawn({
-        let engine = engine.clone();
-        let id = held.id.to_string();
-        async move {
-            engine
-                .complete_disbursement(merchant_id, &id, DisbursementStatus::Success)
-                .await
-        }
-    });
+    let held = create_held(&engine, merchant_id, &mut entered_rx).await;
+    let completing = complete_on_a_task(&engine, merchant_id, held.id);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let stopping = tokio::spawn({
         let engine = engine.clone();

@@ -8,6 +8,7 @@ use paygate_engine::domain::{LimitsPatch, MerchantRecord, SettlementType};
 use paygate_engine::{Engine, MinorUnits, NewMerchant};
 use proptest::prelude::*;
 use std::future::Future;
+use std::path::Path;
 
 /// A WALLET merchant named `name` with `limits` over the defaults; with
 /// `funding`, its wallet credited that much.
@@ -40,6 +41,22 @@ pub fn bank_request(idempotency_key: String, amount: i64) -> NewDisbursement {
         account_name: Some("Budi".into()),
         amount_minor: Some(amount),
         ..Default::default()
+    }
+}
+
+/// Stops `engine` on `data_dir` the way a model's restart `kind` says:
+/// 0 a clean shutdown, 1 a halt without checkpoint, 2 that halt with the
+/// state directory removed too, so the journal alone must rebuild it (test
+/// journals stay in one segment). The caller opens the engine again.
+pub async fn stop_for_restart(engine: Engine, kind: u8, data_dir: &Path) {
+    if kind == 0 {
+        engine.shutdown().await;
+    } else {
+        engine.halt_without_checkpoint().await;
+    }
+    drop(engine);
+    if kind == 2 {
+        std::fs::remove_dir_all(data_dir.join("state")).unwrap();
     }
 }
 
