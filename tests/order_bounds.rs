@@ -6,6 +6,7 @@
 
 #[path = "engine_setup/mod.rs"]
 mod engine_setup;
+
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::{LimitsPatch, OrderStatus};
 use paygate_engine::orders::{NewOrder, NewRefund};
