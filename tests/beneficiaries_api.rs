@@ -5,7 +5,7 @@
 mod support;
 
 use hmac::{Hmac, Mac};
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sha2::Sha256;
 use std::time::Duration;
@@ -128,40 +128,49 @@ async fn invalid_beneficiaries_are_refused_with_their_codes_and_nothing_is_saved
     let merchant = server.create_wallet_merchant().await;
     let cases = [
         (
+            "bank without account_number",
             json!({ "channel": "BANK", "bank_short_code": "BCA" }),
             400,
             "MISSING_BANK_INFO",
         ),
         (
+            "unknown bank NOPE",
             json!({ "channel": "BANK", "bank_short_code": "NOPE", "account_number": "1234567890" }),
             400,
             "BANK_NOT_FOUND",
         ),
         (
+            "e-wallet without phone",
             json!({ "channel": "EWALLET", "ewallet_provider": "OVO" }),
             400,
             "MISSING_EWALLET_INFO",
         ),
         (
+            "unknown e-wallet XPAY",
             json!({ "channel": "EWALLET", "ewallet_provider": "XPAY", "ewallet_phone": "081234567890" }),
             400,
             "EWALLET_NOT_FOUND",
         ),
         (
+            "e-wallet phone 0412",
             json!({ "channel": "EWALLET", "ewallet_provider": "OVO", "ewallet_phone": "0412" }),
             400,
             "INVALID_BODY",
         ),
-        (json!({ "channel": "CASH" }), 400, "INVALID_BODY"),
+        ("channel CASH", json!({ "channel": "CASH" }), 400, "INVALID_BODY"),
         (
+            "account_number with letters",
             json!({ "channel": "BANK", "bank_short_code": "BCA", "account_number": "12ab" }),
             400,
             "INVALID_BODY",
         ),
     ];
-    for (body, status, code) in cases {
-        let reply = create(&server, &merchant, body.clone()).await;
-        assert_v1_error(&reply, status, code);
+    for (name, body, status, code) in cases {
+        table::row(name, async {
+            let reply = create(&server, &merchant, body.clone()).await;
+            assert_v1_error(&reply, status, code);
+        })
+        .await;
     }
     assert!(list(&server, &merchant).await.is_empty());
     // A beneficiary's holder name is optional: not asked for.
@@ -230,43 +239,19 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
     assert_v1_error(&reply, 400, "INVALID_BODY");
 
     // Another merchant cannot see or delete it.
-    let reply = server
-        .call(
-            Method::DELETE,
-            &format!("/v1/beneficiaries/{id}"),
-            Some(&other.api_key),
-            None,
-        )
-        .await;
+    let reply = server.delete(&format!("/v1/beneficiaries/{id}"), &other.api_key).await;
     assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
     let reply = server
-        .call(
-            Method::DELETE,
-            &format!("/v1/beneficiaries/{id}"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .delete(&format!("/v1/beneficiaries/{id}"), &merchant.api_key)
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(reply.body, json!({ "success": true, "data": { "deleted": true } }));
     assert!(list(&server, &merchant).await.is_empty());
     let reply = server
-        .call(
-            Method::DELETE,
-            &format!("/v1/beneficiaries/{id}"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .delete(&format!("/v1/beneficiaries/{id}"), &merchant.api_key)
         .await;
     assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
-    let reply = server
-        .call(
-            Method::DELETE,
-            "/v1/beneficiaries/not-a-uuid",
-            Some(&merchant.api_key),
-            None,
-        )
-        .await;
+    let reply = server.delete("/v1/beneficiaries/not-a-uuid", &merchant.api_key).await;
     assert_v1_error(&reply, 400, "INVALID_ID");
 
     // It can no longer be paid; the earlier disbursement is still there.

@@ -261,6 +261,11 @@ impl TestServer {
         self.call(Method::POST, path, Some(api_key), body).await
     }
 
+    /// `DELETE path` as the merchant whose key is `api_key`.
+    pub async fn delete(&self, path: &str, api_key: &str) -> Reply {
+        self.call(Method::DELETE, path, Some(api_key), None).await
+    }
+
     /// Sends an admin request with the bearer token.
     pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
         let mut request = self
