@@ -157,8 +157,11 @@ async fn sandbox_complete_success_keeps_the_debit_and_an_unknown_status_is_400_i
     let second_id = second["id"].as_str().unwrap();
     wait_for(&server, &merchant, second_id, "ON_PROCESS").await;
     for status in ["NOPE", "success", "REJECTED", "ON_PROCESS"] {
-        let reply = complete(&server, &merchant, second_id, status).await;
-        assert_v1_error(&reply, 400, "INVALID_BODY");
+        table::row(status, async {
+            let reply = complete(&server, &merchant, second_id, status).await;
+            assert_v1_error(&reply, 400, "INVALID_BODY");
+        })
+        .await;
     }
     let reply = server
         .post(

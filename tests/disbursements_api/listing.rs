@@ -164,8 +164,11 @@ async fn list_filters_by_status_and_created_range_and_refuses_bad_queries() {
         "?created_from=yesterday",
         "?created_to=2024-13-01",
     ] {
-        let reply = list(&server, &merchant, query).await;
-        assert_v1_error(&reply, 400, "INVALID_QUERY");
+        table::row(query, async {
+            let reply = list(&server, &merchant, query).await;
+            assert_v1_error(&reply, 400, "INVALID_QUERY");
+        })
+        .await;
     }
     let spent: i64 = [0, 2, 4].iter().map(|i| 100_000 + i + BANK_FEE).sum();
     assert_eq!(server.balance(&merchant.api_key).await, 10_000_000 - spent);
