@@ -1,16 +1,16 @@
-//! `GET /v1/balance/history` over HTTP against the real
-//! server: every line type with its exact amount, balance and resource; the
-//! chain and its end at `GET /v1/balance`; cursor walks with no gap or
-//! repeat; filters; CSV equal to JSON; isolation between merchants; the
-//! statement after a restart.
+//! `GET /v1/balance` and `GET /v1/balance/history` over HTTP against the
+//! real server: the API key every V1 route asks for and the balance's exact
+//! shape; in the history, every line type with its exact amount, balance
+//! and resource; the chain and its end at `GET /v1/balance`; cursor walks
+//! with no gap or repeat; filters; CSV equal to JSON; isolation between
+//! merchants; the statement after a restart.
 
 mod support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use support::{assert_v1_error, TestMerchant, TestServer};
-
-const BANK_FEE: i64 = 250_000;
+use support::disbursements::{bank_body, BANK_FEE};
+use support::{assert_v1_error, sorted_keys, strings, TestMerchant, TestServer};
 
 fn qris_mdr(amount: i64) -> i64 {
     (amount * 70 + 5_000) / 10_000
@@ -18,12 +18,7 @@ fn qris_mdr(amount: i64) -> i64 {
 
 async fn history(server: &TestServer, merchant: &TestMerchant, query: &str) -> support::Reply {
     server
-        .call(
-            Method::GET,
-            &format!("/v1/balance/history{query}"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .get(&format!("/v1/balance/history{query}"), &merchant.api_key)
         .await
 }
 
@@ -54,22 +49,9 @@ async fn walk(server: &TestServer, merchant: &TestMerchant, limit: usize, filter
 }
 
 async fn post(server: &TestServer, merchant: &TestMerchant, path: &str, body: Value) -> Value {
-    let reply = server
-        .call(Method::POST, path, Some(&merchant.api_key), Some(body))
-        .await;
+    let reply = server.post(path, &merchant.api_key, Some(body)).await;
     assert!(reply.status.is_success(), "{path}: {} {}", reply.status, reply.body);
     reply.body["data"].clone()
-}
-
-fn bank_body(key: &str, amount: i64) -> Value {
-    json!({
-        "idempotency_key": key,
-        "channel": "BANK",
-        "bank_short_code": "BCA",
-        "account_number": "1234567890",
-        "account_name": "Budi Santoso",
-        "amount_minor": amount,
-    })
 }
 
 /// What a line should be: type, amount, resource type and id, ref code.
@@ -274,7 +256,7 @@ async fn csv_has_the_same_lines_as_json() {
     let (json_lines, _) = lines(&server, &merchant, "?limit=7").await;
     let response = server
         .client
-        .get(format!("{}/v1/balance/history?limit=7", server.base))
+        .get(server.url("/v1/balance/history?limit=7"))
         .header("X-API-Key", &merchant.api_key)
         .header("Accept", "text/csv")
         .send()
@@ -363,4 +345,93 @@ async fn cursors_and_queries_are_checked_and_merchants_see_only_their_own() {
     assert_v1_error(&history(&server, &manual, "").await, 403, "NOT_WALLET_MERCHANT");
     let anonymous = server.call(Method::GET, "/v1/balance/history", None, None).await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+}
+
+// ---------------------------------------------------------------- GET /v1/balance and its API key
+
+#[tokio::test]
+async fn missing_api_key_is_401_unauthorized() {
+    let server = TestServer::start();
+    for path in ["/v1/balance", "/v1/banks", "/v1/ewallets"] {
+        let reply = server.call(Method::GET, path, None, None).await;
+        assert_v1_error(&reply, 401, "UNAUTHORIZED");
+        assert_eq!(sorted_keys(&reply.body), strings(&["error", "success"]));
+    }
+    // An empty key is no key.
+    let reply = server.get("/v1/balance", "").await;
+    assert_v1_error(&reply, 401, "UNAUTHORIZED");
+}
+
+#[tokio::test]
+async fn unknown_api_key_is_401_invalid_api_key() {
+    let server = TestServer::start();
+    let unknown = "ab".repeat(32);
+    for path in ["/v1/balance", "/v1/banks", "/v1/ewallets"] {
+        let reply = server.get(path, &unknown).await;
+        assert_v1_error(&reply, 401, "INVALID_API_KEY");
+    }
+    let reply = server.get("/v1/balance", "not-even-hex").await;
+    assert_v1_error(&reply, 401, "INVALID_API_KEY");
+}
+
+#[tokio::test]
+async fn api_key_query_parameter_works_like_the_header() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    server.credit(&merchant.id, 777).await;
+    let reply = server
+        .call(
+            Method::GET,
+            &format!("/v1/balance?api_key={}", merchant.api_key),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["data"]["merchant_id"], json!(merchant.id));
+    assert_eq!(reply.body["data"]["balance_minor"], json!(777));
+
+    let reply = server
+        .call(
+            Method::GET,
+            &format!("/v1/balance?api_key={}", "cd".repeat(32)),
+            None,
+            None,
+        )
+        .await;
+    assert_v1_error(&reply, 401, "INVALID_API_KEY");
+}
+
+#[tokio::test]
+async fn wallet_balance_is_exactly_merchant_id_balance_minor_and_currency() {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    let reply = server.get("/v1/balance", &merchant.api_key).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(sorted_keys(&reply.body), strings(&["data", "success"]));
+    assert_eq!(reply.body["success"], json!(true));
+    assert_eq!(
+        reply.body["data"],
+        json!({ "merchant_id": merchant.id, "balance_minor": 0, "currency": "IDR" })
+    );
+
+    server.credit(&merchant.id, 1_500_000).await;
+    let reply = server.get("/v1/balance", &merchant.api_key).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        sorted_keys(&reply.body["data"]),
+        strings(&["balance_minor", "currency", "merchant_id"])
+    );
+    assert_eq!(
+        reply.body["data"],
+        json!({ "merchant_id": merchant.id, "balance_minor": 1_500_000, "currency": "IDR" })
+    );
+}
+
+#[tokio::test]
+async fn manual_merchant_balance_is_403_not_wallet_merchant() {
+    let server = TestServer::start();
+    let merchant = server.create_merchant_with("MANUAL", json!({})).await;
+    let reply = server.get("/v1/balance", &merchant.api_key).await;
+    assert_v1_error(&reply, 403, "NOT_WALLET_MERCHANT");
 }

@@ -5,7 +5,7 @@
 mod support;
 
 use hmac::{Hmac, Mac};
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sha2::Sha256;
 use std::time::Duration;
@@ -19,15 +19,11 @@ fn bank_beneficiary(account_number: &str, is_default: bool) -> Value {
 }
 
 async fn create(server: &TestServer, merchant: &TestMerchant, body: Value) -> Reply {
-    server
-        .call(Method::POST, "/v1/beneficiaries", Some(&merchant.api_key), Some(body))
-        .await
+    server.post("/v1/beneficiaries", &merchant.api_key, Some(body)).await
 }
 
 async fn list(server: &TestServer, merchant: &TestMerchant) -> Vec<Value> {
-    let reply = server
-        .call(Method::GET, "/v1/beneficiaries", Some(&merchant.api_key), None)
-        .await;
+    let reply = server.get("/v1/beneficiaries", &merchant.api_key).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     reply.body["data"].as_array().unwrap().clone()
 }
@@ -100,9 +96,7 @@ async fn an_account_the_vendor_cannot_confirm_fails_verification() {
     let id = reply.body["data"]["id"].as_str().unwrap().to_string();
     wait_verified(&server, &merchant, &id, "FAILED").await;
     let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "nameless-1" });
-    let reply = server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await;
+    let reply = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
     assert_v1_error(&reply, 400, "MISSING_BANK_INFO");
     assert_eq!(
         reply.body["error"]["message"],
@@ -110,9 +104,7 @@ async fn an_account_the_vendor_cannot_confirm_fails_verification() {
     );
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000);
     let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "nameless-2", "account_name": "Budi" });
-    let reply = server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await;
+    let reply = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     assert_eq!(reply.body["data"]["account_name"], json!("Budi"));
 }
@@ -136,40 +128,49 @@ async fn invalid_beneficiaries_are_refused_with_their_codes_and_nothing_is_saved
     let merchant = server.create_wallet_merchant().await;
     let cases = [
         (
+            "bank without account_number",
             json!({ "channel": "BANK", "bank_short_code": "BCA" }),
             400,
             "MISSING_BANK_INFO",
         ),
         (
+            "unknown bank NOPE",
             json!({ "channel": "BANK", "bank_short_code": "NOPE", "account_number": "1234567890" }),
             400,
             "BANK_NOT_FOUND",
         ),
         (
+            "e-wallet without phone",
             json!({ "channel": "EWALLET", "ewallet_provider": "OVO" }),
             400,
             "MISSING_EWALLET_INFO",
         ),
         (
+            "unknown e-wallet XPAY",
             json!({ "channel": "EWALLET", "ewallet_provider": "XPAY", "ewallet_phone": "081234567890" }),
             400,
             "EWALLET_NOT_FOUND",
         ),
         (
+            "e-wallet phone 0412",
             json!({ "channel": "EWALLET", "ewallet_provider": "OVO", "ewallet_phone": "0412" }),
             400,
             "INVALID_BODY",
         ),
-        (json!({ "channel": "CASH" }), 400, "INVALID_BODY"),
+        ("channel CASH", json!({ "channel": "CASH" }), 400, "INVALID_BODY"),
         (
+            "account_number with letters",
             json!({ "channel": "BANK", "bank_short_code": "BCA", "account_number": "12ab" }),
             400,
             "INVALID_BODY",
         ),
     ];
-    for (body, status, code) in cases {
-        let reply = create(&server, &merchant, body.clone()).await;
-        assert_v1_error(&reply, status, code);
+    for (name, body, status, code) in cases {
+        table::row(name, async {
+            let reply = create(&server, &merchant, body.clone()).await;
+            assert_v1_error(&reply, status, code);
+        })
+        .await;
     }
     assert!(list(&server, &merchant).await.is_empty());
     // A beneficiary's holder name is optional: not asked for.
@@ -213,16 +214,12 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
         "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "b-1",
         "bank_short_code": "BRI", "account_number": "5555555555", "account_name": "Mallory",
     });
-    let paid = server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await;
+    let paid = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
     assert_eq!(paid.status, StatusCode::CREATED, "{}", paid.body);
     assert_eq!(paid.body["data"]["channel"], json!("BANK"));
     assert_eq!(paid.body["data"]["account_number"], json!("1234567890"));
     assert_eq!(paid.body["data"]["account_name"], json!("Siti Rahayu"));
-    let banks = server
-        .call(Method::GET, "/v1/banks", Some(&merchant.api_key), None)
-        .await;
+    let banks = server.get("/v1/banks", &merchant.api_key).await;
     let bank_id_of = |code: &str| {
         banks.body["data"]
             .as_array()
@@ -237,69 +234,33 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
     let mismatch =
         json!({ "beneficiary_id": id, "channel": "EWALLET", "amount_minor": 100_000, "idempotency_key": "b-2" });
     let reply = server
-        .call(
-            Method::POST,
-            "/v1/disbursements",
-            Some(&merchant.api_key),
-            Some(mismatch),
-        )
+        .post("/v1/disbursements", &merchant.api_key, Some(mismatch))
         .await;
     assert_v1_error(&reply, 400, "INVALID_BODY");
 
     // Another merchant cannot see or delete it.
-    let reply = server
-        .call(
-            Method::DELETE,
-            &format!("/v1/beneficiaries/{id}"),
-            Some(&other.api_key),
-            None,
-        )
-        .await;
+    let reply = server.delete(&format!("/v1/beneficiaries/{id}"), &other.api_key).await;
     assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
     let reply = server
-        .call(
-            Method::DELETE,
-            &format!("/v1/beneficiaries/{id}"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .delete(&format!("/v1/beneficiaries/{id}"), &merchant.api_key)
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(reply.body, json!({ "success": true, "data": { "deleted": true } }));
     assert!(list(&server, &merchant).await.is_empty());
     let reply = server
-        .call(
-            Method::DELETE,
-            &format!("/v1/beneficiaries/{id}"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .delete(&format!("/v1/beneficiaries/{id}"), &merchant.api_key)
         .await;
     assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
-    let reply = server
-        .call(
-            Method::DELETE,
-            "/v1/beneficiaries/not-a-uuid",
-            Some(&merchant.api_key),
-            None,
-        )
-        .await;
+    let reply = server.delete("/v1/beneficiaries/not-a-uuid", &merchant.api_key).await;
     assert_v1_error(&reply, 400, "INVALID_ID");
 
     // It can no longer be paid; the earlier disbursement is still there.
     let body = json!({ "beneficiary_id": id, "amount_minor": 100_000, "idempotency_key": "b-3" });
-    let reply = server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await;
+    let reply = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
     assert_v1_error(&reply, 404, "BENEFICIARY_NOT_FOUND");
     let disbursement_id = paid.body["data"]["id"].as_str().unwrap();
     let reply = server
-        .call(
-            Method::GET,
-            &format!("/v1/disbursements/{disbursement_id}"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .get(&format!("/v1/disbursements/{disbursement_id}"), &merchant.api_key)
         .await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000 - 100_000 - 250_000);
@@ -314,18 +275,14 @@ async fn a_required_signature_guards_deleting_a_beneficiary() {
     let created = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
     let id = created.body["data"]["id"].as_str().unwrap().to_string();
     let patched = server
-        .admin(
-            Method::PATCH,
-            &format!("/admin/v1/merchants/{}", merchant.id),
-            Some(json!({ "require_signature": true })),
-        )
+        .patch_merchant(&merchant.id, json!({ "require_signature": true }))
         .await;
     assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
 
     let delete = |signature: Option<String>| {
         let mut request = server
             .client
-            .delete(format!("{}/v1/beneficiaries/{id}", server.base))
+            .delete(server.url(&format!("/v1/beneficiaries/{id}")))
             .header("X-API-Key", &merchant.api_key);
         if let Some(signature) = signature {
             request = request.header("X-Signature", signature);
@@ -356,9 +313,7 @@ async fn an_array_body_is_400_invalid_body_and_changes_nothing() {
     server.credit(&merchant.id, 5_000_000).await;
     let array = json!(["k1", "BANK", "BCA", "1234567890", "Budi", null, null, 1000, null, null]);
     for path in ["/v1/disbursements", "/v1/beneficiaries"] {
-        let reply = server
-            .call(Method::POST, path, Some(&merchant.api_key), Some(array.clone()))
-            .await;
+        let reply = server.post(path, &merchant.api_key, Some(array.clone())).await;
         assert_v1_error(&reply, 400, "INVALID_BODY");
         assert_eq!(
             reply.body["error"]["message"],
@@ -367,8 +322,6 @@ async fn an_array_body_is_400_invalid_body_and_changes_nothing() {
     }
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000);
     assert!(list(&server, &merchant).await.is_empty());
-    let listed = server
-        .call(Method::GET, "/v1/disbursements", Some(&merchant.api_key), None)
-        .await;
+    let listed = server.get("/v1/disbursements", &merchant.api_key).await;
     assert_eq!(listed.body["meta"]["total"], json!(0));
 }

@@ -37,9 +37,7 @@ async fn create_order(server: &TestServer, merchant: &TestMerchant, method: &str
             body[key] = value;
         }
     }
-    let reply = server
-        .call(Method::POST, "/v1/orders", Some(&merchant.api_key), Some(body))
-        .await;
+    let reply = server.post("/v1/orders", &merchant.api_key, Some(body)).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     reply.body["data"].clone()
 }
@@ -47,13 +45,13 @@ async fn create_order(server: &TestServer, merchant: &TestMerchant, method: &str
 /// Pays, expires or fails an order through the sandbox.
 async fn sandbox(server: &TestServer, merchant: &TestMerchant, order: &Value, action: &str) {
     let path = format!("/v1/sandbox/orders/{}/{action}", order["ref_code"].as_str().unwrap());
-    let reply = server.call(Method::POST, &path, Some(&merchant.api_key), None).await;
+    let reply = server.post(&path, &merchant.api_key, None).await;
     assert_eq!(reply.status, StatusCode::OK, "{action}: {}", reply.body);
 }
 
 /// GETs a page (checked against the API document): status, headers, text.
 async fn get_page(server: &TestServer, path: &str, accept_language: Option<&str>) -> (StatusCode, HeaderMap, String) {
-    let mut request = server.client.get(format!("{}{path}", server.base));
+    let mut request = server.client.get(server.url(path));
     if let Some(languages) = accept_language {
         request = request.header("Accept-Language", languages);
     }
@@ -110,7 +108,7 @@ async fn assert_fits(browser: &Browser, width: u32) {
 async fn a_qris_order_paid_while_its_page_is_open_turns_paid_and_returns_to_the_merchant() {
     let server = TestServer::start();
     let merchant = merchant_named(&server, "Toko Kopi Senja").await;
-    let return_url = format!("{}/healthz?from=checkout", server.base);
+    let return_url = server.url("/healthz?from=checkout");
     let order = create_order(&server, &merchant, "QRIS", json!({ "return_url": return_url })).await;
     let Some(browser) = indonesian_phone().await else {
         return;
@@ -157,7 +155,7 @@ async fn a_qris_order_paid_while_its_page_is_open_turns_paid_and_returns_to_the_
     assert_eq!(link.attr("href").await.unwrap().as_deref(), Some(return_url.as_str()));
     // Within 5 s the page sends the payer back to the merchant.
     let started = std::time::Instant::now();
-    let landed = browser.wait_for_url(&format!("{}/healthz", server.base)).await;
+    let landed = browser.wait_for_url(&server.url("/healthz")).await;
     assert!(
         started.elapsed() < std::time::Duration::from_secs(5),
         "{:?}",
@@ -321,7 +319,7 @@ async fn an_unknown_or_malformed_id_is_a_404_page_in_the_chosen_language() {
     let Some(browser) = indonesian_phone().await else {
         return;
     };
-    browser.goto(&format!("{}{unknown}", server.base)).await;
+    browser.goto(&server.url(&unknown)).await;
     browser.wait_for_text("h1", "Halaman tidak ditemukan").await;
     assert_fits(&browser, PHONE.0).await;
     browser.close().await;
@@ -421,10 +419,9 @@ async fn the_status_endpoint_follows_the_order() {
 
     // A refund comes after the payment: still paid, for the payer.
     let refund = server
-        .call(
-            Method::POST,
+        .post(
             &format!("/v1/orders/{}/refund", order["ref_code"].as_str().unwrap()),
-            Some(&merchant.api_key),
+            &merchant.api_key,
             Some(json!({ "amount_minor": 100_000, "idempotency_key": "R-1", "reason": "CUSTOMER_REQUEST" })),
         )
         .await;
@@ -448,18 +445,9 @@ async fn every_order_answer_carries_its_checkout_url() {
     let expected = json!(format!("{}/checkout/{}", server.base, order["id"].as_str().unwrap()));
     assert_eq!(order["checkout_url"], expected, "create");
     let ref_code = order["ref_code"].as_str().unwrap();
-    let got = server
-        .call(
-            Method::GET,
-            &format!("/v1/orders/{ref_code}"),
-            Some(&merchant.api_key),
-            None,
-        )
-        .await;
+    let got = server.get(&format!("/v1/orders/{ref_code}"), &merchant.api_key).await;
     assert_eq!(got.body["data"]["checkout_url"], expected, "get");
-    let list = server
-        .call(Method::GET, "/v1/orders", Some(&merchant.api_key), None)
-        .await;
+    let list = server.get("/v1/orders", &merchant.api_key).await;
     assert_eq!(list.body["data"][0]["checkout_url"], expected, "list");
     let (status, _, page) = get_page(&server, &page_path(&server, &order), None).await;
     assert_eq!(status, StatusCode::OK);

@@ -6,12 +6,14 @@
 //! (request + fee), a replay moves nothing and answers as the first time,
 //! and the ledger stays balanced.
 
+#[path = "engine_setup/mod.rs"]
+mod engine_setup;
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::{BatchAnswer, NewDisbursement};
-use paygate_engine::domain::{LimitsPatch, SettlementType};
+use paygate_engine::domain::LimitsPatch;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
+use paygate_engine::{Engine, EngineConfig, EngineError};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
@@ -112,25 +114,13 @@ fn requests(items: &[Item]) -> Vec<Result<NewDisbursement, EngineError>> {
 async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
-    let (merchant, _) = engine
-        .merchants()
-        .create_merchant(NewMerchant {
-            name: "m".into(),
-            settlement_type: Some(SettlementType::Wallet),
-            limits: LimitsPatch {
-                per_transaction_minor: Some(PER_TRANSACTION),
-                ..Default::default()
-            },
-            ..Default::default()
-        })
+    let limits = LimitsPatch {
+        per_transaction_minor: Some(PER_TRANSACTION),
+        ..Default::default()
+    };
+    let id = engine_setup::wallet_merchant(&engine, "m", limits, Some(funding))
         .await
-        .unwrap();
-    let id = merchant.id;
-    engine
-        .merchants()
-        .credit_wallet(id, MinorUnits::new(funding), "fund", None)
-        .await
-        .unwrap();
+        .id;
     let mut wallet = funding;
     // Item key -> the disbursement holding it; batch key -> (id, outcomes).
     let mut keys: HashMap<u8, Uuid> = HashMap::new();
@@ -190,16 +180,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 prop_assert_eq!(requested + FEE * accepted as i64, debited);
             }
             Op::Restart(kind) => {
-                if kind == 0 {
-                    engine.shutdown().await;
-                } else {
-                    engine.halt_without_checkpoint().await;
-                }
-                drop(engine);
-                if kind == 2 {
-                    // Test journals stay in one segment, so the journal alone rebuilds everything.
-                    std::fs::remove_dir_all(dir.path().join("state")).unwrap();
-                }
+                engine_setup::stop_for_restart(engine, kind, dir.path()).await;
                 engine = open(dir.path()).await;
                 for (first_id, _) in batches.values() {
                     let found = engine.disbursements().disbursement_batch_for(id, *first_id);
@@ -209,10 +190,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
         }
         prop_assert_eq!(engine.merchants().wallet_balance(id).await.unwrap().get(), wallet);
     }
-    let report = engine.merchants().verify_ledger().await.unwrap();
-    prop_assert!(report.balanced, "{:?}", report.problems);
-    engine.shutdown().await;
-    Ok(())
+    engine_setup::finish(engine).await
 }
 
 proptest! {
@@ -223,7 +201,6 @@ proptest! {
         ops in prop::collection::vec(op(), 1..16),
         funding in 1_000_000i64..30_000_000,
     ) {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        runtime.block_on(run(ops, funding))?;
+        engine_setup::on_two_workers(run(ops, funding))?;
     }
 }

@@ -10,47 +10,20 @@ mod support;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use support::disbursements::{bank_body, BANK_FEE, REVIEW_THRESHOLD, SLOW};
 use support::*;
 
-/// The default `fees.disbursement_fee_bank_minor`.
-const BANK_FEE: i64 = 250_000;
-/// The default `limits.review_threshold_minor`.
-const REVIEW_THRESHOLD: i64 = 2_500_000_000;
 /// The default `limits.per_transaction_minor`.
 const PER_TRANSACTION: i64 = 5_000_000_000;
-/// The sandbox vendor waits a minute: disbursements stay ON_PROCESS.
-const SLOW: &[&str] = &["--sandbox-disbursement-delay-ms", "60000"];
-
-fn bank_item(key: &str, amount: i64) -> Value {
-    json!({
-        "idempotency_key": key,
-        "channel": "BANK",
-        "bank_short_code": "BCA",
-        "account_number": "1234567890",
-        "account_name": "Budi Santoso",
-        "amount_minor": amount,
-    })
-}
 
 fn ewallet_item(key: &str, provider: &str, amount: i64) -> Value {
-    json!({
-        "idempotency_key": key,
-        "channel": "EWALLET",
-        "ewallet_provider": provider,
-        "ewallet_phone": "081234567890",
-        "amount_minor": amount,
-    })
+    support::disbursements::ewallet_body(key, provider, "081234567890", amount)
 }
 
 async fn post_batch(server: &TestServer, merchant: &TestMerchant, key: &str, items: Vec<Value>) -> Reply {
     let body = json!({ "idempotency_key": key, "items": items });
     server
-        .call(
-            Method::POST,
-            "/v1/disbursements/batch",
-            Some(&merchant.api_key),
-            Some(body),
-        )
+        .post("/v1/disbursements/batch", &merchant.api_key, Some(body))
         .await
 }
 
@@ -73,19 +46,12 @@ async fn batch_ok(server: &TestServer, merchant: &TestMerchant, key: &str, items
 
 async fn get_batch(server: &TestServer, merchant: &TestMerchant, id: &str) -> Reply {
     server
-        .call(
-            Method::GET,
-            &format!("/v1/disbursements/batch/{id}"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .get(&format!("/v1/disbursements/batch/{id}"), &merchant.api_key)
         .await
 }
 
 async fn single(server: &TestServer, merchant: &TestMerchant, body: Value) -> Reply {
-    server
-        .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-        .await
+    server.post("/v1/disbursements", &merchant.api_key, Some(body)).await
 }
 
 /// A funded WALLET merchant on `server`.
@@ -100,26 +66,26 @@ async fn each_item_succeeds_or_fails_on_its_own_with_the_single_routes_answer() 
     let server = TestServer::start();
     let merchant = funded(&server, 10_000_000).await;
     let items = vec![
-        bank_item("ok-bank", 1_000_000),
-        bank_item("zero", 0),
+        bank_body("ok-bank", 1_000_000),
+        bank_body("zero", 0),
         ewallet_item("ok-ovo", "OVO", 2_000_000),
         json!("not an object"),
         {
-            let mut item = bank_item("unknown-bank", 1_000_000);
+            let mut item = bank_body("unknown-bank", 1_000_000);
             item["bank_short_code"] = json!("NOPE");
             item
         },
-        bank_item("too-much", 20_000_000),
+        bank_body("too-much", 20_000_000),
         {
-            let mut item = bank_item("typed", 1);
+            let mut item = bank_body("typed", 1);
             item["amount_minor"] = json!("lots");
             item
         },
         json!({ "idempotency_key": "no-account", "channel": "BANK", "bank_short_code": "BCA", "amount_minor": 1_000_000 }),
         ewallet_item("dana-small", "DANA", 1_000_000),
-        bank_item("above-limit", PER_TRANSACTION + 1),
+        bank_body("above-limit", PER_TRANSACTION + 1),
         json!({ "idempotency_key": "bad-beneficiary", "beneficiary_id": "not-a-uuid", "amount_minor": 1_000_000 }),
-        bank_item("ok-last", 3_000_000),
+        bank_body("ok-last", 3_000_000),
     ];
     let data = batch_ok(&server, &merchant, "batch-1", items.clone()).await;
     let answered = data["items"].as_array().unwrap();
@@ -147,11 +113,9 @@ async fn each_item_succeeds_or_fails_on_its_own_with_the_single_routes_answer() 
             let channel = item["data"]["channel"].as_str().unwrap();
             assert_eq!(item["data"].get("vendor_disbursement_id").is_some(), channel == "BANK");
             let got = server
-                .call(
-                    Method::GET,
+                .get(
                     &format!("/v1/disbursements/{}", item["data"]["id"].as_str().unwrap()),
-                    Some(&merchant.api_key),
-                    None,
+                    &merchant.api_key,
                 )
                 .await;
             assert_eq!(got.status, StatusCode::OK, "{}", got.body);
@@ -192,10 +156,10 @@ async fn the_same_batch_key_replays_the_first_answer_even_after_a_crash() {
     let mut server = TestServer::start_with(SLOW);
     let merchant = funded(&server, 10_000_000).await;
     let items = vec![
-        bank_item("a", 1_000_000),
-        bank_item("b", 0),
-        bank_item("c", 50_000_000),
-        bank_item("a", 1_000_000),
+        bank_body("a", 1_000_000),
+        bank_body("b", 0),
+        bank_body("c", 50_000_000),
+        bank_body("a", 1_000_000),
     ];
     let first = batch_ok(&server, &merchant, "replayed", items).await;
     let balance = server.balance(&merchant.api_key).await;
@@ -229,7 +193,7 @@ async fn the_same_batch_key_replays_the_first_answer_even_after_a_crash() {
     let mut handed = false;
     while !handed && Instant::now() < deadline {
         let path = format!("/v1/disbursements/{created_id}");
-        let reply = server.call(Method::GET, &path, Some(&merchant.api_key), None).await;
+        let reply = server.get(&path, &merchant.api_key).await;
         handed = reply.body["data"]["status"] == json!("ON_PROCESS");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -240,10 +204,10 @@ async fn the_same_batch_key_replays_the_first_answer_even_after_a_crash() {
         &merchant,
         "replayed",
         vec![
-            bank_item("a", 1_000_000),
-            bank_item("d", 1),
-            bank_item("e", 1),
-            bank_item("f", 1),
+            bank_body("a", 1_000_000),
+            bank_body("d", 1),
+            bank_body("e", 1),
+            bank_body("f", 1),
         ],
     )
     .await;
@@ -257,10 +221,10 @@ async fn the_same_batch_key_replays_the_first_answer_even_after_a_crash() {
         &merchant,
         "replayed",
         vec![
-            bank_item("x", 1),
-            bank_item("y", 1),
-            bank_item("z", 1),
-            bank_item("w", 1),
+            bank_body("x", 1),
+            bank_body("y", 1),
+            bank_body("z", 1),
+            bank_body("w", 1),
         ],
     )
     .await;
@@ -277,7 +241,7 @@ async fn the_same_batch_key_replays_the_first_answer_even_after_a_crash() {
 async fn concurrent_requests_with_one_batch_key_make_one_batch() {
     let server = TestServer::start_with(SLOW);
     let merchant = funded(&server, 100_000_000).await;
-    let items: Vec<Value> = (0..50).map(|n| bank_item(&format!("c-{n}"), 1_000_000)).collect();
+    let items: Vec<Value> = (0..50).map(|n| bank_body(&format!("c-{n}"), 1_000_000)).collect();
     let answers =
         futures::future::join_all((0..4).map(|_| post_batch(&server, &merchant, "raced", items.clone()))).await;
     for answer in &answers {
@@ -301,7 +265,7 @@ async fn concurrent_requests_with_one_batch_key_make_one_batch() {
 async fn a_batch_of_none_or_over_a_thousand_items_or_a_bad_envelope_is_refused_and_changes_nothing() {
     let server = TestServer::start();
     let merchant = funded(&server, 10_000_000).await;
-    let over: Vec<Value> = (0..1001).map(|n| bank_item(&format!("o-{n}"), 1)).collect();
+    let over: Vec<Value> = (0..1001).map(|n| bank_body(&format!("o-{n}"), 1)).collect();
     let cases = [
         (
             json!({ "idempotency_key": "k", "items": [] }),
@@ -312,30 +276,25 @@ async fn a_batch_of_none_or_over_a_thousand_items_or_a_bad_envelope_is_refused_a
             "items: must hold 1 to 1000 disbursements",
         ),
         (json!({ "idempotency_key": "k" }), "items: is required"),
-        (json!({ "items": [bank_item("a", 1)] }), "idempotency_key: is required"),
+        (json!({ "items": [bank_body("a", 1)] }), "idempotency_key: is required"),
         (
-            json!({ "idempotency_key": "", "items": [bank_item("a", 1)] }),
+            json!({ "idempotency_key": "", "items": [bank_body("a", 1)] }),
             "idempotency_key: must be 1 to 255 printable characters",
         ),
         (
-            json!({ "idempotency_key": 7, "items": [bank_item("a", 1)] }),
+            json!({ "idempotency_key": 7, "items": [bank_body("a", 1)] }),
             "idempotency_key: ",
         ),
         (
-            json!({ "idempotency_key": "k", "items": { "0": bank_item("a", 1) } }),
+            json!({ "idempotency_key": "k", "items": { "0": bank_body("a", 1) } }),
             "items: ",
         ),
         (json!({ "idempotency_key": "k", "items": null }), "items: "),
-        (json!([bank_item("a", 1)]), "request body must be a JSON object"),
+        (json!([bank_body("a", 1)]), "request body must be a JSON object"),
     ];
     for (body, message) in cases {
         let reply = server
-            .call(
-                Method::POST,
-                "/v1/disbursements/batch",
-                Some(&merchant.api_key),
-                Some(body),
-            )
+            .post("/v1/disbursements/batch", &merchant.api_key, Some(body))
             .await;
         assert_v1_error(&reply, 400, "INVALID_BODY");
         let said = reply.body["error"]["message"].as_str().unwrap();
@@ -343,7 +302,7 @@ async fn a_batch_of_none_or_over_a_thousand_items_or_a_bad_envelope_is_refused_a
     }
     let malformed = server
         .client
-        .post(format!("{}/v1/disbursements/batch", server.base))
+        .post(server.url("/v1/disbursements/batch"))
         .header("X-API-Key", &merchant.api_key)
         .body("{\"idempotency_key\": \"k\", \"items\": [")
         .send()
@@ -351,7 +310,7 @@ async fn a_batch_of_none_or_over_a_thousand_items_or_a_bad_envelope_is_refused_a
         .unwrap();
     assert_v1_error(&into_reply(malformed).await, 400, "INVALID_BODY");
     // None of them made a batch under "k": it is free for a real one.
-    let data = batch_ok(&server, &merchant, "k", vec![bank_item("a", 1_000_000)]).await;
+    let data = batch_ok(&server, &merchant, "k", vec![bank_body("a", 1_000_000)]).await;
     assert_eq!(data["items"][0]["success"], json!(true));
     assert_eq!(
         server.balance(&merchant.api_key).await,
@@ -359,7 +318,7 @@ async fn a_batch_of_none_or_over_a_thousand_items_or_a_bad_envelope_is_refused_a
     );
 
     let manual = server.create_merchant_with("MANUAL", json!({})).await;
-    let reply = post_batch(&server, &manual, "m", vec![bank_item("a", 1_000_000)]).await;
+    let reply = post_batch(&server, &manual, "m", vec![bank_body("a", 1_000_000)]).await;
     assert_v1_error(&reply, 403, "NOT_WALLET_MERCHANT");
     let unsigned = server
         .call(Method::POST, "/v1/disbursements/batch", None, Some(json!({})))
@@ -373,7 +332,7 @@ async fn a_thousand_items_are_accepted_in_one_request_of_up_to_one_mebibyte() {
     let merchant = funded(&server, 10_000_000_000).await;
     let items: Vec<Value> = (0..1000)
         .map(|n| {
-            let mut item = bank_item(&format!("thousand-{n:04}"), 1_000_000 + n);
+            let mut item = bank_body(&format!("thousand-{n:04}"), 1_000_000 + n);
             item["account_number"] = json!(format!("{:010}", 1_000_000_000 + n));
             item
         })
@@ -383,12 +342,7 @@ async fn a_thousand_items_are_accepted_in_one_request_of_up_to_one_mebibyte() {
     assert!(bytes.len() > 64 * 1024, "over the other routes' limit: {}", bytes.len());
     let started = Instant::now();
     let reply = server
-        .call(
-            Method::POST,
-            "/v1/disbursements/batch",
-            Some(&merchant.api_key),
-            Some(body),
-        )
+        .post("/v1/disbursements/batch", &merchant.api_key, Some(body))
         .await;
     eprintln!(
         "1,000-item batch of {} bytes answered in {:?} (debug build, over loopback)",
@@ -422,19 +376,14 @@ async fn a_thousand_items_are_accepted_in_one_request_of_up_to_one_mebibyte() {
     }
 
     // Past 1 MiB: 413, naming this route's limit.
-    let padded = json!({ "idempotency_key": "big", "items": [bank_item("big", 1)], "pad": "x".repeat(1024 * 1024) });
+    let padded = json!({ "idempotency_key": "big", "items": [bank_body("big", 1)], "pad": "x".repeat(1024 * 1024) });
     let reply = server
-        .call(
-            Method::POST,
-            "/v1/disbursements/batch",
-            Some(&merchant.api_key),
-            Some(padded),
-        )
+        .post("/v1/disbursements/batch", &merchant.api_key, Some(padded))
         .await;
     assert_v1_error(&reply, 413, "PAYLOAD_TOO_LARGE");
     assert_eq!(reply.body["error"]["message"], json!("request body exceeds 1 MiB"));
     // The single route keeps its 64 KiB.
-    let mut big = bank_item("big-single", 1_000_000);
+    let mut big = bank_body("big-single", 1_000_000);
     big["pad"] = json!("x".repeat(70 * 1024));
     let reply = single(&server, &merchant, big).await;
     assert_v1_error(&reply, 413, "PAYLOAD_TOO_LARGE");
@@ -445,28 +394,23 @@ async fn a_thousand_items_are_accepted_in_one_request_of_up_to_one_mebibyte() {
 async fn an_item_whose_key_was_used_gets_the_single_routes_409_with_the_existing_disbursement() {
     let server = TestServer::start_with(SLOW);
     let merchant = funded(&server, 10_000_000).await;
-    let existing = single(&server, &merchant, bank_item("used", 1_000_000)).await;
+    let existing = single(&server, &merchant, bank_body("used", 1_000_000)).await;
     assert_eq!(existing.status, StatusCode::CREATED, "{}", existing.body);
     // Compared as it is once its vendor holds it, so it moves no more meanwhile.
     let path = format!("/v1/disbursements/{}", existing.body["data"]["id"].as_str().unwrap());
     let deadline = Instant::now() + Duration::from_secs(5);
-    while server
-        .call(Method::GET, &path, Some(&merchant.api_key), None)
-        .await
-        .body["data"]["status"]
-        != json!("ON_PROCESS")
-    {
+    while server.get(&path, &merchant.api_key).await.body["data"]["status"] != json!("ON_PROCESS") {
         assert!(Instant::now() < deadline, "never handed to the vendor");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let alone = single(&server, &merchant, bank_item("used", 2_000_000)).await;
+    let alone = single(&server, &merchant, bank_body("used", 2_000_000)).await;
     assert_v1_error(&alone, 409, "DUPLICATE_IDEMPOTENCY_KEY");
 
     let data = batch_ok(
         &server,
         &merchant,
         "reuse",
-        vec![bank_item("fresh", 1_000_000), bank_item("used", 2_000_000)],
+        vec![bank_body("fresh", 1_000_000), bank_body("used", 2_000_000)],
     )
     .await;
     let item = &data["items"][1];
@@ -487,7 +431,7 @@ async fn a_batch_is_found_only_by_its_own_merchant_and_by_a_valid_id() {
     let server = TestServer::start();
     let owner = funded(&server, 10_000_000).await;
     let other = funded(&server, 10_000_000).await;
-    let data = batch_ok(&server, &owner, "mine", vec![bank_item("a", 1_000_000)]).await;
+    let data = batch_ok(&server, &owner, "mine", vec![bank_body("a", 1_000_000)]).await;
     let id = data["id"].as_str().unwrap();
     assert_eq!(get_batch(&server, &owner, id).await.status, StatusCode::OK);
     assert_v1_error(&get_batch(&server, &other, id).await, 404, "NOT_FOUND");
@@ -498,7 +442,7 @@ async fn a_batch_is_found_only_by_its_own_merchant_and_by_a_valid_id() {
     );
     assert_v1_error(&get_batch(&server, &owner, "not-a-uuid").await, 400, "INVALID_ID");
     // Another merchant's batch key is its own: the same key makes a new batch.
-    let theirs = batch_ok(&server, &other, "mine", vec![bank_item("a", 1_000_000)]).await;
+    let theirs = batch_ok(&server, &other, "mine", vec![bank_body("a", 1_000_000)]).await;
     assert_ne!(theirs["id"], data["id"]);
     assert_eq!(theirs["items"][0]["success"], json!(true));
 }
@@ -508,12 +452,12 @@ async fn get_counts_the_accepted_items_and_sums_their_request_amounts_by_current
     let server = TestServer::start_with(SLOW);
     let merchant = funded(&server, 10_000_000_000).await;
     let items = vec![
-        bank_item("p-1", 1_000_000),
-        bank_item("p-2", 2_000_000),
-        bank_item("p-3", 3_000_000),
-        bank_item("p-4", 4_000_000),
-        bank_item("review", REVIEW_THRESHOLD),
-        bank_item("refused", 0),
+        bank_body("p-1", 1_000_000),
+        bank_body("p-2", 2_000_000),
+        bank_body("p-3", 3_000_000),
+        bank_body("p-4", 4_000_000),
+        bank_body("review", REVIEW_THRESHOLD),
+        bank_body("refused", 0),
         ewallet_item("wallet", "OVO", 5_000_000),
     ];
     let data = batch_ok(&server, &merchant, "figures", items).await;
@@ -525,10 +469,9 @@ async fn get_counts_the_accepted_items_and_sums_their_request_amounts_by_current
             let deadline = Instant::now() + Duration::from_secs(5);
             loop {
                 let reply = server
-                    .call(
-                        Method::POST,
+                    .post(
                         &format!("/v1/sandbox/disbursements/{id}/complete"),
-                        Some(&merchant.api_key),
+                        &merchant.api_key,
                         Some(json!({ "status": status })),
                     )
                     .await;

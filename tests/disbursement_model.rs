@@ -8,13 +8,15 @@
 #[path = "statement_check/mod.rs"]
 mod statement_check;
 
+#[path = "engine_setup/mod.rs"]
+mod engine_setup;
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{DisbursementStatus, LimitsPatch, SettlementType};
+use paygate_engine::domain::{DisbursementStatus, LimitsPatch};
 use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
+use paygate_engine::{Engine, EngineConfig, EngineError};
 use proptest::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
@@ -79,40 +81,20 @@ async fn open(dir: &Path) -> Engine {
 }
 
 fn bank(key: u16, amount: i64) -> NewDisbursement {
-    NewDisbursement {
-        idempotency_key: Some(format!("key-{key}")),
-        channel: Some("BANK".into()),
-        bank_short_code: Some("BCA".into()),
-        account_number: Some("1234567890".into()),
-        account_name: Some("Budi".into()),
-        amount_minor: Some(amount),
-        ..Default::default()
-    }
+    engine_setup::bank_request(format!("key-{key}"), amount)
 }
 
 async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
-    let (merchant, _) = engine
-        .merchants()
-        .create_merchant(NewMerchant {
-            name: "m".into(),
-            settlement_type: Some(SettlementType::Wallet),
-            limits: LimitsPatch {
-                per_transaction_minor: Some(PER_TRANSACTION),
-                review_threshold_minor: Some(REVIEW_THRESHOLD),
-                ..Default::default()
-            },
-            ..Default::default()
-        })
+    let limits = LimitsPatch {
+        per_transaction_minor: Some(PER_TRANSACTION),
+        review_threshold_minor: Some(REVIEW_THRESHOLD),
+        ..Default::default()
+    };
+    let id = engine_setup::wallet_merchant(&engine, "m", limits, Some(funding))
         .await
-        .unwrap();
-    let id = merchant.id;
-    engine
-        .merchants()
-        .credit_wallet(id, MinorUnits::new(funding), "fund", None)
-        .await
-        .unwrap();
+        .id;
     let mut wallet = funding;
     let mut lines = vec![(LineType::WalletCredit, funding)];
     let mut made: Vec<ModelDisbursement> = Vec::new();
@@ -255,16 +237,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 }
             }
             Op::Restart(kind) => {
-                if kind == 0 {
-                    engine.shutdown().await;
-                } else {
-                    engine.halt_without_checkpoint().await;
-                }
-                drop(engine);
-                if kind == 2 {
-                    // Test journals stay in one segment, so the journal alone rebuilds everything.
-                    std::fs::remove_dir_all(dir.path().join("state")).unwrap();
-                }
+                engine_setup::stop_for_restart(engine, kind, dir.path()).await;
                 engine = open(dir.path()).await;
                 for made in &made {
                     let stored = engine.disbursements().disbursement_for(id, &made.id.to_string());
@@ -279,10 +252,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
         prop_assert_eq!(engine.merchants().wallet_balance(id).await.unwrap().get(), wallet);
         statement_check::check(&engine, id, &lines, wallet, 1 + lines.len() % 5)?;
     }
-    let report = engine.merchants().verify_ledger().await.unwrap();
-    prop_assert!(report.balanced, "{:?}", report.problems);
-    engine.shutdown().await;
-    Ok(())
+    engine_setup::finish(engine).await
 }
 
 proptest! {
@@ -293,7 +263,6 @@ proptest! {
         ops in prop::collection::vec(op(), 1..40),
         funding in 1_000_000i64..6_000_000,
     ) {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        runtime.block_on(run(ops, funding))?;
+        engine_setup::on_two_workers(run(ops, funding))?;
     }
 }

@@ -5,40 +5,21 @@
 mod support;
 
 use futures::future::join_all;
-use reqwest::{Method, StatusCode};
-use serde_json::{json, Value};
+use reqwest::StatusCode;
+use serde_json::json;
 use std::time::Duration;
+use support::disbursements::{bank_body, BANK_FEE};
 use support::*;
 
 const AMOUNT: i64 = 10_000;
-const BANK_FEE: i64 = 250_000;
-
-fn bank_body(key: &str, amount: i64) -> Value {
-    json!({
-        "idempotency_key": key,
-        "channel": "BANK",
-        "bank_short_code": "BCA",
-        "account_number": "1234567890",
-        "account_name": "Budi Santoso",
-        "amount_minor": amount,
-    })
-}
 
 async fn raise_rate_limit(server: &TestServer, merchant: &TestMerchant, daily_minor: i64) {
-    let reply = server
-        .admin(
-            Method::PATCH,
-            &format!("/admin/v1/merchants/{}", merchant.id),
-            Some(json!({ "limits": { "rate_limit_per_second": 100000, "rate_limit_burst": 100000, "daily_minor": daily_minor } })),
-        )
-        .await;
+    let reply = server.patch_merchant(&merchant.id, json!({ "limits": { "rate_limit_per_second": 100000, "rate_limit_burst": 100000, "daily_minor": daily_minor } })).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
 async fn status_of(server: &TestServer, api_key: &str, id: &str) -> String {
-    let reply = server
-        .call(Method::GET, &format!("/v1/disbursements/{id}"), Some(api_key), None)
-        .await;
+    let reply = server.get(&format!("/v1/disbursements/{id}"), api_key).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     reply.body["data"]["status"].as_str().unwrap().to_string()
 }
@@ -65,10 +46,9 @@ async fn two_hundred_concurrent_disbursements_against_funds_for_one_hundred_crea
     assert_eq!(server.credit(&merchant.id, funding).await, funding);
 
     let requests = (0..200).map(|i| {
-        server.call(
-            Method::POST,
+        server.post(
             "/v1/disbursements",
-            Some(&merchant.api_key),
+            &merchant.api_key,
             Some(bank_body(&format!("c-{i}"), AMOUNT)),
         )
     });
@@ -108,14 +88,8 @@ async fn fifty_concurrent_requests_with_one_idempotency_key_create_one_and_debit
     raise_rate_limit(&server, &merchant, 50_000_000_000).await;
     server.credit(&merchant.id, 10_000_000).await;
 
-    let requests = (0..50).map(|_| {
-        server.call(
-            Method::POST,
-            "/v1/disbursements",
-            Some(&merchant.api_key),
-            Some(bank_body("same", AMOUNT)),
-        )
-    });
+    let requests =
+        (0..50).map(|_| server.post("/v1/disbursements", &merchant.api_key, Some(bank_body("same", AMOUNT))));
     let replies = join_all(requests).await;
     let created: Vec<_> = replies.iter().filter(|r| r.status == StatusCode::CREATED).collect();
     assert_eq!(created.len(), 1);
@@ -136,10 +110,9 @@ async fn the_daily_limit_holds_under_concurrency() {
     server.credit(&merchant.id, 100 * (AMOUNT + BANK_FEE)).await;
 
     let requests = (0..100).map(|i| {
-        server.call(
-            Method::POST,
+        server.post(
             "/v1/disbursements",
-            Some(&merchant.api_key),
+            &merchant.api_key,
             Some(bank_body(&format!("d-{i}"), AMOUNT)),
         )
     });
@@ -159,49 +132,28 @@ async fn a_failed_disbursement_frees_its_share_of_the_daily_limit() {
     raise_rate_limit(&server, &merchant, 2 * AMOUNT).await;
     server.credit(&merchant.id, 10_000_000).await;
     let first = server
-        .call(
-            Method::POST,
-            "/v1/disbursements",
-            Some(&merchant.api_key),
-            Some(bank_body("a", AMOUNT)),
-        )
+        .post("/v1/disbursements", &merchant.api_key, Some(bank_body("a", AMOUNT)))
         .await;
     assert_eq!(first.status, StatusCode::CREATED, "{}", first.body);
     let second = server
-        .call(
-            Method::POST,
-            "/v1/disbursements",
-            Some(&merchant.api_key),
-            Some(bank_body("b", AMOUNT)),
-        )
+        .post("/v1/disbursements", &merchant.api_key, Some(bank_body("b", AMOUNT)))
         .await;
     assert_eq!(second.status, StatusCode::CREATED, "{}", second.body);
     let third = server
-        .call(
-            Method::POST,
-            "/v1/disbursements",
-            Some(&merchant.api_key),
-            Some(bank_body("c", AMOUNT)),
-        )
+        .post("/v1/disbursements", &merchant.api_key, Some(bank_body("c", AMOUNT)))
         .await;
     assert_v1_error(&third, 422, "DAILY_LIMIT_EXCEEDED");
     let id = first.body["data"]["id"].as_str().unwrap();
     let failed = server
-        .call(
-            Method::POST,
+        .post(
             &format!("/v1/sandbox/disbursements/{id}/complete"),
-            Some(&merchant.api_key),
+            &merchant.api_key,
             Some(json!({ "status": "FAILED" })),
         )
         .await;
     assert_eq!(failed.status, StatusCode::OK, "{}", failed.body);
     let retry = server
-        .call(
-            Method::POST,
-            "/v1/disbursements",
-            Some(&merchant.api_key),
-            Some(bank_body("c", AMOUNT)),
-        )
+        .post("/v1/disbursements", &merchant.api_key, Some(bank_body("c", AMOUNT)))
         .await;
     assert_eq!(retry.status, StatusCode::CREATED, "{}", retry.body);
 }
@@ -216,9 +168,7 @@ async fn disbursements_in_flight_resume_after_a_restart_and_after_sigkill() {
     for (key, account) in [("ok", "1234567890"), ("fails", "0000000000")] {
         let mut body = bank_body(key, AMOUNT);
         body["account_number"] = json!(account);
-        let reply = server
-            .call(Method::POST, "/v1/disbursements", Some(&merchant.api_key), Some(body))
-            .await;
+        let reply = server.post("/v1/disbursements", &merchant.api_key, Some(body)).await;
         assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
         let id = reply.body["data"]["id"].as_str().unwrap().to_string();
         wait_for_status(&server, &merchant.api_key, &id, "ON_PROCESS").await;

@@ -4,10 +4,13 @@
 //! An order's actor lives only while it has work: a payment's stops once
 //! paid, a refund's while the vendor has not answered.
 
+#[path = "engine_setup/mod.rs"]
+mod engine_setup;
+
 use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::{OrderStatus, SettlementType};
+use paygate_engine::domain::{LimitsPatch, OrderStatus};
 use paygate_engine::orders::{NewOrder, NewRefund};
-use paygate_engine::{Engine, EngineConfig, EngineError, NewMerchant};
+use paygate_engine::{Engine, EngineConfig, EngineError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,15 +31,7 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
     config.sandbox_refund_delay = Some(Duration::from_secs(3));
     config.order_actors_live_max = 2;
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-    let (merchant, _) = engine
-        .merchants()
-        .create_merchant(NewMerchant {
-            name: "bounded".into(),
-            settlement_type: Some(SettlementType::Wallet),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let merchant = engine_setup::wallet_merchant(&engine, "bounded", LimitsPatch::default(), None).await;
     let mut orders = Vec::new();
     for n in 0..3 {
         orders.push(engine.orders().create_order(merchant.id, order(n)).await.unwrap().0);
@@ -110,15 +105,7 @@ async fn refunds_right_after_payment_all_settle_and_no_actor_stays() {
     let mut config = EngineConfig::new(dir.path());
     config.sandbox_refund_delay = Some(Duration::from_millis(20));
     let engine = Arc::new(Engine::open(config, Arc::new(SystemClock)).await.unwrap());
-    let (merchant, _) = engine
-        .merchants()
-        .create_merchant(NewMerchant {
-            name: "busy refunds".into(),
-            settlement_type: Some(SettlementType::Wallet),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let merchant = engine_setup::wallet_merchant(&engine, "busy refunds", LimitsPatch::default(), None).await;
     let mut orders = Vec::new();
     for n in 0..200 {
         orders.push(engine.orders().create_order(merchant.id, order(n)).await.unwrap().0);

@@ -8,12 +8,14 @@
 #[path = "statement_check/mod.rs"]
 mod statement_check;
 
+#[path = "engine_setup/mod.rs"]
+mod engine_setup;
 use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::{OrderStatus, RefundStatus, SettlementType};
+use paygate_engine::domain::{LimitsPatch, OrderStatus, RefundStatus};
 use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::orders::{NewOrder, NewRefund};
-use paygate_engine::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
+use paygate_engine::{Engine, EngineConfig, EngineError};
 use proptest::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
@@ -96,22 +98,9 @@ fn status_for(amount: i64, refunded: i64) -> OrderStatus {
 async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
-    let (merchant, _) = engine
-        .merchants()
-        .create_merchant(NewMerchant {
-            name: "m".into(),
-            settlement_type: Some(SettlementType::Wallet),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let merchant = engine_setup::wallet_merchant(&engine, "m", LimitsPatch::default(), Some(funding)).await;
     let id = merchant.id;
     let fees = merchant.fees.clone();
-    engine
-        .merchants()
-        .credit_wallet(id, MinorUnits::new(funding), "fund", None)
-        .await
-        .unwrap();
     let mut wallet = funding;
     let mut lines = vec![(LineType::WalletCredit, funding)];
     let mut orders: Vec<ModelOrder> = Vec::new();
@@ -238,15 +227,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 }
             }
             Op::Restart(kind) => {
-                if kind == 0 {
-                    engine.shutdown().await;
-                } else {
-                    engine.halt_without_checkpoint().await;
-                }
-                drop(engine);
-                if kind == 2 {
-                    std::fs::remove_dir_all(dir.path().join("state")).unwrap();
-                }
+                engine_setup::stop_for_restart(engine, kind, dir.path()).await;
                 engine = open(dir.path()).await;
             }
             _ => {}
@@ -264,10 +245,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
             prop_assert_eq!(engine.orders().refund_for(id, model.id).unwrap().status, model.status);
         }
     }
-    let report = engine.merchants().verify_ledger().await.unwrap();
-    prop_assert!(report.balanced, "{:?}", report.problems);
-    engine.shutdown().await;
-    Ok(())
+    engine_setup::finish(engine).await
 }
 
 proptest! {
@@ -278,7 +256,6 @@ proptest! {
         ops in prop::collection::vec(op(), 1..50),
         funding in 0i64..2_000_000,
     ) {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        runtime.block_on(run(ops, funding))?;
+        engine_setup::on_two_workers(run(ops, funding))?;
     }
 }

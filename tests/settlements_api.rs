@@ -34,21 +34,15 @@ const SETTLEMENT_FIELDS: [&str; 21] = [
 
 async fn paid_order(server: &TestServer, merchant: &TestMerchant, id: &str, amount: i64) -> String {
     let reply = server
-        .call(
-            Method::POST,
+        .post(
             "/v1/orders",
-            Some(&merchant.api_key),
+            &merchant.api_key,
             Some(json!({ "merchant_order_id": id, "amount_minor": amount, "payment_method": "QRIS" })),
         )
         .await;
     let ref_code = reply.body["data"]["ref_code"].as_str().unwrap().to_string();
     let paid = server
-        .call(
-            Method::POST,
-            &format!("/v1/sandbox/orders/{ref_code}/pay"),
-            Some(&merchant.api_key),
-            None,
-        )
+        .post(&format!("/v1/sandbox/orders/{ref_code}/pay"), &merchant.api_key, None)
         .await;
     assert_eq!(paid.status, StatusCode::OK, "{}", paid.body);
     ref_code
@@ -69,11 +63,10 @@ async fn the_admin_run_creates_settlements_merchants_can_read() {
     let ref_code = paid_order(&server, &merchant, "S-1", 10_000_000).await;
     paid_order(&server, &merchant, "S-2", 5_000_000).await;
     let refund = server
-        .call(
-            Method::POST,
-            &format!("/v1/orders/{ref_code}/refund"),
-            Some(&merchant.api_key),
-            Some(json!({ "amount_minor": 2_000_000, "idempotency_key": "s-r1" })),
+        .refund(
+            &merchant.api_key,
+            &ref_code,
+            json!({ "amount_minor": 2_000_000, "idempotency_key": "s-r1" }),
         )
         .await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
@@ -107,54 +100,30 @@ async fn the_admin_run_creates_settlements_merchants_can_read() {
     assert_eq!(settlement["settlement_date"].as_str().unwrap().len(), 10);
 
     let id = settlement["id"].as_str().unwrap();
-    let got = server
-        .call(
-            Method::GET,
-            &format!("/v1/settlements/{id}"),
-            Some(&merchant.api_key),
-            None,
-        )
-        .await;
+    let got = server.get(&format!("/v1/settlements/{id}"), &merchant.api_key).await;
     assert_eq!(got.status, StatusCode::OK);
     assert_eq!(got.body["data"]["id"], settlement["id"]);
-    let list = server
-        .call(Method::GET, "/v1/settlements", Some(&merchant.api_key), None)
-        .await;
+    let list = server.get("/v1/settlements", &merchant.api_key).await;
     assert_eq!(
         list.body["meta"],
         json!({ "page": 1, "limit": 10, "total": 1, "total_pages": 1 })
     );
     let order = server
-        .call(
-            Method::GET,
+        .get(
             &format!("/v1/orders/{}", created_ref(&server, &merchant).await),
-            Some(&merchant.api_key),
-            None,
+            &merchant.api_key,
         )
         .await;
     assert_eq!(order.body["data"]["is_settled"], json!(true));
 
     assert_v1_error(
-        &server
-            .call(Method::GET, "/v1/settlements/nope", Some(&merchant.api_key), None)
-            .await,
+        &server.get("/v1/settlements/nope", &merchant.api_key).await,
         400,
         "INVALID_ID",
     );
     let unknown = format!("/v1/settlements/{}", uuid::Uuid::new_v4());
-    assert_v1_error(
-        &server.call(Method::GET, &unknown, Some(&merchant.api_key), None).await,
-        404,
-        "NOT_FOUND",
-    );
-    let foreign = server
-        .call(
-            Method::GET,
-            &format!("/v1/settlements/{id}"),
-            Some(&other.api_key),
-            None,
-        )
-        .await;
+    assert_v1_error(&server.get(&unknown, &merchant.api_key).await, 404, "NOT_FOUND");
+    let foreign = server.get(&format!("/v1/settlements/{id}"), &other.api_key).await;
     assert_v1_error(&foreign, 404, "NOT_FOUND");
 
     // Nothing is settled twice; WALLET merchants have none; bad input is refused.
@@ -178,9 +147,7 @@ async fn the_admin_run_creates_settlements_merchants_can_read() {
 }
 
 async fn created_ref(server: &TestServer, merchant: &TestMerchant) -> String {
-    let list = server
-        .call(Method::GET, "/v1/orders?limit=1", Some(&merchant.api_key), None)
-        .await;
+    let list = server.get("/v1/orders?limit=1", &merchant.api_key).await;
     list.body["data"][0]["ref_code"].as_str().unwrap().to_string()
 }
 
@@ -229,9 +196,7 @@ async fn a_net_below_the_transfer_fee_is_carried_once_into_the_next_settlement()
     assert_eq!(paid["order_count"], json!(1));
     assert_eq!(paid["carried_over_minor"], json!(carry));
     assert_eq!(paid["net_payout_minor"], json!(10_000_000 - 70_000 + carry - 250_000));
-    let list = server
-        .call(Method::GET, "/v1/settlements", Some(&merchant.api_key), None)
-        .await;
+    let list = server.get("/v1/settlements", &merchant.api_key).await;
     assert_eq!(list.body["meta"]["total"], json!(2));
     let verify = server.verify().await;
     assert_eq!(verify["balanced"], json!(true), "{verify}");
@@ -245,11 +210,10 @@ async fn a_refund_failing_after_its_settlement_deducted_it_is_given_back_by_the_
         .await;
     let ref_code = paid_order(&server, &merchant, "F-1", 20_000_000).await;
     let refund = server
-        .call(
-            Method::POST,
-            &format!("/v1/orders/{ref_code}/refund"),
-            Some(&merchant.api_key),
-            Some(json!({ "amount_minor": 7_000_000, "idempotency_key": "f-r1" })),
+        .refund(
+            &merchant.api_key,
+            &ref_code,
+            json!({ "amount_minor": 7_000_000, "idempotency_key": "f-r1" }),
         )
         .await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
@@ -263,10 +227,9 @@ async fn a_refund_failing_after_its_settlement_deducted_it_is_given_back_by_the_
     // The vendor fails the refund after the settlement deducted it.
     let refund_id = refund.body["data"]["id"].as_str().unwrap();
     let failed = server
-        .call(
-            Method::POST,
+        .post(
             &format!("/v1/sandbox/refunds/{refund_id}/complete"),
-            Some(&merchant.api_key),
+            &merchant.api_key,
             Some(json!({ "status": "FAILED" })),
         )
         .await;

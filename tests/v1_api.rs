@@ -1,7 +1,7 @@
-//! The V1 skeleton: API-key
-//! auth, balance, banks, e-wallets, rate limits, envelopes for unknown routes
-//! and oversized bodies, request ids, operations endpoints and the sandbox
-//! demo merchant, against the real binary.
+//! What the server does around every V1 route, against the real binary:
+//! rate limits, envelopes for unknown routes, wrong methods and oversized
+//! bodies, request ids, the front page, operations endpoints, the sandbox
+//! demo merchant, and list queries no resource should choke on.
 
 mod support;
 
@@ -10,36 +10,6 @@ use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use support::*;
 
-const BANK_CODES: [&str; 10] = [
-    "BCA", "MANDIRI", "BNI", "BRI", "CIMB", "PERMATA", "BTN", "DANAMON", "PANIN", "MAYBANK",
-];
-
-const EWALLET_CODES: [&str; 7] = ["GOPAY", "GOPAYDRIVER", "OVO", "SHOPEEPAY", "LINKAJA", "DANA", "KASPRO"];
-
-/// `GET /v1/banks` as (short_code, id) pairs sorted by code, checking each record's shape.
-async fn bank_ids(server: &TestServer, api_key: &str) -> Vec<(String, String)> {
-    let reply = server.call(Method::GET, "/v1/banks", Some(api_key), None).await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert_eq!(reply.body["success"], json!(true));
-    let mut pairs: Vec<(String, String)> = reply.body["data"]
-        .as_array()
-        .expect("data array")
-        .iter()
-        .map(|bank| {
-            assert_eq!(sorted_keys(bank), strings(&["id", "is_enabled", "name", "short_code"]));
-            assert!(is_uuid(&bank["id"]), "{bank}");
-            assert!(bank["name"].as_str().is_some_and(|n| !n.is_empty()), "{bank}");
-            assert_eq!(bank["is_enabled"], json!(true), "{bank}");
-            (
-                bank["short_code"].as_str().unwrap().to_string(),
-                bank["id"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    pairs.sort();
-    pairs
-}
-
 fn demo_credentials(server: &TestServer) -> Value {
     let text =
         std::fs::read_to_string(server.data_dir.join("demo-credentials.json")).expect("demo-credentials.json readable");
@@ -47,179 +17,13 @@ fn demo_credentials(server: &TestServer) -> Value {
 }
 
 #[tokio::test]
-async fn missing_api_key_is_401_unauthorized() {
-    let server = TestServer::start();
-    for path in ["/v1/balance", "/v1/banks", "/v1/ewallets"] {
-        let reply = server.call(Method::GET, path, None, None).await;
-        assert_v1_error(&reply, 401, "UNAUTHORIZED");
-        assert_eq!(sorted_keys(&reply.body), strings(&["error", "success"]));
-    }
-    // An empty key is no key.
-    let reply = server.call(Method::GET, "/v1/balance", Some(""), None).await;
-    assert_v1_error(&reply, 401, "UNAUTHORIZED");
-}
-
-#[tokio::test]
-async fn unknown_api_key_is_401_invalid_api_key() {
-    let server = TestServer::start();
-    let unknown = "ab".repeat(32);
-    for path in ["/v1/balance", "/v1/banks", "/v1/ewallets"] {
-        let reply = server.call(Method::GET, path, Some(&unknown), None).await;
-        assert_v1_error(&reply, 401, "INVALID_API_KEY");
-    }
-    let reply = server
-        .call(Method::GET, "/v1/balance", Some("not-even-hex"), None)
-        .await;
-    assert_v1_error(&reply, 401, "INVALID_API_KEY");
-}
-
-#[tokio::test]
-async fn api_key_query_parameter_works_like_the_header() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
-    server.credit(&merchant.id, 777).await;
-    let reply = server
-        .call(
-            Method::GET,
-            &format!("/v1/balance?api_key={}", merchant.api_key),
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert_eq!(reply.body["data"]["merchant_id"], json!(merchant.id));
-    assert_eq!(reply.body["data"]["balance_minor"], json!(777));
-
-    let reply = server
-        .call(
-            Method::GET,
-            &format!("/v1/balance?api_key={}", "cd".repeat(32)),
-            None,
-            None,
-        )
-        .await;
-    assert_v1_error(&reply, 401, "INVALID_API_KEY");
-}
-
-#[tokio::test]
-async fn wallet_balance_is_exactly_merchant_id_balance_minor_and_currency() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
-    let reply = server
-        .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert_eq!(sorted_keys(&reply.body), strings(&["data", "success"]));
-    assert_eq!(reply.body["success"], json!(true));
-    assert_eq!(
-        reply.body["data"],
-        json!({ "merchant_id": merchant.id, "balance_minor": 0, "currency": "IDR" })
-    );
-
-    server.credit(&merchant.id, 1_500_000).await;
-    let reply = server
-        .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert_eq!(
-        sorted_keys(&reply.body["data"]),
-        strings(&["balance_minor", "currency", "merchant_id"])
-    );
-    assert_eq!(
-        reply.body["data"],
-        json!({ "merchant_id": merchant.id, "balance_minor": 1_500_000, "currency": "IDR" })
-    );
-}
-
-#[tokio::test]
-async fn manual_merchant_balance_is_403_not_wallet_merchant() {
-    let server = TestServer::start();
-    let merchant = server.create_merchant_with("MANUAL", json!({})).await;
-    let reply = server
-        .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
-        .await;
-    assert_v1_error(&reply, 403, "NOT_WALLET_MERCHANT");
-}
-
-#[tokio::test]
-async fn banks_lists_exactly_the_ten_seeded_banks_with_their_fields() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
-    let banks = bank_ids(&server, &merchant.api_key).await;
-    let codes: Vec<&str> = banks.iter().map(|(code, _)| code.as_str()).collect();
-    let mut expected = BANK_CODES.to_vec();
-    expected.sort();
-    assert_eq!(codes, expected);
-    let mut ids: Vec<&str> = banks.iter().map(|(_, id)| id.as_str()).collect();
-    ids.sort();
-    ids.dedup();
-    assert_eq!(ids.len(), 10, "bank ids must be distinct");
-}
-
-#[tokio::test]
-async fn bank_ids_are_stable_across_restarts_and_servers() {
-    let mut first = TestServer::start();
-    let merchant = first.create_wallet_merchant().await;
-    let before = bank_ids(&first, &merchant.api_key).await;
-    assert_eq!(before.len(), 10);
-
-    first.stop();
-    first.restart();
-    assert_eq!(bank_ids(&first, &merchant.api_key).await, before);
-
-    let second = TestServer::start();
-    let other = second.create_wallet_merchant().await;
-    assert_eq!(bank_ids(&second, &other.api_key).await, before);
-}
-
-#[tokio::test]
-async fn ewallets_lists_the_seven_seeded_ewallets_sorted_by_sort_order() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
-    let reply = server
-        .call(Method::GET, "/v1/ewallets", Some(&merchant.api_key), None)
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert_eq!(reply.body["success"], json!(true));
-    let list = reply.body["data"].as_array().expect("data array");
-    assert_eq!(list.len(), 7, "{}", reply.body);
-    for ewallet in list {
-        assert_eq!(
-            sorted_keys(ewallet),
-            strings(&["id", "is_enabled", "logo_url", "name", "short_code", "sort_order"])
-        );
-        assert!(is_uuid(&ewallet["id"]), "{ewallet}");
-        assert!(ewallet["name"].as_str().is_some_and(|n| !n.is_empty()), "{ewallet}");
-        assert!(
-            ewallet["logo_url"]
-                .as_str()
-                .is_some_and(|u| u.starts_with("https://") || u.starts_with("http://")),
-            "{ewallet}"
-        );
-        assert_eq!(ewallet["is_enabled"], json!(true), "{ewallet}");
-        assert!(ewallet["sort_order"].is_i64(), "{ewallet}");
-    }
-    let mut codes: Vec<&str> = list.iter().map(|e| e["short_code"].as_str().unwrap()).collect();
-    let orders: Vec<i64> = list.iter().map(|e| e["sort_order"].as_i64().unwrap()).collect();
-    assert!(
-        orders.windows(2).all(|pair| pair[0] <= pair[1]),
-        "not sorted by sort_order: {orders:?}"
-    );
-    codes.sort();
-    let mut expected = EWALLET_CODES.to_vec();
-    expected.sort();
-    assert_eq!(codes, expected);
-}
-
-#[tokio::test]
 async fn third_quick_request_over_a_burst_of_two_is_429_with_retry_after() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
     let reply = server
-        .admin(
-            Method::PATCH,
-            &format!("/admin/v1/merchants/{}", merchant.id),
-            Some(json!({ "limits": { "rate_limit_per_second": 1, "rate_limit_burst": 2 } })),
+        .patch_merchant(
+            &merchant.id,
+            json!({ "limits": { "rate_limit_per_second": 1, "rate_limit_burst": 2 } }),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
@@ -232,11 +36,7 @@ async fn third_quick_request_over_a_burst_of_two_is_429_with_retry_after() {
         let started = std::time::Instant::now();
         let mut replies = Vec::new();
         for _ in 0..3 {
-            replies.push(
-                server
-                    .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
-                    .await,
-            );
+            replies.push(server.get("/v1/balance", &merchant.api_key).await);
         }
         if started.elapsed() < std::time::Duration::from_millis(800) || attempts == 3 {
             for reply in &replies[..2] {
@@ -267,7 +67,7 @@ async fn unknown_route_is_404_not_found_envelope() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
     for path in ["/v1/nothing-here", "/v2/balance", "/v1"] {
-        let reply = server.call(Method::GET, path, Some(&merchant.api_key), None).await;
+        let reply = server.get(path, &merchant.api_key).await;
         assert_v1_error(&reply, 404, "NOT_FOUND");
         assert_eq!(sorted_keys(&reply.body), strings(&["error", "success"]));
     }
@@ -280,7 +80,7 @@ async fn the_front_page_links_the_docs_dashboard_document_and_health() {
     let server = TestServer::start();
     let page = server
         .client
-        .get(format!("{}/", server.base))
+        .get(server.url("/"))
         .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
         .send()
         .await
@@ -302,7 +102,7 @@ async fn the_front_page_links_the_docs_dashboard_document_and_health() {
 
     let reply = server
         .client
-        .get(format!("{}/", server.base))
+        .get(server.url("/"))
         .header("accept", "application/json")
         .send()
         .await
@@ -321,12 +121,7 @@ async fn the_front_page_links_the_docs_dashboard_document_and_health() {
     );
     // Every link answers.
     for path in ["/docs", "/openapi.json", "/healthz"] {
-        let reply = server
-            .client
-            .get(format!("{}{path}", server.base))
-            .send()
-            .await
-            .unwrap();
+        let reply = server.client.get(server.url(path)).send().await.unwrap();
         assert_eq!(reply.status(), StatusCode::OK, "{path}");
     }
 }
@@ -370,9 +165,7 @@ async fn every_response_carries_an_x_request_id() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
     let replies = [
-        server
-            .call(Method::GET, "/v1/balance", Some(&merchant.api_key), None)
-            .await,
+        server.get("/v1/balance", &merchant.api_key).await,
         server.call(Method::GET, "/v1/balance", None, None).await,
         server.call(Method::GET, "/v1/no-such-route", None, None).await,
         server.call(Method::GET, "/healthz", None, None).await,
@@ -402,7 +195,7 @@ async fn client_sent_x_request_id_is_echoed_back() {
     for path in ["/v1/balance", "/healthz", "/v1/no-such-route"] {
         let response = server
             .client
-            .get(format!("{}{path}", server.base))
+            .get(server.url(path))
             .header("X-Request-Id", "trace-me-12345")
             .send()
             .await
@@ -433,18 +226,13 @@ async fn metrics_exposes_journal_syncs_and_http_request_counts() {
         let method = reqwest::Method::from_bytes(invented.as_bytes()).unwrap();
         let reply = server
             .client
-            .request(method, format!("{}/healthz", server.base))
+            .request(method, server.url("/healthz"))
             .send()
             .await
             .unwrap();
         assert_eq!(reply.status(), StatusCode::METHOD_NOT_ALLOWED);
     }
-    let response = server
-        .client
-        .get(format!("{}/metrics", server.base))
-        .send()
-        .await
-        .unwrap();
+    let response = server.client.get(server.url("/metrics")).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let text = response.text().await.unwrap();
     let syncs = text
@@ -485,7 +273,7 @@ async fn sandbox_demo_merchant_credentials_are_private_and_work() {
 
     let credentials = demo_credentials(&server);
     let api_key = credentials["api_key"].as_str().expect("api_key");
-    let reply = server.call(Method::GET, "/v1/balance", Some(api_key), None).await;
+    let reply = server.get("/v1/balance", api_key).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(reply.body["data"]["merchant_id"], credentials["merchant_id"]);
     assert_eq!(reply.body["data"]["currency"], json!("IDR"));
@@ -533,12 +321,7 @@ async fn an_inverted_created_range_is_an_empty_page_and_harms_nothing() {
     let inverted = "created_from=2027-01-01T00:00:00Z&created_to=2026-01-01T00:00:00Z";
     for round in 0..2 {
         let order = server
-            .call(
-                Method::POST,
-                "/v1/orders",
-                Some(&merchant.api_key),
-                Some(json!({ "merchant_order_id": format!("INV-{round}"), "amount_minor": 100_000, "payment_method": "QRIS" })),
-            )
+            .post("/v1/orders", &merchant.api_key, Some(json!({ "merchant_order_id": format!("INV-{round}"), "amount_minor": 100_000, "payment_method": "QRIS" })))
             .await;
         assert_eq!(order.status, StatusCode::CREATED, "{}", order.body);
         let disbursement = server
@@ -559,22 +342,13 @@ async fn an_inverted_created_range_is_an_empty_page_and_harms_nothing() {
             "/v1/settlements",
             "/v1/webhooks/deliveries",
         ] {
-            let reply = server
-                .call(
-                    Method::GET,
-                    &format!("{list}?{inverted}"),
-                    Some(&merchant.api_key),
-                    None,
-                )
-                .await;
+            let reply = server.get(&format!("{list}?{inverted}"), &merchant.api_key).await;
             assert_eq!(reply.status, StatusCode::OK, "{list}: {}", reply.body);
             assert_eq!(reply.body["data"], json!([]), "{list}");
             assert_eq!(reply.body["meta"]["total"], json!(0), "{list}");
         }
     }
-    let all = server
-        .call(Method::GET, "/v1/orders", Some(&merchant.api_key), None)
-        .await;
+    let all = server.get("/v1/orders", &merchant.api_key).await;
     assert_eq!(all.body["meta"]["total"], json!(2));
     let verify = server.verify().await;
     assert_eq!(verify["balanced"], json!(true), "{verify}");

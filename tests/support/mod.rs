@@ -4,7 +4,10 @@
 
 pub mod browser;
 pub mod cluster;
+pub mod disbursements;
+pub mod legacy;
 pub mod openapi;
+pub mod table;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -231,6 +234,11 @@ impl TestServer {
         self.base = base;
     }
 
+    /// The server's URL for `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
     /// Sends a request; `api_key` goes in `X-API-Key`, `body` as JSON.
     pub async fn call(&self, method: Method, path: &str, api_key: Option<&str>, body: Option<Value>) -> Reply {
         let mut request = self.client.request(method.clone(), format!("{}{}", self.base, path));
@@ -243,6 +251,21 @@ impl TestServer {
         reply_to(Some(&method), request.send().await.expect("request sent")).await
     }
 
+    /// `GET path` as the merchant whose key is `api_key`.
+    pub async fn get(&self, path: &str, api_key: &str) -> Reply {
+        self.call(Method::GET, path, Some(api_key), None).await
+    }
+
+    /// `POST path` as the merchant whose key is `api_key`, `body` as JSON.
+    pub async fn post(&self, path: &str, api_key: &str, body: Option<Value>) -> Reply {
+        self.call(Method::POST, path, Some(api_key), body).await
+    }
+
+    /// `DELETE path` as the merchant whose key is `api_key`.
+    pub async fn delete(&self, path: &str, api_key: &str) -> Reply {
+        self.call(Method::DELETE, path, Some(api_key), None).await
+    }
+
     /// Sends an admin request with the bearer token.
     pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
         let mut request = self
@@ -253,6 +276,32 @@ impl TestServer {
             request = request.json(&body);
         }
         reply_to(Some(&method), request.send().await.expect("request sent")).await
+    }
+
+    /// `PATCH /admin/v1/merchants/{id}` with `body`.
+    pub async fn patch_merchant(&self, id: &str, body: Value) -> Reply {
+        self.admin(Method::PATCH, &format!("/admin/v1/merchants/{id}"), Some(body))
+            .await
+    }
+
+    /// Turns the bank `code` on or off for disbursements (`PUT /admin/v1/banks/{code}`).
+    pub async fn set_bank_enabled(&self, code: &str, enabled: bool) -> Reply {
+        let body = json!({ "is_enabled": enabled });
+        self.admin(Method::PUT, &format!("/admin/v1/banks/{code}"), Some(body))
+            .await
+    }
+
+    /// Turns the e-wallet `code` on or off (`PUT /admin/v1/ewallets/{code}`).
+    pub async fn set_ewallet_enabled(&self, code: &str, enabled: bool) -> Reply {
+        let body = json!({ "is_enabled": enabled });
+        self.admin(Method::PUT, &format!("/admin/v1/ewallets/{code}"), Some(body))
+            .await
+    }
+
+    /// `POST /v1/orders/{ref_code}/refund` with `body` as the merchant whose key is `api_key`.
+    pub async fn refund(&self, api_key: &str, ref_code: &str, body: Value) -> Reply {
+        self.post(&format!("/v1/orders/{ref_code}/refund"), api_key, Some(body))
+            .await
     }
 
     /// Creates a merchant of `settlement_type` with any extra fields.
@@ -278,6 +327,25 @@ impl TestServer {
     /// Creates a WALLET merchant with default settings.
     pub async fn create_wallet_merchant(&self) -> TestMerchant {
         self.create_merchant_with("WALLET", json!({})).await
+    }
+
+    /// Creates an organization named `name`; returns its id.
+    pub async fn create_organization(&self, name: &str) -> String {
+        let reply = self
+            .admin(Method::POST, "/admin/v1/organizations", Some(json!({ "name": name })))
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        assert_eq!(reply.body["data"]["name"], json!(name));
+        reply.body["data"]["id"].as_str().unwrap().to_string()
+    }
+
+    /// A new organization named `name` with one WALLET merchant in it.
+    pub async fn merchant_in_new_organization(&self, name: &str) -> (String, TestMerchant) {
+        let organization = self.create_organization(name).await;
+        let merchant = self
+            .create_merchant_with("WALLET", json!({ "organization_id": organization }))
+            .await;
+        (organization, merchant)
     }
 
     /// Credits a merchant's wallet through the admin API; returns the new balance.
@@ -425,4 +493,13 @@ pub fn strings(names: &[&str]) -> Vec<String> {
     let mut names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     names.sort();
     names
+}
+
+/// `sha256=<lowercase hex HMAC-SHA256(secret, body)>`: the optional
+/// `X-Signature` of a V1 request.
+pub fn hmac_signature(secret: &str, body: &[u8]) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }

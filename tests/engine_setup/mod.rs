@@ -1,0 +1,81 @@
+//! What the engine-level tests share: a WALLET merchant made and funded
+//! through the engine, a BANK disbursement request, and the end of a
+//! property case (a balanced ledger, then a clean shutdown).
+#![allow(dead_code)]
+
+use paygate_engine::disbursements::NewDisbursement;
+use paygate_engine::domain::{LimitsPatch, MerchantRecord, SettlementType};
+use paygate_engine::{Engine, MinorUnits, NewMerchant};
+use proptest::prelude::*;
+use std::future::Future;
+use std::path::Path;
+
+/// A WALLET merchant named `name` with `limits` over the defaults; with
+/// `funding`, its wallet credited that much.
+pub async fn wallet_merchant(engine: &Engine, name: &str, limits: LimitsPatch, funding: Option<i64>) -> MerchantRecord {
+    let (merchant, _) = engine
+        .merchants()
+        .create_merchant(NewMerchant {
+            name: name.into(),
+            settlement_type: Some(SettlementType::Wallet),
+            limits,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    if let Some(funding) = funding {
+        engine
+            .merchants()
+            .credit_wallet(merchant.id, MinorUnits::new(funding), "fund", None)
+            .await
+            .unwrap();
+    }
+    merchant
+}
+
+/// A BANK disbursement of `amount` to BCA 1234567890 (Budi).
+pub fn bank_request(idempotency_key: String, amount: i64) -> NewDisbursement {
+    NewDisbursement {
+        idempotency_key: Some(idempotency_key),
+        channel: Some("BANK".into()),
+        bank_short_code: Some("BCA".into()),
+        account_number: Some("1234567890".into()),
+        account_name: Some("Budi".into()),
+        amount_minor: Some(amount),
+        ..Default::default()
+    }
+}
+
+/// Stops `engine` on `data_dir` the way a model's restart `kind` says:
+/// 0 a clean shutdown, 1 a halt without checkpoint, 2 that halt with the
+/// state directory removed too, so the journal alone must rebuild it (test
+/// journals stay in one segment). The caller opens the engine again.
+pub async fn stop_for_restart(engine: Engine, kind: u8, data_dir: &Path) {
+    if kind == 0 {
+        engine.shutdown().await;
+    } else {
+        engine.halt_without_checkpoint().await;
+    }
+    drop(engine);
+    if kind == 2 {
+        std::fs::remove_dir_all(data_dir.join("state")).unwrap();
+    }
+}
+
+/// The end of a property case: the ledger balances, and the engine stops.
+pub async fn finish(engine: Engine) -> Result<(), TestCaseError> {
+    let report = engine.merchants().verify_ledger().await.unwrap();
+    prop_assert!(report.balanced, "{:?}", report.problems);
+    engine.shutdown().await;
+    Ok(())
+}
+
+/// Runs one property case on a runtime of its own with two workers.
+pub fn on_two_workers(case: impl Future<Output = Result<(), TestCaseError>>) -> Result<(), TestCaseError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(case)
+}
