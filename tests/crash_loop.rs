@@ -30,7 +30,12 @@ struct Receiver {
 }
 
 async fn receive(State(receiver): State<Arc<Receiver>>, body: Bytes) -> AxumStatus {
-    if receiver.requests.fetch_add(1, Ordering::Relaxed) % 4 == 3 {
+    // One request in four fails, picked by a multiplicative hash of the
+    // request's number rather than every fourth: a strict period lines up
+    // with the dispatcher's retry order, so the same event could take every
+    // failure until its retries run out.
+    let request = receiver.requests.fetch_add(1, Ordering::Relaxed);
+    if request.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62 == 3 {
         return AxumStatus::INTERNAL_SERVER_ERROR;
     }
     if let Ok(event) = serde_json::from_slice::<Value>(&body) {
@@ -259,7 +264,10 @@ async fn twenty_sigkill_cycles_under_mixed_load_lose_nothing_and_deliver_every_e
         "the load did work"
     );
     let mut wanted: HashSet<(String, String)> = HashSet::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // A liveness bound, not a speed target: on two shared cores the last
+    // retries of a few events can take most of a minute (each failed attempt
+    // waits longer), so an event is "never delivered" only past two.
+    let deadline = Instant::now() + Duration::from_secs(120);
     for id in &seen.disbursements {
         let status = loop {
             let reply = get(&server, &merchant.api_key, &format!("/v1/disbursements/{id}")).await;
