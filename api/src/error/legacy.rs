@@ -2,7 +2,7 @@
 //! status equal to `code`, built from the one error table.
 
 use super::classify;
-use super::table::{self, legacy_messages, ErrorKind};
+use super::table::{self, ErrorKind};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -24,9 +24,10 @@ impl LegacyError {
     /// 500; the cause is logged, never sent.
     pub fn internal(cause: impl std::fmt::Display) -> LegacyError {
         tracing::error!(%cause, "internal error (legacy)");
+        let (status, message) = table::INTERNAL_LEGACY;
         LegacyError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: legacy_messages::INTERNAL,
+            status: table::status(status),
+            message,
         }
     }
 }

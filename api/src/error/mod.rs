@@ -72,9 +72,10 @@ impl V1Error {
     /// 500 `INTERNAL`; the cause is logged, never sent.
     pub fn internal(cause: impl std::fmt::Display) -> V1Error {
         tracing::error!(%cause, "internal error");
+        let (status, code) = table::INTERNAL_V1;
         V1Error {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: "INTERNAL",
+            status: table::status(status),
+            code,
             message: "internal error".to_owned(),
             data: None,
             retry_after_seconds: None,

@@ -120,9 +120,8 @@ pub async fn list_disbursements(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery<DisbursementStatusName>,
 ) -> Result<Response, V1Error> {
-    let status = query.status_as(DisbursementStatus::parse, "a disbursement status")?;
     let filter = DisbursementFilter {
-        status,
+        status: query.status,
         created_from_ms: query.created_from_ms,
         created_to_ms: query.created_to_ms,
     };

@@ -11,7 +11,7 @@ use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use paygate_engine::domain::{OrderStatus, RefundStatus};
+use paygate_engine::domain::RefundStatus;
 use paygate_engine::orders::{Creation, NewOrder, NewRefund, OrderFilter};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -149,9 +149,8 @@ pub async fn list_orders(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery<OrderStatusName>,
 ) -> Result<Page<OrderView>, V1Error> {
-    let status = query.status_as(OrderStatus::parse, "an order status")?;
     let filter = OrderFilter {
-        status,
+        status: query.status,
         created_from_ms: query.created_from_ms,
         created_to_ms: query.created_to_ms,
     };

@@ -11,46 +11,46 @@ pub const PAGE_LIMIT_MAX: usize = 50;
 /// Page size when none is asked for.
 pub const PAGE_LIMIT_DEFAULT: usize = 10;
 
-/// The statuses a list route filters by, named in its document entry.
+/// The statuses a list route filters by: how `status` is read, and the
+/// names its document entry lists.
 pub trait StatusNames {
+    /// What a `status` is read as.
+    type Status;
+    /// What a status is, for the refusal "status: not {WHAT}".
+    const WHAT: &'static str;
     /// Every status, as the API spells it.
     fn names() -> Vec<&'static str>;
+    /// The status `raw` names, if any.
+    fn parse(raw: &str) -> Option<Self::Status>;
 }
 
-/// A list route without a status filter of its own.
+/// A list route without a status filter of its own: any `status` is
+/// taken and ignored.
 pub struct AnyStatus;
 
 impl StatusNames for AnyStatus {
+    type Status = ();
+    const WHAT: &'static str = "a status";
     fn names() -> Vec<&'static str> {
         Vec::new()
+    }
+    fn parse(_: &str) -> Option<()> {
+        Some(())
     }
 }
 
 /// A validated list query of a route whose statuses are `N`'s.
-#[derive(Debug, Clone)]
-pub struct ListQuery<N = AnyStatus> {
+pub struct ListQuery<N: StatusNames = AnyStatus> {
     /// 1-based.
     pub page: usize,
     /// 1..=50.
     pub limit: usize,
-    /// Raw status filter, checked by the resource.
-    pub status: Option<String>,
+    /// Only this status.
+    pub status: Option<N::Status>,
     /// Created at or after, Unix ms.
     pub created_from_ms: Option<i64>,
     /// Created at or before, Unix ms.
     pub created_to_ms: Option<i64>,
-    names: std::marker::PhantomData<fn() -> N>,
-}
-
-impl<N> ListQuery<N> {
-    /// The `status` filter read by the resource's `parse`; 400
-    /// `INVALID_QUERY` "status: not {what}" for any other value.
-    pub fn status_as<T>(&self, parse: impl Fn(&str) -> Option<T>, what: &str) -> Result<Option<T>, V1Error> {
-        self.status
-            .as_deref()
-            .map(|raw| parse(raw).ok_or_else(|| V1Error::invalid_query(format!("status: not {what}"))))
-            .transpose()
-    }
 }
 
 pub(crate) fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, V1Error> {
@@ -81,7 +81,7 @@ pub(crate) fn instant(query: &HashMap<String, String>, name: &str) -> Result<Opt
     }
 }
 
-impl<S: Send + Sync, N> FromRequestParts<S> for ListQuery<N> {
+impl<S: Send + Sync, N: StatusNames> FromRequestParts<S> for ListQuery<N> {
     type Rejection = V1Error;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, V1Error> {
@@ -91,10 +91,12 @@ impl<S: Send + Sync, N> FromRequestParts<S> for ListQuery<N> {
         Ok(ListQuery {
             page: positive(&query, "page", 1)?,
             limit: positive(&query, "limit", PAGE_LIMIT_DEFAULT)?.min(PAGE_LIMIT_MAX),
-            status: query.get("status").cloned(),
             created_from_ms: instant(&query, "created_from")?,
             created_to_ms: instant(&query, "created_to")?,
-            names: std::marker::PhantomData,
+            status: query
+                .get("status")
+                .map(|raw| N::parse(raw).ok_or_else(|| V1Error::invalid_query(format!("status: not {}", N::WHAT))))
+                .transpose()?,
         })
     }
 }
@@ -159,20 +161,35 @@ fn status_schema(names: Vec<&'static str>) -> utoipa::openapi::schema::Object {
 }
 
 impl StatusNames for crate::openapi::names::OrderStatusName {
+    type Status = paygate_engine::domain::OrderStatus;
+    const WHAT: &'static str = "an order status";
     fn names() -> Vec<&'static str> {
         Self::values()
+    }
+    fn parse(raw: &str) -> Option<Self::Status> {
+        Self::Status::parse(raw)
     }
 }
 
 impl StatusNames for crate::openapi::names::DisbursementStatusName {
+    type Status = paygate_engine::domain::DisbursementStatus;
+    const WHAT: &'static str = "a disbursement status";
     fn names() -> Vec<&'static str> {
         Self::values()
+    }
+    fn parse(raw: &str) -> Option<Self::Status> {
+        Self::Status::parse(raw)
     }
 }
 
 impl StatusNames for crate::openapi::names::SettlementStatusName {
+    type Status = paygate_engine::domain::SettlementStatus;
+    const WHAT: &'static str = "a settlement status";
     fn names() -> Vec<&'static str> {
         Self::values()
+    }
+    fn parse(raw: &str) -> Option<Self::Status> {
+        Self::Status::parse(raw)
     }
 }
 

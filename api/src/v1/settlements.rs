@@ -8,7 +8,6 @@ use crate::openapi::names::SettlementStatusName;
 use crate::wire::{settlement_view, Data, DataBody, Page, PageBody, SettlementView};
 use crate::AppState;
 use axum::extract::{Path, State};
-use paygate_engine::domain::SettlementStatus;
 use paygate_engine::settlements::SettlementFilter;
 use uuid::Uuid;
 
@@ -22,9 +21,8 @@ pub async fn list_settlements(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery<SettlementStatusName>,
 ) -> Result<Page<SettlementView>, V1Error> {
-    let status = query.status_as(SettlementStatus::parse, "a settlement status")?;
     let filter = SettlementFilter {
-        status,
+        status: query.status,
         created_from_ms: query.created_from_ms,
         created_to_ms: query.created_to_ms,
     };

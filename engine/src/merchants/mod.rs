@@ -74,7 +74,7 @@ impl Merchants {
 impl Merchants {
     /// A merchant by id.
     pub fn merchant(&self, merchant_id: Uuid) -> Option<Arc<MerchantRecord>> {
-        self.core.store().directory().get(&merchant_id)
+        self.core.merchant(merchant_id)
     }
 
     /// The merchant an API key belongs to, checked in constant time.
@@ -91,7 +91,7 @@ impl Merchants {
 
     /// Every merchant id.
     pub fn merchant_ids(&self) -> Vec<Uuid> {
-        self.core.store().directory().ids()
+        self.core.merchant_ids()
     }
 
     /// Creates a merchant and returns it with its credentials (shown once).
