@@ -97,15 +97,9 @@ fn requests(items: &[Item]) -> Vec<Result<NewDisbursement, EngineError>> {
     items
         .iter()
         .map(|item| match item {
-            Item::Bank { key, amount } => Ok(NewDisbursement {
-                idempotency_key: Some(format!("item-{key}")),
-                channel: Some("BANK".into()),
-                bank_short_code: Some("BCA".into()),
-                account_number: Some("1234567890".into()),
-                account_name: Some("Budi".into()),
-                amount_minor: Some(*amount),
-                ..Default::default()
-            }),
+            Item::Bank { key, amount } => {
+                NewDisbursement::to_bank(format!("item-{key}"), "BCA", "1234567890", "Budi", *amount)
+            }
             Item::Unreadable => Err(EngineError::invalid("item", "must be a JSON object")),
         })
         .collect()
@@ -132,7 +126,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                 let before = engine.merchants().wallet_balance(id).await.unwrap().get();
                 let answer: BatchAnswer = engine
                     .disbursements()
-                    .create_disbursement_batch(id, format!("batch-{key}"), requests(&items))
+                    .create_disbursement_batch(id, engine_setup::batch_key(format!("batch-{key}")), requests(&items))
                     .await
                     .map_err(|e| TestCaseError::fail(format!("batch refused whole: {e}")))?;
                 let after = engine.merchants().wallet_balance(id).await.unwrap().get();

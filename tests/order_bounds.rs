@@ -9,7 +9,7 @@ mod engine_setup;
 
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::{LimitsPatch, OrderStatus};
-use paygate_engine::orders::{NewOrder, NewRefund};
+use paygate_engine::orders::NewOrder;
 use paygate_engine::{Engine, EngineConfig, EngineError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,11 +57,7 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
     );
     // A refund the vendor has not answered holds its order's actor.
     for (n, paid) in orders[..2].iter().enumerate() {
-        let refund = NewRefund {
-            amount_minor: Some(100_000),
-            idempotency_key: Some(format!("bounded-refund-{n}")),
-            ..Default::default()
-        };
+        let refund = engine_setup::refund_request(format!("bounded-refund-{n}"), 100_000);
         engine
             .orders()
             .create_refund(merchant.id, &paid.ref_code, refund)
@@ -114,11 +110,7 @@ async fn refunds_right_after_payment_all_settle_and_no_actor_stays() {
         let engine = engine.clone();
         async move {
             engine.orders().pay_order(order, None).await.unwrap();
-            let refund = NewRefund {
-                amount_minor: Some(1_000),
-                idempotency_key: Some(format!("right-after-{n}")),
-                ..Default::default()
-            };
+            let refund = engine_setup::refund_request(format!("right-after-{n}"), 1_000);
             engine
                 .orders()
                 .create_refund(merchant.id, &order.ref_code, refund)

@@ -14,7 +14,7 @@ use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::{LimitsPatch, OrderStatus, RefundStatus};
 use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
-use paygate_engine::orders::{NewOrder, NewRefund};
+use paygate_engine::orders::NewOrder;
 use paygate_engine::{Engine, EngineConfig, EngineError};
 use proptest::prelude::*;
 use std::path::Path;
@@ -164,11 +164,7 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
             Op::Refund { pick, amount, key } if !orders.is_empty() => {
                 let index = pick % orders.len();
                 let target = orders[index].clone();
-                let new = NewRefund {
-                    amount_minor: Some(amount),
-                    idempotency_key: Some(format!("rk-{key}")),
-                    ..Default::default()
-                };
+                let new = engine_setup::refund_request(format!("rk-{key}"), amount);
                 let result = engine.orders().create_refund(id, &target.ref_code, new).await;
                 if let Some(existing) = refunds.iter().find(|r| r.key == key) {
                     match result {

@@ -3,7 +3,8 @@
 //!
 //! - `v1`: merchant API (`/v1/`). `legacy`: the Legacy API (`/api/`).
 //!   `admin`: operator API (`/admin/v1/`).
-//! - `extract`: JSON body, API key and admin token extractors.
+//! - `extract`: JSON body, API key and admin token extractors. `commands`:
+//!   bodies' account fields read into the engine's typed accounts.
 //! - `error`: the V1 envelope and the engine-error mapping table.
 //! - `wire`: JSON views and success envelopes. `ratelimit`: per-key limits.
 //! - `callbacks`: signed payment-vendor callbacks. `webhooks`: the dispatcher.
@@ -15,6 +16,7 @@
 pub mod admin;
 pub mod callbacks;
 pub mod cluster;
+pub mod commands;
 pub mod error;
 pub mod extract;
 pub mod guard;

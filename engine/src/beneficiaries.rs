@@ -2,35 +2,62 @@
 //! validation, verification by the vendor's account inquiry, list, soft delete.
 
 use crate::actors::{BeneficiaryChange, MerchantMsg};
-use crate::destinations::present;
 use crate::disbursements::context::bounded;
 use crate::disbursements::Disbursements;
 use crate::domain::{Beneficiary, VerificationStatus};
 use crate::error::EngineError;
+use crate::input::{AccountNumber, CatalogCode, EwalletPhone, HolderName};
 use crate::limits;
 use crate::vendor::AccountCheck;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// A beneficiary as a caller describes it, before validation.
-#[derive(Clone, Debug, Default)]
+/// A beneficiary a caller asks to save, every value already checked
+/// (`input`); the catalog is checked at creation.
+#[derive(Clone, Debug)]
 pub struct NewBeneficiary {
-    /// `BANK` or `EWALLET`.
-    pub channel: Option<String>,
-    /// Friendly name.
-    pub label: Option<String>,
-    /// BANK: required.
-    pub bank_short_code: Option<String>,
-    /// BANK: required.
-    pub account_number: Option<String>,
-    /// BANK: optional.
-    pub account_name: Option<String>,
-    /// EWALLET: required.
-    pub ewallet_provider: Option<String>,
-    /// EWALLET: required.
-    pub ewallet_phone: Option<String>,
+    /// The account.
+    pub account: SavedAccount,
+    /// Friendly name, at most `NAME_CHARS_MAX` characters.
+    pub label: Option<Label>,
     /// Becomes the merchant's default.
     pub is_default: bool,
+}
+
+/// The account a beneficiary saves.
+#[derive(Clone, Debug)]
+pub enum SavedAccount {
+    /// A bank account; the holder's name is optional (the vendor's account
+    /// inquiry may supply it).
+    Bank {
+        /// A bank of the catalog.
+        bank_short_code: CatalogCode,
+        /// The account.
+        account_number: AccountNumber,
+        /// The holder, when given.
+        account_name: Option<HolderName>,
+    },
+    /// An e-wallet account.
+    Ewallet {
+        /// An e-wallet of the catalog.
+        provider: CatalogCode,
+        /// The account's phone.
+        phone: EwalletPhone,
+    },
+}
+
+/// A beneficiary's label: at most `NAME_CHARS_MAX` characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label(String);
+
+impl Label {
+    /// The label, if `raw` is one.
+    pub fn parse(raw: String) -> Result<Label, EngineError> {
+        if raw.chars().count() > limits::NAME_CHARS_MAX {
+            return Err(EngineError::invalid("label", "must be at most 255 characters"));
+        }
+        Ok(Label(raw))
+    }
 }
 
 impl Disbursements {
@@ -38,40 +65,24 @@ impl Disbursements {
     pub async fn create_beneficiary(&self, merchant_id: Uuid, new: NewBeneficiary) -> Result<Beneficiary, EngineError> {
         self.core.ensure_writable()?;
         let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
-        let destination = match new.channel.as_deref() {
-            Some("BANK") => {
-                let (Some(code), Some(number)) = (present(&new.bank_short_code), present(&new.account_number)) else {
-                    return Err(EngineError::MissingBankInfo(
-                        "bank_short_code and account_number are required for BANK".into(),
-                    ));
-                };
-                // The holder's name is optional here; empty stands for "not given".
-                self.catalog()
-                    .bank_account(code, number, present(&new.account_name).unwrap_or_default())?
-            }
-            Some("EWALLET") => {
-                let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone))
-                else {
-                    return Err(EngineError::MissingEwalletInfo);
-                };
-                self.catalog().ewallet_account(code, raw_phone)?
-            }
-            Some(_) => return Err(EngineError::invalid("channel", "must be BANK or EWALLET")),
-            None => return Err(EngineError::invalid("channel", "is required")),
+        let destination = match &new.account {
+            SavedAccount::Bank {
+                bank_short_code,
+                account_number,
+                account_name,
+            } => self.catalog().bank_account(
+                bank_short_code.as_str(),
+                account_number.as_str(),
+                account_name.as_ref().map_or("", HolderName::as_str),
+            )?,
+            SavedAccount::Ewallet { provider, phone } => self.catalog().ewallet_account(provider.as_str(), phone)?,
         };
-        if new
-            .label
-            .as_deref()
-            .is_some_and(|l| l.chars().count() > limits::NAME_CHARS_MAX)
-        {
-            return Err(EngineError::invalid("label", "must be at most 255 characters"));
-        }
         let now = self.core.clock().now().timestamp_millis();
         let beneficiary = Beneficiary {
             id: Uuid::new_v4(),
             organization_id: merchant.organization_id,
             merchant_id,
-            label: new.label,
+            label: new.label.map(|label| label.0),
             destination,
             verification_status: VerificationStatus::Pending,
             verified_name: None,

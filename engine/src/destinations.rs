@@ -1,18 +1,11 @@
-//! Validation of payout accounts shared by disbursements and beneficiaries:
-//! the bank or e-wallet must exist and be enabled, the account number and
-//! phone must have their shapes (5 to 34 digits; a phone normalized to
-//! `62…`, then `^628[1-35-9][0-9]{7,10}$`).
+//! Payout accounts against the catalog, shared by disbursements and
+//! beneficiaries: the bank or e-wallet must exist and be enabled. The
+//! account's own shape (digits, a mobile number) is its `input` type's.
 
 use crate::catalog::PlatformCatalog;
-use crate::domain::disbursement::{is_valid_ewallet_phone, normalize_phone};
 use crate::domain::Destination;
 use crate::error::EngineError;
-use crate::limits;
-
-/// A field's value unless absent or blank.
-pub(crate) fn present(value: &Option<String>) -> Option<&str> {
-    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
-}
+use crate::input::EwalletPhone;
 
 impl PlatformCatalog {
     /// A bank account at an enabled bank; an empty `name` stands for "not given".
@@ -20,12 +13,6 @@ impl PlatformCatalog {
         let bank = self.bank(code).ok_or(EngineError::BankNotFound)?;
         if !bank.is_enabled {
             return Err(EngineError::BankDisabled);
-        }
-        if !(5..=34).contains(&number.len()) || !number.chars().all(|c| c.is_ascii_digit()) {
-            return Err(EngineError::invalid("account_number", "must be 5 to 34 digits"));
-        }
-        if name.chars().count() > limits::NAME_CHARS_MAX {
-            return Err(EngineError::invalid("account_name", "must be at most 255 characters"));
         }
         Ok(Destination::Bank {
             bank_short_code: bank.short_code,
@@ -35,22 +22,15 @@ impl PlatformCatalog {
         })
     }
 
-    /// An e-wallet account at an enabled e-wallet, the phone normalized.
-    pub(crate) fn ewallet_account(&self, code: &str, raw_phone: &str) -> Result<Destination, EngineError> {
+    /// An e-wallet account at an enabled e-wallet.
+    pub(crate) fn ewallet_account(&self, code: &str, phone: &EwalletPhone) -> Result<Destination, EngineError> {
         let ewallet = self.ewallet(code).ok_or(EngineError::EwalletNotFound)?;
         if !ewallet.is_enabled {
             return Err(EngineError::EwalletDisabled);
         }
-        let phone = normalize_phone(raw_phone);
-        if !is_valid_ewallet_phone(&phone) {
-            return Err(EngineError::invalid(
-                "ewallet_phone",
-                "must be an Indonesian mobile number (62 8xx...)",
-            ));
-        }
         Ok(Destination::Ewallet {
             provider: ewallet.short_code,
-            phone,
+            phone: phone.as_str().to_string(),
         })
     }
 }

@@ -63,7 +63,7 @@ pub mod signing;
 mod storage_health;
 pub mod store;
 mod timers;
-mod validation;
+pub mod input;
 pub mod vendor;
 pub mod webhooks;
 

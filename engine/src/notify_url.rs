@@ -77,7 +77,7 @@ fn names_public_host(url: &str) -> bool {
 /// allowed (sandbox), that it does not name one: a merchant's URL must
 /// not make paygate call into its own network (SSRF).
 pub(crate) fn validate_notify_url(field: &str, url: &str, allow_private: bool) -> Result<(), EngineError> {
-    crate::validation::validate_url(field, url)?;
+    crate::input::validate_url(field, url)?;
     if !allow_private && !names_public_host(url) {
         return Err(EngineError::invalid(
             field,

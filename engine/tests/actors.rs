@@ -209,15 +209,8 @@ async fn merchant_actors_forget_old_disbursements_and_still_find_them() {
         .await
         .unwrap();
     let count = paygate_engine::limits::RECENT_ENTRIES_MAX + 500;
-    let disbursement = |key: usize| NewDisbursement {
-        idempotency_key: Some(format!("k-{key}")),
-        channel: Some("BANK".into()),
-        bank_short_code: Some("BCA".into()),
-        account_number: Some("1234567890".into()),
-        account_name: Some("Budi".into()),
-        amount_minor: Some(10_000),
-        ..Default::default()
-    };
+    let disbursement =
+        |key: usize| NewDisbursement::to_bank(format!("k-{key}"), "BCA", "1234567890", "Budi", 10_000).unwrap();
     let mut tasks = Vec::new();
     for worker in 0..64 {
         let engine = engine.clone();

@@ -6,7 +6,8 @@
 use chrono::{DateTime, Utc};
 use paygate_engine::clock::ManualClock;
 use paygate_engine::domain::{SettlementBank, SettlementStatus, SettlementType};
-use paygate_engine::orders::{NewOrder, NewRefund};
+use paygate_engine::input::{IdempotencyKey, PositiveAmount};
+use paygate_engine::orders::{NewOrder, NewRefund, RefundReason};
 use paygate_engine::{Engine, EngineConfig, NewMerchant};
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,9 +61,9 @@ async fn figures_match_a_hand_computed_example_and_orders_settle_once() {
     paid_order(&engine, merchant, "B", 2_500_050, "QRIS").await;
     paid_order(&engine, merchant, "C", 5_000_000, "BANK_TRANSFER").await;
     let refund = NewRefund {
-        amount_minor: Some(1_000_000),
-        idempotency_key: Some("r1".into()),
-        ..Default::default()
+        amount: PositiveAmount::parse(1_000_000).unwrap(),
+        reason: RefundReason::parse(None, None).unwrap(),
+        idempotency_key: IdempotencyKey::parse("r1").unwrap(),
     };
     engine.orders().create_refund(merchant, &first, refund).await.unwrap();
     clock.advance_ms(60_000);

@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, LimitsPatch};
+use paygate_engine::input::IdempotencyKey;
 use paygate_engine::store::journal;
 use paygate_engine::store::record::JournalRecord;
 use paygate_engine::vendor::{
@@ -98,25 +99,23 @@ impl PayoutVendor for PanickingVendor {
 /// Every 10th is at the review threshold, every 7th (not 10th) goes to the
 /// sandbox's failing account, the rest to a good one.
 fn request(n: usize) -> NewDisbursement {
+    request_to(n, None)
+}
+
+/// `request(n)`, to `account` when one is given.
+fn request_to(n: usize, account: Option<&str>) -> NewDisbursement {
     let amount = if n % 10 == 0 {
         REVIEW_THRESHOLD
     } else {
         1_000_000 + n as i64
     };
-    let account = if n % 7 == 0 && n % 10 != 0 {
+    let account = account.unwrap_or(if n % 7 == 0 && n % 10 != 0 {
         "0000000000"
     } else {
         "1234567890"
-    };
-    NewDisbursement {
-        idempotency_key: Some(format!("handoff-{n}")),
-        channel: Some("BANK".into()),
-        bank_short_code: Some("BCA".into()),
-        account_number: Some(account.into()),
-        account_name: Some("Budi Santoso".into()),
-        amount_minor: Some(amount),
-        ..Default::default()
-    }
+    });
+    NewDisbursement::to_bank(format!("handoff-{n}"), "BCA", account, "Budi Santoso", amount)
+        .expect("a valid disbursement")
 }
 
 fn expected_status(n: usize) -> DisbursementStatus {
@@ -168,9 +167,7 @@ impl PayoutVendor for HoldingVendor {
 
 /// `request(1)` to `HELD_ACCOUNT`: its hand-over hangs until the test lets it go.
 fn held_request() -> NewDisbursement {
-    let mut held = request(1);
-    held.account_number = Some(HELD_ACCOUNT.into());
-    held
+    request_to(1, Some(HELD_ACCOUNT))
 }
 
 /// Creates `held_request()` for `merchant_id` and waits until its hand-over

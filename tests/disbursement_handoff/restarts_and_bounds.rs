@@ -120,7 +120,11 @@ async fn past_the_bound_on_open_disbursements_creation_is_busy_until_some_end() 
     ));
     let batch = engine
         .disbursements()
-        .create_disbursement_batch(merchant.id, "busy-batch".into(), vec![Ok(request(6)), Ok(request(8))])
+        .create_disbursement_batch(
+            merchant.id,
+            IdempotencyKey::parse("busy-batch").unwrap(),
+            vec![Ok(request(6)), Ok(request(8))],
+        )
         .await;
     assert!(matches!(batch, Err(EngineError::Busy)), "{batch:?}");
     assert_eq!(

@@ -5,6 +5,8 @@
 
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{LimitsPatch, MerchantRecord, SettlementType};
+use paygate_engine::input::{IdempotencyKey, PositiveAmount};
+use paygate_engine::orders::{NewRefund, RefundReason};
 use paygate_engine::{Engine, MinorUnits, NewMerchant};
 use proptest::prelude::*;
 use std::future::Future;
@@ -35,15 +37,21 @@ pub async fn wallet_merchant(engine: &Engine, name: &str, limits: LimitsPatch, f
 
 /// A BANK disbursement of `amount` to BCA 1234567890 (Budi).
 pub fn bank_request(idempotency_key: String, amount: i64) -> NewDisbursement {
-    NewDisbursement {
-        idempotency_key: Some(idempotency_key),
-        channel: Some("BANK".into()),
-        bank_short_code: Some("BCA".into()),
-        account_number: Some("1234567890".into()),
-        account_name: Some("Budi".into()),
-        amount_minor: Some(amount),
-        ..Default::default()
+    NewDisbursement::to_bank(idempotency_key, "BCA", "1234567890", "Budi", amount).expect("a valid disbursement")
+}
+
+/// A refund of `amount` under `idempotency_key`, for the default reason.
+pub fn refund_request(idempotency_key: String, amount: i64) -> NewRefund {
+    NewRefund {
+        amount: PositiveAmount::parse(amount).expect("a positive amount"),
+        reason: RefundReason::parse(None, None).expect("the default reason"),
+        idempotency_key: IdempotencyKey::parse(idempotency_key).expect("a valid key"),
     }
+}
+
+/// A batch's key, checked as the API checks it.
+pub fn batch_key(key: String) -> IdempotencyKey {
+    IdempotencyKey::parse(key).expect("a valid key")
 }
 
 /// Stops `engine` on `data_dir` the way a model's restart `kind` says:

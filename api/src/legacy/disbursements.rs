@@ -9,8 +9,11 @@ use crate::openapi::names::DisbursementStatusName;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use paygate_engine::disbursements::NewDisbursement;
+use paygate_engine::disbursements::{NewDisbursement, Payee};
 use paygate_engine::domain::{Destination, Disbursement, Source};
+use paygate_engine::input::{
+    AccountNumber, CatalogCode, EwalletPhone, HolderName, HttpUrl, IdempotencyKey, PositiveAmount,
+};
 use paygate_engine::EngineError;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -84,38 +87,80 @@ pub fn legacy_disbursement(state: &AppState, disbursement: &Disbursement) -> Leg
     }
 }
 
-/// A resubmitted `orderId` answers with the existing disbursement when the
-/// request describes it (same API, channel, account and amount); otherwise
-/// the id is taken.
+/// A Legacy disbursement as its body spells it, before its values are checked.
+struct LegacyRequest {
+    order_id: String,
+    /// `bankCode`, or `ewalletCode` for an e-wallet.
+    code: String,
+    /// The account number, or the e-wallet's phone.
+    account_number: String,
+    /// BANK only.
+    account_name: Option<String>,
+    amount_minor: i64,
+    notify_url: Option<String>,
+}
+
+impl LegacyRequest {
+    /// Whether this request describes `existing` (same API, channel,
+    /// account and amount): a resubmitted `orderId` then answers with it.
+    fn describes(&self, existing: &Disbursement) -> bool {
+        let same_account = match &existing.destination {
+            Destination::Bank {
+                bank_short_code,
+                account_number,
+                ..
+            } => self.account_name.is_some() && self.code == *bank_short_code && self.account_number == *account_number,
+            Destination::Ewallet { provider, phone } => {
+                self.account_name.is_none()
+                    && self.code == *provider
+                    && paygate_engine::domain::disbursement::normalize_phone(&self.account_number) == *phone
+            }
+        };
+        existing.source == Source::Legacy && same_account && existing.request_amount.get() == self.amount_minor
+    }
+
+    /// The disbursement it asks for, every value checked.
+    fn command(&self) -> Result<NewDisbursement, EngineError> {
+        let payee = match &self.account_name {
+            Some(name) => Payee::Bank {
+                bank_short_code: CatalogCode::parse(&self.code).ok_or_else(|| {
+                    EngineError::MissingBankInfo(
+                        "bank_short_code, account_number and account_name are required for BANK".into(),
+                    )
+                })?,
+                account_number: AccountNumber::parse(&self.account_number)?,
+                account_name: HolderName::parse(name)?.ok_or_else(|| {
+                    EngineError::MissingBankInfo(
+                        "bank_short_code, account_number and account_name are required for BANK".into(),
+                    )
+                })?,
+            },
+            None => Payee::Ewallet {
+                provider: CatalogCode::parse(&self.code).ok_or(EngineError::MissingEwalletInfo)?,
+                phone: EwalletPhone::parse(&self.account_number)?,
+            },
+        };
+        Ok(NewDisbursement {
+            idempotency_key: IdempotencyKey::parse(self.order_id.clone())?,
+            amount: PositiveAmount::parse(self.amount_minor)?,
+            payee,
+            notify_url: self
+                .notify_url
+                .clone()
+                .map(|url| HttpUrl::parse("notify_url", url))
+                .transpose()?,
+            source: Source::Legacy,
+        })
+    }
+}
+
+/// The existing disbursement when the request describes it; otherwise the id is taken.
 fn existing_or_conflict(
     state: &AppState,
     existing: &Disbursement,
-    wanted: &NewDisbursement,
+    wanted: &LegacyRequest,
 ) -> Result<LegacyOk<LegacyDisbursement>, LegacyError> {
-    let same_account = match &existing.destination {
-        Destination::Bank {
-            bank_short_code,
-            account_number,
-            ..
-        } => {
-            wanted.channel.as_deref() == Some("BANK")
-                && wanted.bank_short_code.as_deref() == Some(bank_short_code.as_str())
-                && wanted.account_number.as_deref() == Some(account_number.as_str())
-        }
-        Destination::Ewallet { provider, phone } => {
-            wanted.channel.as_deref() == Some("EWALLET")
-                && wanted.ewallet_provider.as_deref() == Some(provider.as_str())
-                && wanted
-                    .ewallet_phone
-                    .as_deref()
-                    .map(paygate_engine::domain::disbursement::normalize_phone)
-                    .as_deref()
-                    == Some(phone.as_str())
-        }
-    };
-    let same =
-        existing.source == Source::Legacy && same_account && Some(existing.request_amount.get()) == wanted.amount_minor;
-    if same {
+    if wanted.describes(existing) {
         Ok(LegacyOk(legacy_disbursement(state, existing)))
     } else {
         Err(LegacyError::from(ErrorKind::DuplicateIdempotencyKey))
@@ -137,43 +182,33 @@ async fn create(
         .checked_mul(100)
         .ok_or_else(LegacyError::invalid_parameters)?;
     let notify_url = body.optional_string("notifyUrl")?;
-    let mut new = NewDisbursement {
-        idempotency_key: Some(order_id.clone()),
-        amount_minor: Some(amount_minor),
-        notify_url,
-        source: Some(Source::Legacy),
-        ..Default::default()
-    };
-    if ewallet {
+    let (code, account_name) = if ewallet {
         let code = body
             .string("ewalletCode")
             .map_err(|_| LegacyError::from(ErrorKind::EwalletNotFound))?;
-        new.channel = Some("EWALLET".into());
-        new.ewallet_provider = Some(code);
-        new.ewallet_phone = Some(account_number);
+        (code, None)
     } else {
-        new.channel = Some("BANK".into());
-        new.bank_short_code = Some(body.string("bankCode")?);
-        new.account_number = Some(account_number);
-        new.account_name = Some(body.string("accountName")?);
-    }
+        (body.string("bankCode")?, Some(body.string("accountName")?))
+    };
+    let wanted = LegacyRequest {
+        order_id,
+        code,
+        account_number,
+        account_name,
+        amount_minor,
+        notify_url,
+    };
+    let disbursements = state.engine.disbursements();
     // The idempotency key of a merchant's disbursements is one namespace
     // across both APIs (a Legacy `orderId` is a V1 `idempotency_key`).
-    if let Some(existing) = state
-        .engine
-        .disbursements()
-        .disbursement_by_idempotency_key(merchant.id, &order_id)?
-    {
-        return existing_or_conflict(state, &existing, &new);
+    if let Some(existing) = disbursements.disbursement_by_idempotency_key(merchant.id, &wanted.order_id)? {
+        return existing_or_conflict(state, &existing, &wanted);
     }
-    match state
-        .engine
-        .disbursements()
-        .create_disbursement(merchant.id, new.clone())
-        .await
-    {
+    // Whether this merchant may disburse at all comes before its values.
+    disbursements.ensure_may_disburse(merchant.id)?;
+    match disbursements.create_disbursement(merchant.id, wanted.command()?).await {
         Ok(disbursement) => Ok(LegacyOk(legacy_disbursement(state, &disbursement))),
-        Err(EngineError::DuplicateDisbursement(existing)) => existing_or_conflict(state, &existing, &new),
+        Err(EngineError::DuplicateDisbursement(existing)) => existing_or_conflict(state, &existing, &wanted),
         Err(error) => Err(error.into()),
     }
 }

@@ -11,6 +11,7 @@ pub mod errors;
 mod examples;
 mod links;
 pub mod names;
+pub mod values;
 mod webhooks;
 
 use axum::http::header;

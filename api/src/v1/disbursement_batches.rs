@@ -7,12 +7,14 @@ use super::disbursements::CreateDisbursement;
 use crate::error::V1Error;
 use crate::extract::{parse_item, SignedJson, V1Merchant};
 use crate::openapi::names::DisbursementStatusName;
+use crate::openapi::values::IdempotencyKeyText;
 use crate::wire::{created_disbursement_view, timestamp, Created, Data, DataBody, DisbursementView};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use paygate_engine::disbursements::{BatchAnswer, BatchSummary};
-use paygate_engine::domain::BATCH_ITEMS_MAX;
+use paygate_engine::domain::{Source, BATCH_ITEMS_MAX};
+use paygate_engine::input::IdempotencyKey;
 use serde::de::{Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -28,7 +30,7 @@ pub const BATCH_BODY_BYTES_MAX: usize = 1024 * 1024;
 #[derive(Deserialize, ToSchema)]
 pub struct CreateBatch {
     /// Unique per merchant: the same key replays the first answer.
-    #[schema(required = true, value_type = String)]
+    #[schema(required = true, value_type = IdempotencyKeyText)]
     idempotency_key: Option<String>,
     /// 1 to 1,000 disbursements, each as `POST /v1/disbursements` takes it.
     #[serde(default, deserialize_with = "at_most_max_items")]
@@ -82,10 +84,11 @@ pub async fn create_disbursement_batch(
     let idempotency_key = body
         .idempotency_key
         .ok_or_else(|| V1Error::invalid_body("idempotency_key: is required"))?;
+    let idempotency_key = IdempotencyKey::parse(idempotency_key)?;
     let raw_items = body.items.ok_or_else(|| V1Error::invalid_body("items: is required"))?;
     let items = raw_items
         .iter()
-        .map(|raw| parse_item::<CreateDisbursement>(raw).and_then(CreateDisbursement::into_new))
+        .map(|raw| parse_item::<CreateDisbursement>(raw).and_then(|item| item.command(Source::Api)))
         .collect();
     let answer = state
         .engine

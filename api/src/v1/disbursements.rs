@@ -2,10 +2,12 @@
 //! and the sandbox's `POST /v1/sandbox/disbursements/{id}/complete`.
 
 use super::pagination::ListQuery;
+use crate::commands::AccountFields;
 use crate::error::V1Error;
 use crate::extract::{SandboxOnly, SignedJson, V1Json, V1Merchant};
 use crate::openapi::names::ChannelName;
 use crate::openapi::names::DisbursementStatusName;
+use crate::openapi::values::{AccountNumberText, EwalletPhoneText, HolderNameText, HttpUrlText, IdempotencyKeyText};
 use crate::wire::{
     created_disbursement_view, disbursement_view, Created, Data, DataBody, DisbursementView, Page, PageBody,
 };
@@ -13,11 +15,11 @@ use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
-use paygate_engine::domain::DisbursementStatus;
+use paygate_engine::domain::{DisbursementStatus, Source};
+use paygate_engine::input::{HttpUrl, IdempotencyKey, PositiveAmount};
 use paygate_engine::EngineError;
 use serde::Deserialize;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 /// Body of `POST /v1/disbursements`: every field optional here so that each
 /// missing one gets its own code (`MISSING_BANK_INFO`,
@@ -25,7 +27,7 @@ use uuid::Uuid;
 #[derive(Deserialize, ToSchema)]
 pub struct CreateDisbursement {
     /// Unique per merchant: a key used before answers 409 with that disbursement.
-    #[schema(required = true, value_type = String)]
+    #[schema(required = true, value_type = IdempotencyKeyText)]
     idempotency_key: Option<String>,
     /// Required unless `beneficiary_id` is given.
     #[schema(value_type = Option<ChannelName>)]
@@ -33,17 +35,21 @@ pub struct CreateDisbursement {
     /// BANK: a bank of `GET /v1/banks`.
     bank_short_code: Option<String>,
     /// BANK: the account number.
+    #[schema(value_type = Option<AccountNumberText>)]
     account_number: Option<String>,
     /// BANK: the holder's name.
+    #[schema(value_type = Option<HolderNameText>)]
     account_name: Option<String>,
     /// EWALLET: an e-wallet of `GET /v1/ewallets`.
     ewallet_provider: Option<String>,
     /// EWALLET: the account's phone number.
+    #[schema(value_type = Option<EwalletPhoneText>)]
     ewallet_phone: Option<String>,
     /// What the recipient gets, in minor units (whole rupiah); the fee is debited on top.
     #[schema(required = true, value_type = i64, minimum = 1)]
     amount_minor: Option<i64>,
     /// Where this disbursement's webhooks go; else the merchant's default.
+    #[schema(value_type = Option<HttpUrlText>)]
     notify_url: Option<String>,
     /// Pay a saved beneficiary instead of giving the destination.
     #[schema(value_type = Option<Uuid>)]
@@ -51,26 +57,36 @@ pub struct CreateDisbursement {
 }
 
 impl CreateDisbursement {
-    /// The disbursement this body describes, for the engine to validate
-    /// (also each item of a batch).
-    pub fn into_new(self) -> Result<NewDisbursement, EngineError> {
-        // An id that is not even a UUID names no beneficiary either.
-        let beneficiary_id = match &self.beneficiary_id {
-            None => None,
-            Some(raw) => Some(Uuid::parse_str(raw).map_err(|_| EngineError::BeneficiaryNotFound)?),
-        };
+    /// The disbursement this body asks for, every value checked (also each
+    /// item of a batch), in the order the fields are documented.
+    pub fn command(self, source: Source) -> Result<NewDisbursement, EngineError> {
+        let idempotency_key = IdempotencyKey::parse(
+            self.idempotency_key
+                .ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?,
+        )?;
+        let amount = PositiveAmount::parse(
+            self.amount_minor
+                .ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?,
+        )?;
+        let payee = AccountFields {
+            channel: self.channel.as_deref(),
+            bank_short_code: self.bank_short_code.as_deref(),
+            account_number: self.account_number.as_deref(),
+            account_name: self.account_name.as_deref(),
+            ewallet_provider: self.ewallet_provider.as_deref(),
+            ewallet_phone: self.ewallet_phone.as_deref(),
+        }
+        .payee(self.beneficiary_id.as_deref())?;
+        let notify_url = self
+            .notify_url
+            .map(|url| HttpUrl::parse("notify_url", url))
+            .transpose()?;
         Ok(NewDisbursement {
-            idempotency_key: self.idempotency_key,
-            channel: self.channel,
-            bank_short_code: self.bank_short_code,
-            account_number: self.account_number,
-            account_name: self.account_name,
-            ewallet_provider: self.ewallet_provider,
-            ewallet_phone: self.ewallet_phone,
-            amount_minor: self.amount_minor,
-            notify_url: self.notify_url,
-            source: None,
-            beneficiary_id,
+            idempotency_key,
+            amount,
+            payee,
+            notify_url,
+            source,
         })
     }
 }
@@ -88,10 +104,11 @@ pub async fn create_disbursement(
     V1Merchant(merchant): V1Merchant,
     SignedJson(body): SignedJson<CreateDisbursement>,
 ) -> Result<Response, V1Error> {
-    let disbursement = state
-        .engine
-        .disbursements()
-        .create_disbursement(merchant.id, body.into_new()?)
+    let disbursements = state.engine.disbursements();
+    // Whether this merchant may disburse at all comes before what it sent.
+    disbursements.ensure_may_disburse(merchant.id)?;
+    let disbursement = disbursements
+        .create_disbursement(merchant.id, body.command(Source::Api)?)
         .await?;
     Ok(Created(created_disbursement_view(&disbursement)).into_response())
 }

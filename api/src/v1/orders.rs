@@ -6,13 +6,16 @@ use crate::error::{order_error, V1Error};
 use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
 use crate::openapi::names::OrderStatusName;
 use crate::openapi::names::PaymentMethodName;
+use crate::openapi::values::IdempotencyKeyText;
 use crate::wire::{order_view, refund_view, Created, Data, DataBody, OrderView, Page, PageBody, RefundView};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use paygate_engine::domain::RefundStatus;
-use paygate_engine::orders::{Creation, NewOrder, NewRefund, OrderFilter};
+use paygate_engine::input::{IdempotencyKey, PositiveAmount};
+use paygate_engine::orders::{Creation, NewOrder, NewRefund, OrderFilter, RefundReason};
+use paygate_engine::EngineError;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use sha2::Digest;
@@ -195,19 +198,42 @@ pub async fn qr_png(State(state): State<AppState>, Path(ref_code): Path<String>)
         .into_response())
 }
 
-/// Body of `POST /v1/orders/{ref_code}/refund`; required fields are checked
-/// by the engine so each gets its own message.
+/// Body of `POST /v1/orders/{ref_code}/refund`: every field optional here
+/// so that each missing one gets its own message.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateRefund {
     /// At most what is left to refund, in minor units.
-    #[schema(required = true, value_type = i64)]
+    #[schema(required = true, value_type = i64, minimum = 1)]
     amount_minor: Option<i64>,
-    #[schema(required = true, value_type = String)]
+    /// A category, e.g. `CUSTOMER_REQUEST` (the default): 1 to 64 characters, none a control character.
+    #[schema(required = true, value_type = String, min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     reason: Option<String>,
+    /// Free text, at most 1,024 characters.
+    #[schema(max_length = 1024)]
     reason_detail: Option<String>,
     /// Makes a retry safe: a key used before answers 409 with that refund.
-    #[schema(required = true, value_type = String)]
+    #[schema(required = true, value_type = IdempotencyKeyText)]
     idempotency_key: Option<String>,
+}
+
+impl CreateRefund {
+    /// The refund this body asks for, every value checked, in the order
+    /// the fields are documented.
+    fn command(self) -> Result<NewRefund, EngineError> {
+        let idempotency_key = IdempotencyKey::parse(
+            self.idempotency_key
+                .ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?,
+        )?;
+        let amount = PositiveAmount::parse(
+            self.amount_minor
+                .ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?,
+        )?;
+        Ok(NewRefund {
+            amount,
+            reason: RefundReason::parse(self.reason, self.reason_detail)?,
+            idempotency_key,
+        })
+    }
 }
 
 /// POST /v1/orders/{ref_code}/refund: 201 with the refund, PENDING.
@@ -222,13 +248,10 @@ pub async fn create_refund(
     Path(ref_code): Path<String>,
     SignedJson(body): SignedJson<CreateRefund>,
 ) -> Result<Created<RefundView>, V1Error> {
-    let new = NewRefund {
-        amount_minor: body.amount_minor,
-        reason: body.reason,
-        reason_detail: body.reason_detail,
-        idempotency_key: body.idempotency_key,
-    };
-    let refund = state.engine.orders().create_refund(merchant.id, &ref_code, new).await?;
+    let orders = state.engine.orders();
+    // Which order comes before what the body says about refunding it.
+    orders.ensure_refundable_order(merchant.id, &ref_code)?;
+    let refund = orders.create_refund(merchant.id, &ref_code, body.command()?).await?;
     Ok(Created(refund_view(&refund)))
 }
 

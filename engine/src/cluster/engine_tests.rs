@@ -51,15 +51,7 @@ async fn a_new_owner_recovers_every_acknowledged_change_and_the_old_one_writes_n
         .disbursements()
         .create_disbursement(
             merchant.id,
-            NewDisbursement {
-                idempotency_key: Some("shard-1".into()),
-                channel: Some("BANK".into()),
-                bank_short_code: Some("BCA".into()),
-                account_number: Some("1234567890".into()),
-                account_name: Some("Budi Santoso".into()),
-                amount_minor: Some(1_000_000),
-                ..Default::default()
-            },
+            NewDisbursement::to_bank("shard-1", "BCA", "1234567890", "Budi Santoso", 1_000_000).unwrap(),
         )
         .await
         .unwrap();
@@ -122,15 +114,7 @@ async fn a_new_owner_recovers_every_acknowledged_change_and_the_old_one_writes_n
         .disbursements()
         .create_disbursement(
             merchant.id,
-            NewDisbursement {
-                idempotency_key: Some("shard-1".into()),
-                channel: Some("BANK".into()),
-                bank_short_code: Some("BCA".into()),
-                account_number: Some("1234567890".into()),
-                account_name: Some("Budi Santoso".into()),
-                amount_minor: Some(1_000_000),
-                ..Default::default()
-            },
+            NewDisbursement::to_bank("shard-1", "BCA", "1234567890", "Budi Santoso", 1_000_000).unwrap(),
         )
         .await;
     assert!(

@@ -6,9 +6,9 @@
 use super::Disbursements;
 use crate::actors::{BatchDraft, BatchOutcome, MerchantMsg};
 use crate::disbursements::NewDisbursement;
-use crate::domain::{BatchItem, Disbursement, DisbursementBatch, DisbursementStatus, SettlementType, BATCH_ITEMS_MAX};
+use crate::domain::{BatchItem, Disbursement, DisbursementBatch, DisbursementStatus, BATCH_ITEMS_MAX};
 use crate::error::EngineError;
-use crate::validation::validate_idempotency_key;
+use crate::input::IdempotencyKey;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -65,21 +65,18 @@ impl Disbursements {
     pub async fn create_disbursement_batch(
         &self,
         merchant_id: Uuid,
-        idempotency_key: String,
+        idempotency_key: IdempotencyKey,
         items: Vec<Result<NewDisbursement, EngineError>>,
     ) -> Result<BatchAnswer, EngineError> {
         self.core.ensure_writable()?;
-        validate_idempotency_key(&idempotency_key)?;
+        let idempotency_key = idempotency_key.into_string();
         if items.is_empty() || items.len() > BATCH_ITEMS_MAX {
             return Err(EngineError::invalid(
                 "items",
                 format!("must hold 1 to {BATCH_ITEMS_MAX} disbursements"),
             ));
         }
-        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
-        if merchant.settlement_type != SettlementType::Wallet {
-            return Err(EngineError::NotWalletMerchant);
-        }
+        self.wallet_merchant(merchant_id)?;
         // A retry of a durable batch needs no validation and no actor.
         if let Some(batch) = self
             .core

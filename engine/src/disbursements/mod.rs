@@ -7,16 +7,15 @@
 
 use crate::actors::MerchantMsg;
 use crate::core::Core;
-use crate::destinations::present;
 use crate::domain::catalog::PayoutRouting;
 use crate::domain::disbursement::lifecycle;
+use crate::domain::MerchantRecord;
 use crate::domain::{
     Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, SettlementType, Source,
 };
 use crate::error::EngineError;
-use crate::money::MinorUnits;
+use crate::input::{AccountNumber, CatalogCode, EwalletPhone, HolderName, HttpUrl, IdempotencyKey, PositiveAmount};
 use crate::store::record::JournalRecord;
-use crate::validation::validate_idempotency_key;
 use crate::vendor::payout::fits_vendor_text;
 use crate::vendor::{PayoutReport, PayoutStatus, PayoutVendor};
 use actor::DisbursementMsg;
@@ -35,31 +34,75 @@ mod recorder;
 /// DANA's smallest payout, V1 and Legacy: IDR 20,000.
 pub const DANA_MINIMUM_MINOR: i64 = 2_000_000;
 
-/// A disbursement as a caller describes it, before validation.
-#[derive(Clone, Debug, Default)]
+/// A disbursement a caller asks for, every value already checked
+/// (`input`); what needs the engine's state is checked at creation.
+#[derive(Clone, Debug)]
 pub struct NewDisbursement {
-    /// Required.
-    pub idempotency_key: Option<String>,
-    /// `BANK` or `EWALLET`.
-    pub channel: Option<String>,
-    /// BANK.
-    pub bank_short_code: Option<String>,
-    /// BANK.
-    pub account_number: Option<String>,
-    /// BANK.
-    pub account_name: Option<String>,
-    /// EWALLET.
-    pub ewallet_provider: Option<String>,
-    /// EWALLET.
-    pub ewallet_phone: Option<String>,
-    /// Excluding the fee; required.
-    pub amount_minor: Option<i64>,
-    /// Status webhook URL.
-    pub notify_url: Option<String>,
+    /// Unique per merchant across both APIs.
+    pub idempotency_key: IdempotencyKey,
+    /// What the recipient gets; the fee is debited on top.
+    pub amount: PositiveAmount,
+    /// Who is paid.
+    pub payee: Payee,
+    /// Status webhooks, else the merchant's default.
+    pub notify_url: Option<HttpUrl>,
     /// V1 or Legacy.
-    pub source: Option<Source>,
-    /// A saved beneficiary supplying the channel and account.
-    pub beneficiary_id: Option<Uuid>,
+    pub source: Source,
+}
+
+impl NewDisbursement {
+    /// A V1 payout to a bank account from plain values, each checked as
+    /// the API checks it (for callers that hold no request body).
+    pub fn to_bank(
+        idempotency_key: impl Into<String>,
+        bank_short_code: &str,
+        account_number: &str,
+        account_name: &str,
+        amount_minor: i64,
+    ) -> Result<NewDisbursement, EngineError> {
+        let missing = || EngineError::MissingBankInfo("bank_short_code and account_name are required for BANK".into());
+        Ok(NewDisbursement {
+            idempotency_key: IdempotencyKey::parse(idempotency_key)?,
+            amount: PositiveAmount::parse(amount_minor)?,
+            payee: Payee::Bank {
+                bank_short_code: CatalogCode::parse(bank_short_code).ok_or_else(missing)?,
+                account_number: AccountNumber::parse(account_number)?,
+                account_name: HolderName::parse(account_name)?.ok_or_else(missing)?,
+            },
+            notify_url: None,
+            source: Source::Api,
+        })
+    }
+}
+
+/// Who a disbursement pays.
+#[derive(Clone, Debug)]
+pub enum Payee {
+    /// A bank account, its holder named.
+    Bank {
+        /// A bank of the catalog.
+        bank_short_code: CatalogCode,
+        /// The account.
+        account_number: AccountNumber,
+        /// The holder.
+        account_name: HolderName,
+    },
+    /// An e-wallet account.
+    Ewallet {
+        /// An e-wallet of the catalog.
+        provider: CatalogCode,
+        /// The account's phone.
+        phone: EwalletPhone,
+    },
+    /// A saved beneficiary, which supplies the channel and account.
+    Beneficiary {
+        /// The beneficiary.
+        id: Uuid,
+        /// When sent, it must be the beneficiary's.
+        channel: Option<Channel>,
+        /// The holder's name, used only when the beneficiary has none.
+        account_name: Option<HolderName>,
+    },
 }
 
 /// Filters of `GET /v1/disbursements`.
@@ -113,32 +156,62 @@ impl Disbursements {
         Ok(created)
     }
 
+    /// Whether the merchant may disburse now: storage takes writes and the
+    /// merchant is WALLET. The API asks this before it reads the body, so
+    /// that a merchant that may not disburse hears so whatever it sent.
+    pub fn ensure_may_disburse(&self, merchant_id: Uuid) -> Result<(), EngineError> {
+        self.core.ensure_writable()?;
+        self.wallet_merchant(merchant_id).map(drop)
+    }
+
+    fn wallet_merchant(&self, merchant_id: Uuid) -> Result<Arc<MerchantRecord>, EngineError> {
+        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        if merchant.settlement_type != SettlementType::Wallet {
+            return Err(EngineError::NotWalletMerchant);
+        }
+        Ok(merchant)
+    }
+
+    /// The checks a disbursement's values cannot make alone: the merchant,
+    /// the beneficiary, the catalog, the DANA minimum, the notify URL's
+    /// address and a vendor for the channel.
     fn validate_disbursement(
         &self,
         merchant_id: Uuid,
         new: NewDisbursement,
     ) -> Result<DisbursementRequest, EngineError> {
-        let merchant = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
-        if merchant.settlement_type != SettlementType::Wallet {
-            return Err(EngineError::NotWalletMerchant);
-        }
-        let idempotency_key = new
-            .idempotency_key
-            .clone()
-            .ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?;
-        validate_idempotency_key(&idempotency_key)?;
-        let amount = new
-            .amount_minor
-            .ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?;
-        if amount < 1 {
-            return Err(EngineError::invalid("amount_minor", "must be at least 1"));
-        }
-        let destination = match new.beneficiary_id {
-            Some(beneficiary_id) => self.beneficiary_destination(merchant_id, beneficiary_id, &new, amount)?,
-            None => self.channel_destination(&new, amount)?,
+        let merchant = self.wallet_merchant(merchant_id)?;
+        let amount = new.amount.minor();
+        let (destination, beneficiary_id) = match &new.payee {
+            Payee::Beneficiary {
+                id,
+                channel,
+                account_name,
+            } => (
+                self.beneficiary_destination(merchant_id, *id, *channel, account_name.as_ref())?,
+                Some(*id),
+            ),
+            Payee::Bank {
+                bank_short_code,
+                account_number,
+                account_name,
+            } => (
+                self.catalog().bank_account(
+                    bank_short_code.as_str(),
+                    account_number.as_str(),
+                    account_name.as_str(),
+                )?,
+                None,
+            ),
+            Payee::Ewallet { provider, phone } => (self.catalog().ewallet_account(provider.as_str(), phone)?, None),
         };
+        if matches!(&destination, Destination::Ewallet { provider, .. } if provider == "DANA")
+            && amount.get() < DANA_MINIMUM_MINOR
+        {
+            return Err(EngineError::AmountBelowMinimum("IDR 20,000 for DANA".into()));
+        }
         if let Some(url) = &new.notify_url {
-            self.core.validate_notify_url("notify_url", url)?;
+            self.core.validate_notify_url("notify_url", url.as_str())?;
         }
         // Nothing is debited for a disbursement no vendor could pay.
         if !self
@@ -149,95 +222,55 @@ impl Disbursements {
             return Err(EngineError::NoVendor);
         }
         Ok(DisbursementRequest {
-            idempotency_key,
+            idempotency_key: new.idempotency_key.into_string(),
             destination,
-            request_amount: MinorUnits::new(amount),
-            notify_url: new.notify_url,
-            source: new.source.unwrap_or(crate::domain::Source::Api),
-            beneficiary_id: new.beneficiary_id,
+            request_amount: amount,
+            notify_url: new.notify_url.map(HttpUrl::into_string),
+            source: new.source,
+            beneficiary_id,
         })
     }
 
     /// A disbursement naming a beneficiary takes its channel and account
-    /// from the beneficiary; a `channel` sent along must match it.
+    /// from the beneficiary (checked against the catalog again: a bank may
+    /// have been disabled since); a `channel` sent along must match it.
     fn beneficiary_destination(
         &self,
         merchant_id: Uuid,
         beneficiary_id: Uuid,
-        new: &NewDisbursement,
-        amount: i64,
+        channel: Option<Channel>,
+        account_name: Option<&HolderName>,
     ) -> Result<Destination, EngineError> {
         let beneficiary = self.beneficiary_for(merchant_id, beneficiary_id)?;
-        let channel = beneficiary.destination.channel().as_str();
-        if new.channel.as_deref().is_some_and(|sent| sent != channel) {
+        if channel.is_some_and(|sent| sent != beneficiary.destination.channel()) {
             return Err(EngineError::invalid("channel", "does not match the beneficiary"));
         }
-        let mut from_beneficiary = NewDisbursement {
-            channel: Some(channel.to_string()),
-            ..new.clone()
-        };
         match &beneficiary.destination {
             Destination::Bank {
                 bank_short_code,
                 account_number,
-                account_name,
+                account_name: saved_name,
                 ..
             } => {
-                from_beneficiary.bank_short_code = Some(bank_short_code.clone());
-                from_beneficiary.account_number = Some(account_number.clone());
                 // The saved or verified name; the request's only when the
                 // beneficiary has neither (a name is optional on creation).
-                from_beneficiary.account_name = Some(account_name.clone())
-                    .filter(|n| !n.is_empty())
-                    .or(beneficiary.verified_name.clone())
-                    .or(new.account_name.clone());
-                if present(&from_beneficiary.account_name).is_none() {
-                    return Err(EngineError::MissingBankInfo(
-                        "account_name is required: the beneficiary has no account name".into(),
-                    ));
-                }
+                let name = Some(saved_name.as_str())
+                    .filter(|n| !n.trim().is_empty())
+                    .or(beneficiary.verified_name.as_deref().filter(|n| !n.trim().is_empty()))
+                    .or(account_name.map(HolderName::as_str))
+                    .ok_or_else(|| {
+                        EngineError::MissingBankInfo(
+                            "account_name is required: the beneficiary has no account name".into(),
+                        )
+                    })?;
+                self.catalog()
+                    .bank_account(bank_short_code, account_number, name.trim())
             }
             Destination::Ewallet { provider, phone } => {
-                from_beneficiary.ewallet_provider = Some(provider.clone());
-                from_beneficiary.ewallet_phone = Some(phone.clone());
+                let phone = EwalletPhone::parse(phone)?;
+                self.catalog().ewallet_account(provider, &phone)
             }
         }
-        self.channel_destination(&from_beneficiary, amount)
-    }
-
-    fn channel_destination(&self, new: &NewDisbursement, amount: i64) -> Result<Destination, EngineError> {
-        Ok(match new.channel.as_deref() {
-            Some("BANK") => self.bank_destination(new)?,
-            Some("EWALLET") => self.ewallet_destination(new, amount)?,
-            Some(_) => return Err(EngineError::invalid("channel", "must be BANK or EWALLET")),
-            None => return Err(EngineError::invalid("channel", "is required")),
-        })
-    }
-
-    fn bank_destination(&self, new: &NewDisbursement) -> Result<Destination, EngineError> {
-        let (Some(code), Some(number), Some(name)) = (
-            present(&new.bank_short_code),
-            present(&new.account_number),
-            present(&new.account_name),
-        ) else {
-            return Err(EngineError::MissingBankInfo(
-                "bank_short_code, account_number and account_name are required for BANK".into(),
-            ));
-        };
-        self.catalog().bank_account(code, number, name)
-    }
-
-    fn ewallet_destination(&self, new: &NewDisbursement, amount: i64) -> Result<Destination, EngineError> {
-        let (Some(code), Some(raw_phone)) = (present(&new.ewallet_provider), present(&new.ewallet_phone)) else {
-            return Err(EngineError::MissingEwalletInfo);
-        };
-        let destination = self.catalog().ewallet_account(code, raw_phone)?;
-        if matches!(&destination, Destination::Ewallet { provider, .. } if provider == "DANA")
-            && amount < DANA_MINIMUM_MINOR
-        {
-            return Err(EngineError::AmountBelowMinimum("IDR 20,000 for DANA".into()));
-        }
-        Ok(destination)
     }
 
     /// A merchant's disbursement by UUID or ref code.

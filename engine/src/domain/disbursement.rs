@@ -26,6 +26,15 @@ impl Channel {
             Channel::Ewallet => "EWALLET",
         }
     }
+
+    /// The channel of a wire name.
+    pub fn parse(name: &str) -> Option<Channel> {
+        match name {
+            "BANK" => Some(Channel::Bank),
+            "EWALLET" => Some(Channel::Ewallet),
+            _ => None,
+        }
+    }
 }
 
 /// Disbursement statuses; which leads to which is `lifecycle`'s table.

@@ -10,7 +10,7 @@ use crate::ledger::{self, Account, EntryProposal, LedgerError, MerchantBook};
 use crate::limits;
 use crate::money::MinorUnits;
 use crate::store::Store;
-use crate::validation::validate_idempotency_key;
+use crate::input::validate_idempotency_key;
 use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 

@@ -8,7 +8,7 @@ use crate::actors::{OrderCommand, OrderOutcome};
 use crate::core::Core;
 use crate::domain::disbursement::normalize_phone;
 use crate::domain::{Order, OrderStatus, PaymentMethod, Refund, RefundStatus, Source};
-use crate::validation::{validate_idempotency_key, validate_url};
+use crate::input::{validate_idempotency_key, validate_url, IdempotencyKey, PositiveAmount};
 use actor::OrderMsg;
 use std::sync::Arc;
 
@@ -66,17 +66,48 @@ pub struct OrderFilter {
     pub created_to_ms: Option<i64>,
 }
 
-/// A refund as a caller describes it.
-#[derive(Clone, Debug, Default)]
+/// A refund a caller asks for, every value already checked.
+#[derive(Clone, Debug)]
 pub struct NewRefund {
-    /// Required, at least 1.
-    pub amount_minor: Option<i64>,
-    /// Category; defaults to `CUSTOMER_REQUEST`.
-    pub reason: Option<String>,
-    /// Free text.
-    pub reason_detail: Option<String>,
-    /// Required.
-    pub idempotency_key: Option<String>,
+    /// What to give back.
+    pub amount: PositiveAmount,
+    /// Category and free text.
+    pub reason: RefundReason,
+    /// Unique per merchant.
+    pub idempotency_key: IdempotencyKey,
+}
+
+/// Why a refund is made: a category of 1 to 64 printable characters
+/// (`CUSTOMER_REQUEST` unless given) and at most 1,024 characters of detail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefundReason {
+    category: String,
+    detail: Option<String>,
+}
+
+impl RefundReason {
+    /// The longest category, in characters.
+    pub const CATEGORY_CHARS_MAX: usize = 64;
+    /// The longest detail, in characters.
+    pub const DETAIL_CHARS_MAX: usize = 1024;
+
+    /// The reason, if `category` and `detail` are one.
+    pub fn parse(category: Option<String>, detail: Option<String>) -> Result<RefundReason, EngineError> {
+        let category = category.unwrap_or_else(|| "CUSTOMER_REQUEST".into());
+        if category.is_empty()
+            || category.chars().count() > Self::CATEGORY_CHARS_MAX
+            || category.chars().any(char::is_control)
+        {
+            return Err(EngineError::invalid("reason", "must be 1 to 64 printable characters"));
+        }
+        if detail
+            .as_ref()
+            .is_some_and(|d| d.chars().count() > Self::DETAIL_CHARS_MAX)
+        {
+            return Err(EngineError::invalid("reason_detail", "must be at most 1024 characters"));
+        }
+        Ok(RefundReason { category, detail })
+    }
 }
 
 /// How `create_order` answered.
@@ -88,9 +119,7 @@ pub enum Creation {
     Replayed,
 }
 
-const REASON_CHARS_MAX: usize = 64;
 const TEXT_CHARS_MAX: usize = 255;
-const REASON_DETAIL_CHARS_MAX: usize = 1024;
 
 /// The orders handle: orders, refunds, payment vendors and settlements; cheap to clone.
 #[derive(Clone)]
@@ -405,6 +434,14 @@ impl Orders {
         .await
     }
 
+    /// Whether a refund of the order may be asked for now: storage takes
+    /// writes and the order is the merchant's. The API asks this before it
+    /// reads the body, so that a refund of no order is 404 whatever it says.
+    pub fn ensure_refundable_order(&self, merchant_id: Uuid, ref_code: &str) -> Result<(), EngineError> {
+        self.core.ensure_writable()?;
+        self.order_for(merchant_id, ref_code).map(drop)
+    }
+
     /// Creates a refund of a paid order; WALLET merchants are debited at
     /// once. The vendor is asked afterwards, by the order's actor.
     pub async fn create_refund(
@@ -415,27 +452,7 @@ impl Orders {
     ) -> Result<Refund, EngineError> {
         self.core.ensure_writable()?;
         let order = self.order_for(merchant_id, ref_code)?;
-        let idempotency_key = new
-            .idempotency_key
-            .ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?;
-        validate_idempotency_key(&idempotency_key)?;
-        let amount = new
-            .amount_minor
-            .ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?;
-        if amount < 1 {
-            return Err(EngineError::invalid("amount_minor", "must be at least 1"));
-        }
-        let reason = new.reason.unwrap_or_else(|| "CUSTOMER_REQUEST".into());
-        if reason.is_empty() || reason.chars().count() > REASON_CHARS_MAX || reason.chars().any(char::is_control) {
-            return Err(EngineError::invalid("reason", "must be 1 to 64 printable characters"));
-        }
-        if new
-            .reason_detail
-            .as_ref()
-            .is_some_and(|d| d.chars().count() > REASON_DETAIL_CHARS_MAX)
-        {
-            return Err(EngineError::invalid("reason_detail", "must be at most 1024 characters"));
-        }
+        let idempotency_key = new.idempotency_key.into_string();
         if let Some(existing) = self.core.store().refund_by_key(&merchant_id, &idempotency_key)? {
             return Err(EngineError::DuplicateRefund(Box::new(existing)));
         }
@@ -451,9 +468,9 @@ impl Orders {
             order_id: order.id,
             order_ref_code: order.ref_code.clone(),
             merchant_id,
-            amount: MinorUnits::new(amount),
-            reason,
-            reason_detail: new.reason_detail,
+            amount: new.amount.minor(),
+            reason: new.reason.category,
+            reason_detail: new.reason.detail,
             idempotency_key,
             status: RefundStatus::Pending,
             vendor_refund_id: None,

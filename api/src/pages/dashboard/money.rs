@@ -4,6 +4,7 @@
 //! calls the V1 routes use.
 
 use super::{forbidden, layout, page_response, rupiah, DashboardForm, SignedIn, WithCsrf};
+use crate::commands::AccountFields;
 use crate::wire::timestamp;
 use crate::AppState;
 use axum::extract::multipart::MultipartRejection;
@@ -12,6 +13,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{html, Markup};
 use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
+use paygate_engine::domain::Source;
+use paygate_engine::input::{IdempotencyKey, PositiveAmount};
 use paygate_engine::ledger::statement::LineId;
 use paygate_engine::{EngineError, HistoryQuery};
 use serde::Deserialize;
@@ -193,6 +196,8 @@ impl WithCsrf for BatchForm {
     }
 }
 
+/// A row or form's disbursement, every value checked: the provider is
+/// the bank for BANK and the e-wallet otherwise, as the form labels it.
 fn disbursement_request(
     channel: &str,
     provider: &str,
@@ -200,19 +205,24 @@ fn disbursement_request(
     name: &str,
     amount_minor: i64,
     key: String,
-) -> NewDisbursement {
-    let bank = channel.eq_ignore_ascii_case("BANK");
-    NewDisbursement {
-        idempotency_key: Some(key),
-        channel: Some(channel.trim().to_uppercase()),
-        bank_short_code: bank.then(|| provider.trim().to_string()),
-        account_number: bank.then(|| account.trim().to_string()),
-        account_name: bank.then(|| name.trim().to_string()),
-        ewallet_provider: (!bank).then(|| provider.trim().to_string()),
-        ewallet_phone: (!bank).then(|| account.trim().to_string()),
-        amount_minor: Some(amount_minor),
-        ..Default::default()
-    }
+) -> Result<NewDisbursement, EngineError> {
+    let channel = channel.trim().to_uppercase();
+    let bank = channel == "BANK";
+    let fields = AccountFields {
+        channel: Some(&channel),
+        bank_short_code: bank.then_some(provider),
+        account_number: bank.then_some(account),
+        account_name: bank.then_some(name),
+        ewallet_provider: (!bank).then_some(provider),
+        ewallet_phone: (!bank).then_some(account),
+    };
+    Ok(NewDisbursement {
+        idempotency_key: IdempotencyKey::parse(key)?,
+        amount: PositiveAmount::parse(amount_minor)?,
+        payee: fields.payee(None)?,
+        notify_url: None,
+        source: Source::Api,
+    })
 }
 
 fn disbursements_body(state: &AppState, signed_in: &SignedIn, problem: Option<&str>, notice: Option<&str>) -> Markup {
@@ -340,17 +350,24 @@ pub async fn create_disbursement(
         return refused(&state, &signed_in, "Enter an amount in rupiah.");
     };
     let key = format!("dashboard-{}", form.nonce.chars().take(64).collect::<String>());
-    let request = disbursement_request(
-        &form.channel,
-        &form.provider,
-        &form.account,
-        &form.account_name,
-        amount_minor,
-        key,
-    );
-    match state
-        .engine
-        .disbursements()
+    let disbursements = state.engine.disbursements();
+    let request = disbursements
+        .ensure_may_disburse(signed_in.session.merchant_id)
+        .and_then(|()| {
+            disbursement_request(
+                &form.channel,
+                &form.provider,
+                &form.account,
+                &form.account_name,
+                amount_minor,
+                key,
+            )
+        });
+    let request = match request {
+        Ok(request) => request,
+        Err(error) => return refused(&state, &signed_in, &format!("Not sent: {error}.")),
+    };
+    match disbursements
         .create_disbursement(signed_in.session.merchant_id, request)
         .await
     {
@@ -399,14 +416,14 @@ async fn take_batch(state: &AppState, signed_in: &SignedIn, nonce: &str, csv_byt
             continue;
         }
         let item = match super::orders::parse_rupiah(&field(4)) {
-            Some(amount) => Ok(disbursement_request(
+            Some(amount) => disbursement_request(
                 &field(0),
                 &field(1),
                 &field(2),
                 &field(3),
                 amount,
                 format!("dashboard-{nonce}-{row}"),
-            )),
+            ),
             None => Err(EngineError::invalid("amount", "must be an amount in rupiah")),
         };
         items.push(item);
@@ -414,10 +431,14 @@ async fn take_batch(state: &AppState, signed_in: &SignedIn, nonce: &str, csv_byt
     if items.is_empty() || items.len() > BATCH_ROWS_MAX {
         return refused(&state, signed_in, "A batch holds 1 to 1,000 rows.");
     }
+    let batch_key = match IdempotencyKey::parse(format!("dashboard-{nonce}")) {
+        Ok(key) => key,
+        Err(error) => return refused(&state, signed_in, &format!("Not sent: {error}.")),
+    };
     match state
         .engine
         .disbursements()
-        .create_disbursement_batch(signed_in.session.merchant_id, format!("dashboard-{nonce}"), items)
+        .create_disbursement_batch(signed_in.session.merchant_id, batch_key, items)
         .await
     {
         Ok(answer) => {

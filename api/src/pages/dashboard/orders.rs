@@ -10,7 +10,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{html, Markup};
 use paygate_engine::domain::{EventResource, Order, OrderStatus};
-use paygate_engine::orders::{NewRefund, OrderFilter};
+use paygate_engine::input::{IdempotencyKey, PositiveAmount};
+use paygate_engine::orders::{NewRefund, OrderFilter, RefundReason};
 use paygate_engine::webhooks::AttemptFilter;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -289,19 +290,29 @@ pub async fn refund(
             Some("Enter an amount in rupiah."),
         );
     };
-    let new = NewRefund {
-        amount_minor: Some(amount_minor),
-        reason: Some(form.reason),
-        reason_detail: None,
-        // A form posted twice is one refund: its key is the form's own.
-        idempotency_key: Some(format!("dashboard-{}", form.nonce.chars().take(64).collect::<String>())),
+    let orders = state.engine.orders();
+    let new = orders
+        .ensure_refundable_order(signed_in.session.merchant_id, &ref_code)
+        .and_then(|()| {
+            Ok(NewRefund {
+                amount: PositiveAmount::parse(amount_minor)?,
+                reason: RefundReason::parse(Some(form.reason), None)?,
+                // A form posted twice is one refund: its key is the form's own.
+                idempotency_key: IdempotencyKey::parse(format!(
+                    "dashboard-{}",
+                    form.nonce.chars().take(64).collect::<String>()
+                ))?,
+            })
+        });
+    let created = match new {
+        Ok(new) => {
+            orders
+                .create_refund(signed_in.session.merchant_id, &ref_code, new)
+                .await
+        }
+        Err(error) => Err(error),
     };
-    match state
-        .engine
-        .orders()
-        .create_refund(signed_in.session.merchant_id, &ref_code, new)
-        .await
-    {
+    match created {
         Ok(_) => Redirect::to(&format!("/dashboard/orders/{ref_code}")).into_response(),
         Err(error) => detail(
             &state,

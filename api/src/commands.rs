@@ -1,0 +1,127 @@
+//! The flat account fields of V1 bodies and dashboard forms, read into the
+//! engine's typed accounts: the channel picks which fields are required,
+//! a blank field counts as absent, and each value is checked by its
+//! `paygate_engine::input` type. Shared by `POST /v1/disbursements`, its
+//! batch items, `POST /v1/beneficiaries` and the dashboard's payouts.
+
+use paygate_engine::beneficiaries::SavedAccount;
+use paygate_engine::disbursements::Payee;
+use paygate_engine::domain::Channel;
+use paygate_engine::input::{AccountNumber, CatalogCode, EwalletPhone, HolderName};
+use paygate_engine::EngineError;
+use uuid::Uuid;
+
+/// An account as a body spells it: every field optional, so that each
+/// channel's missing fields get their own code.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AccountFields<'a> {
+    /// `BANK` or `EWALLET`.
+    pub channel: Option<&'a str>,
+    /// BANK.
+    pub bank_short_code: Option<&'a str>,
+    /// BANK.
+    pub account_number: Option<&'a str>,
+    /// BANK.
+    pub account_name: Option<&'a str>,
+    /// EWALLET.
+    pub ewallet_provider: Option<&'a str>,
+    /// EWALLET.
+    pub ewallet_phone: Option<&'a str>,
+}
+
+/// A field's value unless absent or blank.
+fn present(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
+}
+
+impl<'a> AccountFields<'a> {
+    fn channel(&self) -> Result<Channel, EngineError> {
+        let sent = self
+            .channel
+            .ok_or_else(|| EngineError::invalid("channel", "is required"))?;
+        Channel::parse(sent).ok_or_else(|| EngineError::invalid("channel", "must be BANK or EWALLET"))
+    }
+
+    fn ewallet(&self) -> Result<(CatalogCode, EwalletPhone), EngineError> {
+        let (Some(code), Some(phone)) = (
+            present(self.ewallet_provider).and_then(CatalogCode::parse),
+            present(self.ewallet_phone),
+        ) else {
+            return Err(EngineError::MissingEwalletInfo);
+        };
+        Ok((code, EwalletPhone::parse(phone)?))
+    }
+
+    /// Who a disbursement pays: the beneficiary when one is named (an id
+    /// that is not a UUID names none), else the channel's account, whose
+    /// BANK fields are all required.
+    pub fn payee(&self, beneficiary_id: Option<&str>) -> Result<Payee, EngineError> {
+        if let Some(raw) = beneficiary_id {
+            let id = Uuid::parse_str(raw).map_err(|_| EngineError::BeneficiaryNotFound)?;
+            let channel = self
+                .channel
+                .map(|_| self.channel())
+                .transpose()
+                .map_err(|_| EngineError::invalid("channel", "does not match the beneficiary"))?;
+            let account_name = present(self.account_name).map(HolderName::parse).transpose()?.flatten();
+            return Ok(Payee::Beneficiary {
+                id,
+                channel,
+                account_name,
+            });
+        }
+        Ok(match self.channel()? {
+            Channel::Bank => {
+                let (Some(code), Some(number), Some(name)) = (
+                    present(self.bank_short_code).and_then(CatalogCode::parse),
+                    present(self.account_number),
+                    present(self.account_name),
+                ) else {
+                    return Err(EngineError::MissingBankInfo(
+                        "bank_short_code, account_number and account_name are required for BANK".into(),
+                    ));
+                };
+                let account_number = AccountNumber::parse(number)?;
+                let account_name = HolderName::parse(name)?.ok_or_else(|| {
+                    EngineError::MissingBankInfo(
+                        "bank_short_code, account_number and account_name are required for BANK".into(),
+                    )
+                })?;
+                Payee::Bank {
+                    bank_short_code: code,
+                    account_number,
+                    account_name,
+                }
+            }
+            Channel::Ewallet => {
+                let (provider, phone) = self.ewallet()?;
+                Payee::Ewallet { provider, phone }
+            }
+        })
+    }
+
+    /// The account a beneficiary saves; a BANK holder's name is optional.
+    pub fn saved_account(&self) -> Result<SavedAccount, EngineError> {
+        Ok(match self.channel()? {
+            Channel::Bank => {
+                let (Some(code), Some(number)) = (
+                    present(self.bank_short_code).and_then(CatalogCode::parse),
+                    present(self.account_number),
+                ) else {
+                    return Err(EngineError::MissingBankInfo(
+                        "bank_short_code and account_number are required for BANK".into(),
+                    ));
+                };
+                SavedAccount::Bank {
+                    bank_short_code: code,
+                    account_number: AccountNumber::parse(number)?,
+                    account_name: present(self.account_name).map(HolderName::parse).transpose()?.flatten(),
+                }
+            }
+            Channel::Ewallet => {
+                let (provider, phone) = self.ewallet()?;
+                SavedAccount::Ewallet { provider, phone }
+            }
+        })
+    }
+}
