@@ -20,12 +20,10 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paygate_api::{router, ApiConfig, AppState, Mode};
-use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{LimitsPatch, SettlementType};
-use paygate_engine::store::journal::{self, Journal};
+use paygate_engine::domain::LimitsPatch;
 use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use paygate_engine::{Engine, EngineConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,15 +33,11 @@ use uuid::Uuid;
 // The allocator of the `paygate` binary, with its settings.
 #[path = "../src/allocator.rs"]
 mod allocator;
+#[path = "support/mod.rs"]
+mod support;
 
 /// Items of the measured batch.
 const ITEMS: usize = 1000;
-
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var("PAYGATE_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into());
-    std::fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
-}
 
 /// An engine whose vendor holds every payout, and one funded WALLET
 /// merchant with no limit in the way: its id and API key.
@@ -52,37 +46,23 @@ async fn open_engine(dir: &std::path::Path) -> (Engine, Uuid, String) {
     config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
         delay: Duration::from_secs(3600),
     }));
-    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-    let new = NewMerchant {
-        name: "bench".into(),
-        settlement_type: Some(SettlementType::Wallet),
-        limits: LimitsPatch {
-            daily_minor: Some(i64::MAX / 4),
-            rate_limit_per_second: Some(1_000_000),
-            rate_limit_burst: Some(1_000_000),
-            ..Default::default()
-        },
-        ..Default::default()
+    let engine = support::open_engine(config).await;
+    let limits = LimitsPatch {
+        rate_limit_per_second: Some(1_000_000),
+        rate_limit_burst: Some(1_000_000),
+        ..support::no_daily_limit()
     };
-    let (merchant, credentials) = engine.merchants().create_merchant(new).await.unwrap();
-    engine
-        .merchants()
-        .credit_wallet(merchant.id, MinorUnits::new(i64::MAX / 4), "bench funding", None)
-        .await
-        .unwrap();
-    (engine, merchant.id, credentials.api_key)
+    let (id, api_key) = support::wallet_merchant(&engine, "bench".into(), limits, Some("bench funding")).await;
+    (engine, id, api_key)
+}
+
+/// The account an item pays to: one of a million, by its key.
+fn account_number(key: u64) -> String {
+    format!("{:010}", 1_000_000_000 + key % 1_000_000)
 }
 
 fn item(key: u64) -> NewDisbursement {
-    NewDisbursement {
-        idempotency_key: Some(format!("bench-{key}")),
-        channel: Some("BANK".into()),
-        bank_short_code: Some("BCA".into()),
-        account_number: Some(format!("{:010}", 1_000_000_000 + key % 1_000_000)),
-        account_name: Some("Budi Santoso".into()),
-        amount_minor: Some(1_000_000),
-        ..Default::default()
-    }
+    support::disbursement_request(format!("bench-{key}"), account_number(key))
 }
 
 /// The JSON body of a batch of `ITEMS` items from key `base` on.
@@ -93,7 +73,7 @@ fn body(base: u64) -> Vec<u8> {
                 "idempotency_key": format!("bench-{key}"),
                 "channel": "BANK",
                 "bank_short_code": "BCA",
-                "account_number": format!("{:010}", 1_000_000_000 + key % 1_000_000),
+                "account_number": account_number(key),
                 "account_name": "Budi Santoso",
                 "amount_minor": 1_000_000,
             })
@@ -119,20 +99,31 @@ async fn settle_handovers(engine: &Engine) {
     }
 }
 
+/// One batch of `ITEMS` from key `base` on, through the engine; the
+/// time its call took.
+async fn engine_batch(engine: &Engine, merchant_id: Uuid, base: u64) -> Duration {
+    let items = (base..base + ITEMS as u64).map(|key| Ok(item(key))).collect();
+    let started = Instant::now();
+    let answer = engine
+        .disbursements()
+        .create_disbursement_batch(merchant_id, support::batch_key(format!("batch-{base}")), items)
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(answer.items.iter().all(|item| item.is_ok()));
+    elapsed
+}
+
 fn batch_latency(c: &mut Criterion) {
     allocator::keep_freed_memory();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = support::runtime();
     let mut group = c.benchmark_group("disbursement_batch");
     group
         .sample_size(20)
         .measurement_time(Duration::from_secs(10))
         .throughput(Throughput::Elements(ITEMS as u64));
 
-    let dir = bench_dir();
+    let dir = support::bench_dir();
     let (engine, merchant_id, api_key) = runtime.block_on(open_engine(dir.path()));
     let next_key = AtomicU64::new(0);
 
@@ -141,65 +132,21 @@ fn batch_latency(c: &mut Criterion) {
     // after its reply, so they are not in it).
     let record_bytes = {
         let base = next_key.fetch_add(ITEMS as u64, Ordering::Relaxed);
-        let items = (base..base + ITEMS as u64).map(|key| Ok(item(key))).collect();
         let before = journal_bytes(&engine);
-        let answer = runtime
-            .block_on(
-                engine
-                    .disbursements()
-                    .create_disbursement_batch(merchant_id, format!("batch-{base}"), items),
-            )
-            .unwrap();
+        runtime.block_on(engine_batch(&engine, merchant_id, base));
         let bytes = journal_bytes(&engine) - before;
-        assert!(answer.items.iter().all(|item| item.is_ok()));
         runtime.block_on(settle_handovers(&engine));
         eprintln!("a {ITEMS}-item batch's journal record: {bytes} bytes");
         bytes as usize
     };
-    let journal_dir = bench_dir();
-    let outcome = journal::replay(journal_dir.path(), 0, |_, _| Ok(())).unwrap();
-    let journal = Journal::start(journal_dir.path(), outcome.next_seq).unwrap();
-    group.bench_function("journal_append_sync_baseline", |b| {
-        b.to_async(&runtime).iter_custom(|iters| {
-            let journal = journal.clone();
-            async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let started = Instant::now();
-                    journal
-                        .append(vec![7u8; record_bytes], Box::new(|_, _| None))
-                        .await
-                        .unwrap();
-                    journal.sync_point().await.unwrap();
-                    total += started.elapsed();
-                }
-                total
-            }
-        })
-    });
-    runtime.block_on(journal.shutdown());
+    let journal_dir = support::bench_dir();
+    support::journal_baseline(&mut group, &runtime, journal_dir.path(), 1, record_bytes);
 
-    group.bench_function("engine_1000_items", |b| {
-        b.to_async(&runtime).iter_custom(|iters| {
-            let (engine, next_key) = (&engine, &next_key);
-            async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let base = next_key.fetch_add(ITEMS as u64, Ordering::Relaxed);
-                    let items = (base..base + ITEMS as u64).map(|key| Ok(item(key))).collect();
-                    let started = Instant::now();
-                    let answer = engine
-                        .disbursements()
-                        .create_disbursement_batch(merchant_id, format!("batch-{base}"), items)
-                        .await
-                        .unwrap();
-                    total += started.elapsed();
-                    assert!(answer.items.iter().all(|item| item.is_ok()));
-                    settle_handovers(engine).await;
-                }
-                total
-            }
-        })
+    support::timed(&mut group, &runtime, "engine_1000_items", || async {
+        let base = next_key.fetch_add(ITEMS as u64, Ordering::Relaxed);
+        let elapsed = engine_batch(&engine, merchant_id, base).await;
+        settle_handovers(&engine).await;
+        elapsed
     });
 
     let config = ApiConfig {
@@ -211,29 +158,21 @@ fn batch_latency(c: &mut Criterion) {
         sandbox_disbursement_delay_ms: 3_600_000,
     };
     let app = router(AppState::new(engine.clone(), config));
-    group.bench_function("http_1000_items", |b| {
-        b.to_async(&runtime).iter_custom(|iters| {
-            let (engine, next_key, app, api_key) = (&engine, &next_key, &app, &api_key);
-            async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let base = next_key.fetch_add(ITEMS as u64, Ordering::Relaxed);
-                    let request = Request::post("/v1/disbursements/batch")
-                        .header("x-api-key", api_key.as_str())
-                        .header("content-type", "application/json")
-                        .body(Body::from(body(base)))
-                        .unwrap();
-                    let started = Instant::now();
-                    let response = app.clone().call(request).await.unwrap();
-                    let status = response.status();
-                    let answer = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-                    total += started.elapsed();
-                    assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&answer));
-                    settle_handovers(engine).await;
-                }
-                total
-            }
-        })
+    support::timed(&mut group, &runtime, "http_1000_items", || async {
+        let base = next_key.fetch_add(ITEMS as u64, Ordering::Relaxed);
+        let request = Request::post("/v1/disbursements/batch")
+            .header("x-api-key", api_key.as_str())
+            .header("content-type", "application/json")
+            .body(Body::from(body(base)))
+            .unwrap();
+        let started = Instant::now();
+        let response = app.clone().call(request).await.unwrap();
+        let status = response.status();
+        let answer = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let elapsed = started.elapsed();
+        assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&answer));
+        settle_handovers(&engine).await;
+        elapsed
     });
     group.finish();
     runtime.block_on(engine.shutdown());

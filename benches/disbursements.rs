@@ -20,12 +20,10 @@
 //! creation and hand-over alone, without settlement or webhooks.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{LimitsPatch, SettlementType, BATCH_ITEMS_MAX};
-use paygate_engine::store::journal::{self, Journal};
+use paygate_engine::domain::BATCH_ITEMS_MAX;
 use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use paygate_engine::{Engine, EngineConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,24 +36,18 @@ mod allocator;
 #[allow(dead_code)]
 #[path = "../src/process_stats.rs"]
 mod process_stats;
+#[path = "support/mod.rs"]
+mod support;
 
 /// Disbursements per measured iteration.
 const DISBURSEMENTS: usize = 20_000;
 /// Disbursements created by every iteration so far.
 static CREATED: AtomicU64 = AtomicU64::new(0);
-/// Concurrent callers, as many HTTP connections would be.
-const CALLERS: usize = 1024;
 /// How long the sandbox vendor keeps a payout ON_PROCESS: short enough that
 /// most settle while the iteration is still creating.
 const SANDBOX_DELAY: Duration = Duration::from_millis(100);
 /// Journal records a disbursement's life takes: created, handed over, settled.
 const RECORDS_PER_DISBURSEMENT: usize = 3;
-
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var("PAYGATE_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into());
-    std::fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
-}
 
 /// The extra mode that stops at the hand-over (see the top of the file).
 fn handover_only() -> bool {
@@ -75,64 +67,34 @@ async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uu
         // of open disbursements creation would be refused as Busy.
         config.disbursements_open_max = usize::MAX;
     }
-    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-    let mut ids = Vec::with_capacity(merchants);
-    for index in 0..merchants {
-        let limits = LimitsPatch {
-            daily_minor: Some(i64::MAX / 4),
-            ..Default::default()
-        };
-        let new = NewMerchant {
-            name: format!("bench-{index}"),
-            settlement_type: Some(SettlementType::Wallet),
-            limits,
-            ..Default::default()
-        };
-        let (merchant, _) = engine.merchants().create_merchant(new).await.unwrap();
-        engine
-            .merchants()
-            .credit_wallet(merchant.id, MinorUnits::new(i64::MAX / 4), "bench funding", None)
-            .await
-            .unwrap();
-        ids.push(merchant.id);
-    }
+    let engine = support::open_engine(config).await;
+    let name = |index| format!("bench-{index}");
+    let limits = support::no_daily_limit();
+    let ids = support::wallet_merchants(&engine, merchants, name, limits, Some("bench funding")).await;
     (engine, ids)
 }
 
 fn disbursement(key: u64) -> NewDisbursement {
-    NewDisbursement {
-        idempotency_key: Some(format!("bench-{key}")),
-        channel: Some("BANK".into()),
-        bank_short_code: Some("BCA".into()),
-        account_number: Some("1234567890".into()),
-        account_name: Some("Budi Santoso".into()),
-        amount_minor: Some(1_000_000),
-        ..Default::default()
+    support::disbursement_request(format!("bench-{key}"), "1234567890".into())
+}
+
+/// A disbursement created by a request of its own, the call of the
+/// unbatched runs.
+struct CreateDisbursement;
+
+impl support::Call for CreateDisbursement {
+    async fn call(engine: &Engine, merchant: Uuid, key: u64) {
+        engine
+            .disbursements()
+            .create_disbursement(merchant, disbursement(key))
+            .await
+            .unwrap();
     }
 }
 
 async fn disburse(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -> Duration {
     let started = Instant::now();
-    let mut tasks = Vec::with_capacity(CALLERS);
-    for caller in 0..CALLERS {
-        let engine = engine.clone();
-        let ids = ids.to_vec();
-        let base = next_key.fetch_add(DISBURSEMENTS as u64, Ordering::Relaxed);
-        tasks.push(tokio::spawn(async move {
-            let mut i = caller;
-            while i < DISBURSEMENTS {
-                engine
-                    .disbursements()
-                    .create_disbursement(ids[i % ids.len()], disbursement(base + i as u64))
-                    .await
-                    .unwrap();
-                i += CALLERS;
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
+    support::from_callers::<CreateDisbursement>(engine, ids, DISBURSEMENTS, next_key).await;
     await_lives(engine).await;
     CREATED.fetch_add(DISBURSEMENTS as u64, Ordering::Relaxed);
     started.elapsed()
@@ -155,7 +117,7 @@ async fn disburse_batched(engine: &Engine, ids: &[Uuid], next_key: &AtomicU64) -
                 let items = (0..size as u64).map(|n| Ok(disbursement(base + n))).collect();
                 let answer = engine
                     .disbursements()
-                    .create_disbursement_batch(merchant, format!("bench-batch-{base}"), items)
+                    .create_disbursement_batch(merchant, support::batch_key(format!("bench-batch-{base}")), items)
                     .await
                     .unwrap();
                 assert!(answer.items.iter().all(|item| item.is_ok()));
@@ -229,11 +191,7 @@ fn report_cpu(case: &str, engine: &Engine, from: Mark) {
 
 fn durable_disbursements(c: &mut Criterion) {
     allocator::keep_freed_memory();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = support::runtime();
     let mut group = c.benchmark_group("durable_disbursements");
     group
         .sample_size(10)
@@ -241,9 +199,10 @@ fn durable_disbursements(c: &mut Criterion) {
         .throughput(Throughput::Elements(DISBURSEMENTS as u64));
 
     // Baseline: the journal alone, three records a disbursement (created,
-    // handed over, settled) of a created disbursement record's size.
+    // handed over, settled) of a created disbursement record's size; two
+    // when nothing settles.
     let record_bytes = {
-        let engine_dir = bench_dir();
+        let engine_dir = support::bench_dir();
         let (engine, ids) = runtime.block_on(open_engine(engine_dir.path(), 1));
         let created = runtime
             .block_on(
@@ -257,64 +216,24 @@ fn durable_disbursements(c: &mut Criterion) {
             .encode()
             .len()
     };
-    let dir = bench_dir();
-    let outcome = journal::replay(dir.path(), 0, |_, _| Ok(())).unwrap();
-    let journal = Journal::start(dir.path(), outcome.next_seq).unwrap();
-    group.bench_function("journal_append_sync_baseline", |b| {
-        b.to_async(&runtime).iter_custom(|iters| {
-            let journal = journal.clone();
-            async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let started = Instant::now();
-                    let records = if handover_only() { 2 } else { RECORDS_PER_DISBURSEMENT };
-                    for _ in 0..records * DISBURSEMENTS {
-                        journal
-                            .append(vec![7u8; record_bytes], Box::new(|_, _| None))
-                            .await
-                            .unwrap();
-                    }
-                    journal.sync_point().await.unwrap();
-                    total += started.elapsed();
-                }
-                total
-            }
-        })
-    });
-    runtime.block_on(journal.shutdown());
+    let records = if handover_only() { 2 } else { RECORDS_PER_DISBURSEMENT };
+    let dir = support::bench_dir();
+    support::journal_baseline(&mut group, &runtime, dir.path(), records * DISBURSEMENTS, record_bytes);
 
     for merchants in [1usize, 1000] {
-        let dir = bench_dir();
+        let dir = support::bench_dir();
         let (engine, ids) = runtime.block_on(open_engine(dir.path(), merchants));
         let next_key = AtomicU64::new(0);
+        let case = format!("{merchants}_merchants");
         let from = mark(&engine);
-        group.bench_function(format!("{merchants}_merchants"), |b| {
-            b.to_async(&runtime).iter_custom(|iters| {
-                let (engine, ids, next_key) = (&engine, &ids, &next_key);
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        total += disburse(engine, ids, next_key).await;
-                    }
-                    total
-                }
-            })
-        });
-        report_cpu(&format!("{merchants}_merchants"), &engine, from);
+        support::timed(&mut group, &runtime, &case, || disburse(&engine, &ids, &next_key));
+        report_cpu(&case, &engine, from);
+        let case = format!("{merchants}_merchants_batched");
         let from = mark(&engine);
-        group.bench_function(format!("{merchants}_merchants_batched"), |b| {
-            b.to_async(&runtime).iter_custom(|iters| {
-                let (engine, ids, next_key) = (&engine, &ids, &next_key);
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        total += disburse_batched(engine, ids, next_key).await;
-                    }
-                    total
-                }
-            })
+        support::timed(&mut group, &runtime, &case, || {
+            disburse_batched(&engine, &ids, &next_key)
         });
-        report_cpu(&format!("{merchants}_merchants_batched"), &engine, from);
+        report_cpu(&case, &engine, from);
         runtime.block_on(engine.shutdown());
     }
     group.finish();

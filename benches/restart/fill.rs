@@ -4,11 +4,8 @@
 //! at once, waits until every one is final, and shuts down with a
 //! checkpoint, as a server stopped after that much history would.
 
-use paygate_engine::clock::SystemClock;
-use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{LimitsPatch, SettlementType};
 use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use paygate_engine::EngineConfig;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +13,8 @@ use std::time::{Duration, Instant};
 // The allocator of the `paygate` binary, with its settings.
 #[path = "../../src/allocator.rs"]
 mod allocator;
+#[path = "../support/mod.rs"]
+mod support;
 
 /// Concurrent callers.
 const CALLERS: u64 = 512;
@@ -39,26 +38,10 @@ async fn fill(dir: std::path::PathBuf, count: u64, merchants: usize) {
     let started = Instant::now();
     let mut config = EngineConfig::new(&dir);
     config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay: Duration::ZERO }));
-    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-    let mut ids = Vec::with_capacity(merchants);
-    for index in 0..merchants {
-        let new = NewMerchant {
-            name: format!("history-{index}"),
-            settlement_type: Some(SettlementType::Wallet),
-            limits: LimitsPatch {
-                daily_minor: Some(i64::MAX / 4),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let (merchant, _) = engine.merchants().create_merchant(new).await.unwrap();
-        engine
-            .merchants()
-            .credit_wallet(merchant.id, MinorUnits::new(i64::MAX / 4), "history funding", None)
-            .await
-            .unwrap();
-        ids.push(merchant.id);
-    }
+    let engine = support::open_engine(config).await;
+    let name = |index| format!("history-{index}");
+    let limits = support::no_daily_limit();
+    let ids = support::wallet_merchants(&engine, merchants, name, limits, Some("history funding")).await;
     let ids = Arc::new(ids);
     let next = Arc::new(AtomicU64::new(0));
     let mut callers = Vec::new();
@@ -70,15 +53,7 @@ async fn fill(dir: std::path::PathBuf, count: u64, merchants: usize) {
                 if n >= count {
                     return;
                 }
-                let request = NewDisbursement {
-                    idempotency_key: Some(format!("history-{n}")),
-                    channel: Some("BANK".into()),
-                    bank_short_code: Some("BCA".into()),
-                    account_number: Some("1234567890".into()),
-                    account_name: Some("Budi Santoso".into()),
-                    amount_minor: Some(1_000_000),
-                    ..Default::default()
-                };
+                let request = support::disbursement_request(format!("history-{n}"), "1234567890".into());
                 engine
                     .disbursements()
                     .create_disbursement(ids[n as usize % ids.len()], request)
