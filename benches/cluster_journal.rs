@@ -16,6 +16,9 @@ use paygate_engine::cluster::{Database, Leases, ShardRecords};
 use paygate_engine::store::journal::{self, Journal};
 use std::time::{Duration, Instant};
 
+#[path = "support/mod.rs"]
+mod support;
+
 /// Records a measured iteration appends.
 const RECORDS: usize = 20_000;
 /// Concurrent appenders, as merchant actors would be.
@@ -53,34 +56,17 @@ async fn append_all(journal: &Journal) -> Duration {
 
 fn bench(c: &mut Criterion) {
     let Some(pg) = TestPostgres::start() else { return };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = support::runtime();
     let mut group = c.benchmark_group("cluster_journal");
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(20))
         .throughput(Throughput::Elements((RECORDS / CALLERS * CALLERS) as u64));
 
-    let base = std::env::var("PAYGATE_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into());
-    std::fs::create_dir_all(&base).unwrap();
-    let dir = tempfile::tempdir_in(base).unwrap();
+    let dir = support::bench_dir();
     let outcome = journal::replay(dir.path(), 0, |_, _| Ok(())).unwrap();
     let local = Journal::start(dir.path(), outcome.next_seq).unwrap();
-    group.bench_function("local_journal_baseline", |b| {
-        b.to_async(&runtime).iter_custom(|iters| {
-            let local = local.clone();
-            async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += append_all(&local).await;
-                }
-                total
-            }
-        })
-    });
+    support::timed(&mut group, &runtime, "local_journal_baseline", || append_all(&local));
     runtime.block_on(local.shutdown());
 
     let shard = runtime.block_on(async {
@@ -92,18 +78,7 @@ fn bench(c: &mut Criterion) {
         let records = ShardRecords::new(database, "bench");
         Journal::start_on_shard(records, 0, 1, 1, tokio::runtime::Handle::current()).unwrap()
     });
-    group.bench_function("shard_journal_postgres", |b| {
-        b.to_async(&runtime).iter_custom(|iters| {
-            let shard = shard.clone();
-            async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += append_all(&shard).await;
-                }
-                total
-            }
-        })
-    });
+    support::timed(&mut group, &runtime, "shard_journal_postgres", || append_all(&shard));
     let stats = shard.stats();
     let syncs = stats.syncs.load(std::sync::atomic::Ordering::Relaxed).max(1);
     println!(

@@ -9,16 +9,16 @@
 //! Run: `cargo bench --bench history` (see BENCHMARKS.md).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::SettlementType;
+use paygate_engine::domain::LimitsPatch;
 use paygate_engine::ledger::statement::LineId;
 use paygate_engine::ledger::{self, EntryProposal};
-use paygate_engine::{Engine, EngineConfig, HistoryQuery, MinorUnits, NewMerchant};
-use std::sync::Arc;
+use paygate_engine::{EngineConfig, HistoryQuery, MinorUnits};
 use std::time::Duration;
 
 #[path = "../src/allocator.rs"]
 mod allocator;
+#[path = "support/mod.rs"]
+mod support;
 
 /// Entries per posting message (the engine's batch cap is 8,192).
 const POST_BATCH: usize = 8_192;
@@ -34,42 +34,26 @@ fn entries() -> u64 {
 
 fn history_pages(c: &mut Criterion) {
     allocator::keep_freed_memory();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let base = std::env::var("PAYGATE_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into());
-    std::fs::create_dir_all(&base).unwrap();
-    let dir = tempfile::tempdir_in(base).unwrap();
+    let runtime = support::runtime();
+    let dir = support::bench_dir();
     let total = entries();
     let (engine, merchant_id) = runtime.block_on(async {
-        let engine = Engine::open(EngineConfig::new(dir.path()), Arc::new(SystemClock))
-            .await
-            .unwrap();
-        let (merchant, _) = engine
-            .merchants()
-            .create_merchant(NewMerchant {
-                name: "history".into(),
-                settlement_type: Some(SettlementType::Wallet),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
+        let engine = support::open_engine(EngineConfig::new(dir.path())).await;
+        let (merchant_id, _) = support::wallet_merchant(&engine, "history".into(), LimitsPatch::default(), None).await;
         let mut posted = 0u64;
         while posted < total {
             let n = POST_BATCH.min((total - posted) as usize);
             let proposals: Vec<EntryProposal> = (0..n)
                 .map(|_| ledger::wallet_credit(MinorUnits::new(1), "bench".into(), None))
                 .collect();
-            for result in engine.merchants().post_entries(merchant.id, proposals).await.unwrap() {
+            for result in engine.merchants().post_entries(merchant_id, proposals).await.unwrap() {
                 result.unwrap();
             }
             posted += n as u64;
         }
         // On disk, as a long statement is: out of the overlay, into sled.
         engine.operations().checkpoint().await.unwrap();
-        (engine, merchant.id)
+        (engine, merchant_id)
     });
     let cursor = |seq: u64| LineId {
         merchant_id,
