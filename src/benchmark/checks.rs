@@ -5,7 +5,7 @@
 
 use super::client::{in_parallel, BenchMerchant, Gateway, ORDER_NET_MINOR};
 use super::load::{Created, CreatedOrder};
-use super::sink::Sink;
+use super::sink::{Receipts, Sink};
 use super::thousands;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -253,33 +253,41 @@ pub fn webhooks_received(created: &[Created], lookups: &Lookups, sink: &Sink) ->
             }
         }
         let received = created.len() - absent.len();
-        let mut line = format!(
+        let line = format!(
             "final webhook received for every disbursement, signature checked: {} of {}",
             thousands(received as u64),
             thousands(created.len() as u64)
         );
-        if !absent.is_empty() {
-            line += &format!(", {} never came{}", absent.len(), examples(absent.iter().cloned()));
-        }
-        if !disagreeing.is_empty() {
-            line += &format!(
-                ", {} say another status than GET{}",
-                disagreeing.len(),
-                examples(disagreeing.iter().cloned())
-            );
-        }
-        if receipts.refused > 0 {
-            line += &format!(
-                "; {} deliveries refused, first: {}",
-                receipts.refused,
-                receipts.refusal_reasons.first().map_or("", String::as_str)
-            );
-        }
-        Verdict::new(
-            absent.is_empty() && disagreeing.is_empty() && receipts.refused == 0,
-            line,
-        )
+        let disagreeing_said = |count: usize| format!(", {count} say another status than GET");
+        webhook_verdict(line, &absent, &disagreeing, disagreeing_said, receipts)
     })
+}
+
+/// The verdict of a webhook check, `line` saying what arrived: it holds
+/// when no event is `absent`, none is `wrong` (`wrong_said` words their
+/// count), and the sink refused no delivery; the line names examples of
+/// each failure.
+fn webhook_verdict(
+    mut line: String,
+    absent: &[String],
+    wrong: &[String],
+    wrong_said: impl Fn(usize) -> String,
+    receipts: &Receipts,
+) -> Verdict {
+    if !absent.is_empty() {
+        line += &format!(", {} never came{}", absent.len(), examples(absent.iter().cloned()));
+    }
+    if !wrong.is_empty() {
+        line += &format!("{}{}", wrong_said(wrong.len()), examples(wrong.iter().cloned()));
+    }
+    if receipts.refused > 0 {
+        line += &format!(
+            "; {} deliveries refused, first: {}",
+            receipts.refused,
+            receipts.refusal_reasons.first().map_or("", String::as_str)
+        );
+    }
+    Verdict::new(absent.is_empty() && wrong.is_empty() && receipts.refused == 0, line)
 }
 
 /// After a restart: every disbursement found again with the status it had.
@@ -416,32 +424,13 @@ pub fn order_webhooks_received(orders: &[CreatedOrder], sink: &Sink) -> Verdict 
             .filter(|order| !order.paid && receipts.order_events.contains_key(&order.id.as_u128()))
             .map(|order| order.ref_code.to_string())
             .collect();
-        let mut line = format!(
+        let line = format!(
             "order.paid webhook received for every paid order, signature checked: {} of {}; none for a pending order",
             thousands((paid - absent.len()) as u64),
             thousands(paid as u64)
         );
-        if !absent.is_empty() {
-            line += &format!(", {} never came{}", absent.len(), examples(absent.iter().cloned()));
-        }
-        if !unexpected.is_empty() {
-            line += &format!(
-                "; {} pending orders had one{}",
-                unexpected.len(),
-                examples(unexpected.iter().cloned())
-            );
-        }
-        if receipts.refused > 0 {
-            line += &format!(
-                "; {} deliveries refused, first: {}",
-                receipts.refused,
-                receipts.refusal_reasons.first().map_or("", String::as_str)
-            );
-        }
-        Verdict::new(
-            absent.is_empty() && unexpected.is_empty() && receipts.refused == 0,
-            line,
-        )
+        let unexpected_said = |count: usize| format!("; {count} pending orders had one");
+        webhook_verdict(line, &absent, &unexpected, unexpected_said, receipts)
     })
 }
 
