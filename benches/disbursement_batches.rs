@@ -46,6 +46,10 @@ async fn open_engine(dir: &std::path::Path) -> (Engine, Uuid, String) {
     config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
         delay: Duration::from_secs(3600),
     }));
+    // Every payout stays open for the whole run: past the default bound of
+    // open disbursements (a million, about a thousand batches) a batch
+    // would be refused as Busy.
+    config.disbursements_open_max = usize::MAX;
     let engine = support::open_engine(config).await;
     let limits = LimitsPatch {
         rate_limit_per_second: Some(1_000_000),
