@@ -149,104 +149,39 @@ async fn every_invalid_body_is_refused_and_creates_nothing() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
     let long_id = "x".repeat(256);
-    let cases: Vec<(&str, Value, &str)> = vec![
-        (
-            "no merchant_order_id",
-            json!({ "amount_minor": 100, "payment_method": "QRIS" }),
-            "merchant_order_id",
-        ),
-        (
-            "no amount_minor",
-            json!({ "merchant_order_id": "a", "payment_method": "QRIS" }),
-            "amount_minor",
-        ),
-        (
-            "no payment_method",
-            json!({ "merchant_order_id": "a", "amount_minor": 100 }),
-            "payment_method",
-        ),
-        (
-            "amount_minor as text",
-            json!({ "merchant_order_id": "a", "amount_minor": "100", "payment_method": "QRIS" }),
-            "amount_minor",
-        ),
-        (
-            "fractional amount_minor",
-            json!({ "merchant_order_id": "a", "amount_minor": 10.5, "payment_method": "QRIS" }),
-            "amount_minor",
-        ),
-        (
-            "numeric merchant_order_id",
-            json!({ "merchant_order_id": 7, "amount_minor": 100, "payment_method": "QRIS" }),
-            "merchant_order_id",
-        ),
-        (
-            "amount_minor 0",
-            json!({ "merchant_order_id": "a", "amount_minor": 0, "payment_method": "QRIS" }),
-            "amount_minor",
-        ),
-        (
-            "negative amount_minor",
-            json!({ "merchant_order_id": "a", "amount_minor": -5, "payment_method": "QRIS" }),
-            "amount_minor",
-        ),
+    // Each row: its name, the field it changes in a valid QRIS body (left
+    // out when `None`), and so the field the message must name.
+    let cases: Vec<(&str, &str, Option<Value>)> = vec![
+        ("no merchant_order_id", "merchant_order_id", None),
+        ("no amount_minor", "amount_minor", None),
+        ("no payment_method", "payment_method", None),
+        ("amount_minor as text", "amount_minor", Some(json!("100"))),
+        ("fractional amount_minor", "amount_minor", Some(json!(10.5))),
+        ("numeric merchant_order_id", "merchant_order_id", Some(json!(7))),
+        ("amount_minor 0", "amount_minor", Some(json!(0))),
+        ("negative amount_minor", "amount_minor", Some(json!(-5))),
         (
             "256-character merchant_order_id",
-            json!({ "merchant_order_id": long_id, "amount_minor": 100, "payment_method": "QRIS" }),
             "merchant_order_id",
+            Some(json!(long_id)),
         ),
-        (
-            "empty merchant_order_id",
-            json!({ "merchant_order_id": "", "amount_minor": 100, "payment_method": "QRIS" }),
-            "merchant_order_id",
-        ),
-        (
-            "payment_method CASH",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "CASH" }),
-            "payment_method",
-        ),
-        (
-            "expire_minutes 0",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "QRIS", "expire_minutes": 0 }),
-            "expire_minutes",
-        ),
-        (
-            "expire_minutes 1441",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "QRIS", "expire_minutes": 1441 }),
-            "expire_minutes",
-        ),
-        (
-            "customer_phone with letters",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "QRIS", "customer_phone": "12ab" }),
-            "customer_phone",
-        ),
-        (
-            "customer_phone too short",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "QRIS", "customer_phone": "0812" }),
-            "customer_phone",
-        ),
-        (
-            "customer_email without @",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "QRIS", "customer_email": "nope" }),
-            "customer_email",
-        ),
-        (
-            "notify_url with ftp",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "QRIS", "notify_url": "ftp://x" }),
-            "notify_url",
-        ),
-        (
-            "metadata as an array",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "QRIS", "metadata": [1, 2] }),
-            "metadata",
-        ),
-        (
-            "metadata as text",
-            json!({ "merchant_order_id": "a", "amount_minor": 100, "payment_method": "QRIS", "metadata": "text" }),
-            "metadata",
-        ),
+        ("empty merchant_order_id", "merchant_order_id", Some(json!(""))),
+        ("payment_method CASH", "payment_method", Some(json!("CASH"))),
+        ("expire_minutes 0", "expire_minutes", Some(json!(0))),
+        ("expire_minutes 1441", "expire_minutes", Some(json!(1441))),
+        ("customer_phone with letters", "customer_phone", Some(json!("12ab"))),
+        ("customer_phone too short", "customer_phone", Some(json!("0812"))),
+        ("customer_email without @", "customer_email", Some(json!("nope"))),
+        ("notify_url with ftp", "notify_url", Some(json!("ftp://x"))),
+        ("metadata as an array", "metadata", Some(json!([1, 2]))),
+        ("metadata as text", "metadata", Some(json!("text"))),
     ];
-    for (name, body, field) in cases {
+    for (name, field, value) in cases {
+        let mut body = qris_body("a", 100);
+        match value {
+            Some(value) => body[field] = value,
+            None => body.as_object_mut().unwrap().retain(|key, _| key != field),
+        }
         table::row(name, async {
             let reply = server.post("/v1/orders", &merchant.api_key, Some(body.clone())).await;
             assert_v1_error(&reply, 400, "INVALID_BODY");
@@ -289,48 +224,20 @@ async fn idempotency_key_replays_the_same_body_and_refuses_a_different_one() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
     let body = r#"{"merchant_order_id":"IK-1","amount_minor":50000,"payment_method":"QRIS","metadata":{"b":2,"a":1}}"#;
-    let (first, first_text) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        body,
-        &[("Idempotency-Key", "key-1")],
-    )
-    .await;
+    let (first, first_text) = post_keyed(&server, &merchant.api_key, body).await;
     assert_eq!(first.status, StatusCode::CREATED, "{first_text}");
-    let (replay, replay_text) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        body,
-        &[("Idempotency-Key", "key-1")],
-    )
-    .await;
+    let (replay, replay_text) = post_keyed(&server, &merchant.api_key, body).await;
     assert_eq!(replay.status, StatusCode::CREATED);
     assert_eq!(replay_text, first_text, "the first response, byte for byte");
     // Still the first response after the order moved on.
     let ref_code = first.body["data"]["ref_code"].as_str().unwrap();
     assert_eq!(pay(&server, &merchant.api_key, ref_code).await.status, StatusCode::OK);
-    let (late, late_text) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        body,
-        &[("Idempotency-Key", "key-1")],
-    )
-    .await;
+    let (late, late_text) = post_keyed(&server, &merchant.api_key, body).await;
     assert_eq!(late.status, StatusCode::CREATED);
     assert_eq!(late_text, first_text);
 
     let other_body = r#"{"merchant_order_id":"IK-2","amount_minor":50000,"payment_method":"QRIS"}"#;
-    let (reused, _) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        other_body,
-        &[("Idempotency-Key", "key-1")],
-    )
-    .await;
+    let (reused, _) = post_keyed(&server, &merchant.api_key, other_body).await;
     assert_v1_error(&reused, 422, "IDEMPOTENCY_KEY_REUSED");
     assert_eq!(order_count(&server, &merchant.api_key).await, 1);
     // Survives a restart.
@@ -338,28 +245,14 @@ async fn idempotency_key_replays_the_same_body_and_refuses_a_different_one() {
     let old_base = server.base.clone();
     server.stop();
     server.restart();
-    let (after, after_text) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        body,
-        &[("Idempotency-Key", "key-1")],
-    )
-    .await;
+    let (after, after_text) = post_keyed(&server, &merchant.api_key, body).await;
     assert_eq!(after.status, StatusCode::CREATED);
     // The port changed with the restart, and `qr_url` with it.
     assert_eq!(
         after_text.replace(&server.base, "BASE"),
         first_text.replace(&old_base, "BASE")
     );
-    let (reused, _) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        other_body,
-        &[("Idempotency-Key", "key-1")],
-    )
-    .await;
+    let (reused, _) = post_keyed(&server, &merchant.api_key, other_body).await;
     assert_v1_error(&reused, 422, "IDEMPOTENCY_KEY_REUSED");
 }
 
@@ -368,14 +261,7 @@ async fn x_signature_is_checked_and_can_be_mandatory() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
     let body = r#"{"merchant_order_id":"SIG-1","amount_minor":10000,"payment_method":"QRIS"}"#;
-    let (bad, _) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        body,
-        &[("X-Signature", &hmac_signature("wrong", body.as_bytes()))],
-    )
-    .await;
+    let (bad, _) = post_signed(&server, &merchant.api_key, body, "wrong").await;
     assert_v1_error(&bad, 401, "INVALID_SIGNATURE");
     let (garbage, _) = post_raw(
         &server,
@@ -387,17 +273,7 @@ async fn x_signature_is_checked_and_can_be_mandatory() {
     .await;
     assert_v1_error(&garbage, 401, "INVALID_SIGNATURE");
     assert_eq!(order_count(&server, &merchant.api_key).await, 0);
-    let (good, text) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        body,
-        &[(
-            "X-Signature",
-            &hmac_signature(&merchant.webhook_secret, body.as_bytes()),
-        )],
-    )
-    .await;
+    let (good, text) = post_signed(&server, &merchant.api_key, body, &merchant.webhook_secret).await;
     assert_eq!(good.status, StatusCode::CREATED, "{text}");
 
     let patched = server
@@ -411,17 +287,18 @@ async fn x_signature_is_checked_and_can_be_mandatory() {
         unsigned.body["error"]["message"],
         json!("X-Signature is required for this merchant")
     );
-    let (signed, _) = post_raw(
-        &server,
-        "/v1/orders",
-        &merchant.api_key,
-        body2,
-        &[(
-            "X-Signature",
-            &hmac_signature(&merchant.webhook_secret, body2.as_bytes()),
-        )],
-    )
-    .await;
+    let (signed, _) = post_signed(&server, &merchant.api_key, body2, &merchant.webhook_secret).await;
     assert_eq!(signed.status, StatusCode::CREATED);
     assert_eq!(order_count(&server, &merchant.api_key).await, 2);
+}
+
+/// `POST /v1/orders` with the raw `body` under `Idempotency-Key: key-1`.
+async fn post_keyed(server: &TestServer, api_key: &str, body: &str) -> (Reply, String) {
+    post_raw(server, "/v1/orders", api_key, body, &[("Idempotency-Key", "key-1")]).await
+}
+
+/// `POST /v1/orders` with the raw `body` and its `X-Signature` by `secret`.
+async fn post_signed(server: &TestServer, api_key: &str, body: &str, secret: &str) -> (Reply, String) {
+    let signature = hmac_signature(secret, body.as_bytes());
+    post_raw(server, "/v1/orders", api_key, body, &[("X-Signature", &signature)]).await
 }
