@@ -28,8 +28,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for V1Json<T> {
     }
 }
 
-/// A JSON body that may also be empty, which reads as `T::default()`
-/// (optional bodies of sandbox and admin actions).
+/// A JSON body that may also be empty or `null`, either of which reads as
+/// `T::default()` (optional bodies of sandbox and admin actions).
 pub struct OptionalJson<T>(pub T);
 
 impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
@@ -37,7 +37,8 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
 
     async fn from_request(request: Request, state: &S) -> Result<Self, V1Error> {
         let bytes = read_body(request, state).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        let text = bytes.trim_ascii();
+        if text.is_empty() || text == b"null" {
             return Ok(OptionalJson(T::default()));
         }
         parse_json(&bytes).map(OptionalJson)
@@ -160,10 +161,15 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, V1Error> {
         return Err(V1Error::invalid_body("request body must be a JSON object"));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| match describe(error, bytes) {
-        (Some(path), message) => V1Error::invalid_body(format!("{path}: {message}")),
-        (None, message) => V1Error::invalid_body(message),
-    })?;
+    let value = match serde_path_to_error::deserialize(&mut deserializer) {
+        Ok(value) => value,
+        Err(error) => {
+            return with_whole_numbers(bytes).ok_or_else(|| match describe(error, bytes) {
+                (Some(path), message) => V1Error::invalid_body(format!("{path}: {message}")),
+                (None, message) => V1Error::invalid_body(message),
+            })
+        }
+    };
     // Anything but whitespace after the object is not JSON: `{..} garbage`
     // and `{..}{..}` are refused, not read up to the first object's end.
     deserializer
@@ -205,10 +211,50 @@ pub fn parse_item<T: DeserializeOwned>(raw: &RawValue) -> Result<T, EngineError>
         return Err(EngineError::invalid("item", "must be a JSON object"));
     }
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let (path, message) = describe(error, text.as_bytes());
-        EngineError::invalid(path.unwrap_or_else(|| "item".into()), message)
+    serde_path_to_error::deserialize(&mut deserializer).or_else(|error| {
+        with_whole_numbers(text.as_bytes()).ok_or_else(|| {
+            let (path, message) = describe(error, text.as_bytes());
+            EngineError::invalid(path.unwrap_or_else(|| "item".into()), message)
+        })
     })
+}
+
+/// `bytes` read as `T` once every number with no fraction is spelled as
+/// an integer: JSON has one number type, so `2.0` is the integer 2 that a
+/// schema's `integer` admits. `None` when that changes nothing or still
+/// fails; the caller then reports its first error. Tried only after a
+/// failure, so a body of plain integers is read once.
+fn with_whole_numbers<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    if !spell_whole_numbers(&mut value) {
+        return None;
+    }
+    serde_json::from_value(value).ok()
+}
+
+/// Rewrites each float with no fraction (within the integers a float
+/// spells exactly) as an integer; true when one was.
+fn spell_whole_numbers(value: &mut serde_json::Value) -> bool {
+    /// The largest integer every float below it spells exactly.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        serde_json::Value::Number(number) if number.is_f64() => {
+            let float = number.as_f64().unwrap_or(f64::NAN);
+            if float.fract() == 0.0 && float.abs() <= EXACT {
+                *value = serde_json::Value::from(float as i64);
+                true
+            } else {
+                false
+            }
+        }
+        serde_json::Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, item| spell_whole_numbers(item) | changed),
+        serde_json::Value::Object(fields) => fields
+            .values_mut()
+            .fold(false, |changed, field| spell_whole_numbers(field) | changed),
+        _ => false,
+    }
 }
 
 /// The merchant behind a valid, active V1 API key, within its rate limit.
@@ -285,6 +331,47 @@ impl FromRequestParts<AppState> for SandboxOnly {
         match state.config.mode {
             crate::Mode::Sandbox => Ok(SandboxOnly),
             crate::Mode::Live => Err(V1Error::route_not_found()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Amount {
+        amount_minor: i64,
+        items: Vec<u32>,
+    }
+
+    /// A whole float is the integer it spells; a fraction, or a number past
+    /// what a float spells exactly, is refused with the field's own message.
+    #[test]
+    fn whole_floats_are_integers_and_fractions_are_refused() {
+        let read: Amount = parse_json(br#"{"amount_minor": 1500.0, "items": [2.0, 3]}"#).unwrap();
+        assert_eq!(
+            read,
+            Amount {
+                amount_minor: 1500,
+                items: vec![2, 3]
+            }
+        );
+        let item: Amount =
+            parse_item(&RawValue::from_string(r#"{"amount_minor": 1e3, "items": []}"#.into()).unwrap()).unwrap();
+        assert_eq!(item.amount_minor, 1000);
+        for (body, message) in [
+            (
+                r#"{"amount_minor": 1500.5, "items": []}"#,
+                "amount_minor: invalid type: floating point `1500.5`, expected i64",
+            ),
+            (
+                r#"{"amount_minor": 1e300, "items": []}"#,
+                "amount_minor: invalid type: floating point `1e+300`, expected i64",
+            ),
+        ] {
+            let error = parse_json::<Amount>(body.as_bytes()).unwrap_err();
+            assert_eq!(error.message, message, "{body}");
         }
     }
 }

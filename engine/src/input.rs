@@ -203,6 +203,60 @@ impl EwalletPhone {
     }
 }
 
+/// A customer's Indonesian phone number, normalized to `62…`: 10 to 15
+/// digits once its prefix is (`+62`, `0` or `8` become `62…`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CustomerPhone(String);
+
+impl CustomerPhone {
+    /// The forms a customer's phone may be sent in, separators (spaces,
+    /// `-`, `(`, `)`) anywhere. For the API document.
+    pub const PATTERN: &'static str = r"^[ ()-]*(\+[ ()-]*6[ ()-]*2([ ()-]*[0-9]){8,13}|0([ ()-]*[0-9]){8,13}|8([ ()-]*[0-9]){7,12}|6[ ()-]*2([ ()-]*[0-9]){8,13})[ ()-]*$";
+
+    /// The phone normalized, if `raw` is one.
+    pub fn parse(raw: &str) -> Result<CustomerPhone, EngineError> {
+        let phone = normalize_phone(raw);
+        if !(10..=15).contains(&phone.len()) || !phone.bytes().all(|b| b.is_ascii_digit()) || !phone.starts_with("62") {
+            return Err(EngineError::invalid(
+                "customer_phone",
+                "must be an Indonesian phone number of 10 to 15 digits",
+            ));
+        }
+        Ok(CustomerPhone(phone))
+    }
+
+    /// The phone, `62…`.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+/// An email address as far as a payment page needs one: a local part, `@`,
+/// a domain with a dot not at its start, at most 254 bytes, no white space
+/// or control character.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmailAddress(String);
+
+impl EmailAddress {
+    /// The longest address, in bytes.
+    pub const LEN_MAX: usize = 254;
+    /// What the address matches, for the API document.
+    pub const PATTERN: &'static str = r"^[^@\s\u0000-\u001F\u007F-\u009F]+@[^.\s\u0000-\u001F\u007F-\u009F][^\s\u0000-\u001F\u007F-\u009F]*\.[^\s\u0000-\u001F\u007F-\u009F]*$";
+
+    /// The address, if `raw` is one.
+    pub fn parse(raw: &str) -> Result<EmailAddress, EngineError> {
+        let valid = raw.len() <= Self::LEN_MAX
+            && raw
+                .split_once('@')
+                .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.starts_with('.'))
+            && !raw.chars().any(|c| c.is_whitespace() || c.is_control());
+        if !valid {
+            return Err(EngineError::invalid("customer_email", "must be an email address"));
+        }
+        Ok(EmailAddress(raw.to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,7 +289,13 @@ mod tests {
         fn the_documented_patterns_match_the_parsers(
             phone in "[+()0-9 -]{0,18}",
             number in "[ 0-9a]{0,40}",
+            customer_phone in "[+()0-9 -]{0,20}",
+            email in "[a.@ \t]{0,8}",
         ) {
+            let customer_phones = regex::Regex::new(CustomerPhone::PATTERN).unwrap();
+            proptest::prop_assert_eq!(customer_phones.is_match(&customer_phone), CustomerPhone::parse(&customer_phone).is_ok(), "{}", customer_phone);
+            let emails = regex::Regex::new(EmailAddress::PATTERN).unwrap();
+            proptest::prop_assert_eq!(emails.is_match(&email), EmailAddress::parse(&email).is_ok(), "{}", email);
             let phones = regex::Regex::new(EwalletPhone::PATTERN).unwrap();
             proptest::prop_assert_eq!(phones.is_match(&phone), EwalletPhone::parse(&phone).is_ok(), "{}", phone);
             let numbers = regex::Regex::new(&format!(r"^\s*{}\s*$", &AccountNumber::PATTERN[1..AccountNumber::PATTERN.len() - 1])).unwrap();

@@ -21,7 +21,8 @@
 //!   (`webhooks`) and `Operations` (`operations`, `checkpoints`, `metrics`).
 //!   Each holds the shared `core` and none knows `Engine`;
 //!   `storage_health` says whether storage takes writes (a full or failing
-//!   disk), `validation` and `notify_url` check what callers send.
+//!   disk); `input` holds the values callers send, each checked where it
+//!   is made, and `notify_url` guards merchants' URLs.
 //! - `disbursements`: the disbursement operations and the disbursement
 //!   actors that own each one's life, paid out exactly once through their
 //!   route's vendors; `beneficiaries`: saved payout accounts.

@@ -2,6 +2,7 @@
 
 use crate::error::{ErrorKind, V1Error};
 use crate::extract::{Admin, V1Json};
+use crate::openapi::values::NameText;
 use crate::wire::{
     bank_view, ewallet_view, organization_view, BankView, Created, Data, DataBody, EwalletView, OrganizationView,
 };
@@ -14,6 +15,7 @@ use utoipa::ToSchema;
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOrganization {
+    #[schema(value_type = NameText)]
     name: String,
 }
 
@@ -36,13 +38,14 @@ pub async fn create_organization(
 pub struct SaveBank {
     is_enabled: bool,
     /// Required to add a bank; renames an existing one.
+    #[schema(value_type = Option<NameText>)]
     name: Option<String>,
 }
 
 /// PUT /admin/v1/banks/{code}: enable, disable, rename or add a bank.
 #[utoipa::path(put, path = "/admin/v1/banks/{code}", tag = "Admin", operation_id = "admin_save_bank",
     summary = "Add or change a bank", description = "Enables, disables, renames or adds a bank.",
-    security(("admin_token" = [])), params(("code" = String, Path, description = "The bank's short code.")),
+    security(("admin_token" = [])), params(("code" = String, Path, description = "The bank's short code: 1 to 32 of A-Z, 0-9 and _.", pattern = "^[A-Z0-9_]{1,32}$")),
     request_body = SaveBank,
     responses((status = 200, description = "The bank.", body = DataBody<BankView>)))]
 pub async fn save_bank(

@@ -4,6 +4,7 @@ use super::parse_id;
 use crate::error::V1Error;
 use crate::extract::{Admin, V1Json};
 use crate::openapi::names::SettlementTypeName;
+use crate::openapi::values::{HttpUrlText, IdempotencyKeyText, NameText};
 use crate::wire::{merchant_view, Created, Data, DataBody, MerchantView};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -26,6 +27,7 @@ pub struct MerchantId {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateMerchant {
+    #[schema(value_type = NameText)]
     name: String,
     #[schema(value_type = SettlementTypeName)]
     settlement_type: SettlementType,
@@ -36,6 +38,7 @@ pub struct CreateMerchant {
     fees: FeesPatch,
     #[serde(default)]
     limits: LimitsPatch,
+    #[schema(value_type = Option<HttpUrlText>)]
     default_notify_url: Option<String>,
     #[serde(default)]
     require_signature: bool,
@@ -130,7 +133,7 @@ pub struct UpdateMerchant {
     limits: Option<LimitsPatch>,
     /// `null` removes it.
     #[serde(default, deserialize_with = "explicit_null")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<HttpUrlText>)]
     default_notify_url: Option<Option<String>>,
     is_active: Option<bool>,
     require_signature: Option<bool>,
@@ -208,8 +211,11 @@ pub struct CreditWallet {
     /// At least 1, in minor units.
     #[schema(minimum = 1)]
     amount_minor: i64,
+    /// At most 1,024 characters.
+    #[schema(max_length = 1024)]
     reason: String,
     /// A key used before is 409 and moves nothing.
+    #[schema(value_type = Option<IdempotencyKeyText>)]
     idempotency_key: Option<String>,
 }
 

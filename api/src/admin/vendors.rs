@@ -6,6 +6,7 @@ use super::parse_id;
 use crate::error::V1Error;
 use crate::extract::{Admin, V1Json};
 use crate::openapi::names::{ChannelName, PaymentMethodName};
+use crate::openapi::values::HttpUrlText;
 use crate::wire::{Data, DataBody};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -20,10 +21,13 @@ use uuid::Uuid;
 #[serde(deny_unknown_fields)]
 pub struct SaveVendor {
     /// The vendor's base URL.
+    #[schema(value_type = HttpUrlText)]
     url: String,
-    /// Signs requests and callbacks both ways (HMAC-SHA256).
+    /// Signs requests and callbacks both ways (HMAC-SHA256): 1 to 256 bytes.
+    #[schema(min_length = 1, max_length = 256)]
     secret: String,
-    /// Per-call timeout; 10,000 by default.
+    /// Per-call timeout, 1 to 60,000; 10,000 by default.
+    #[schema(minimum = 1, maximum = 60000)]
     timeout_ms: Option<u64>,
     /// Whether it takes refunds; `true` by default.
     supports_refund: Option<bool>,
@@ -56,7 +60,7 @@ const VENDOR_TIMEOUT_MS_DEFAULT: u64 = 10_000;
         `{url}/refunds` and, for payouts, `{url}/payouts` and `{url}/account-inquiries`, each request signed \
         `X-Paygate-Signature: sha256=<hex HMAC-SHA256(secret, body)>`; it calls back `POST /callbacks/{name}`, signed \
         the same way.",
-    security(("admin_token" = [])), params(("name" = String, Path, description = "The vendor's name.")),
+    security(("admin_token" = [])), params(("name" = String, Path, description = "The vendor's name: 1 to 64 of a-z, 0-9, - and _, not `sandbox` (the built-in one).", pattern = "^(?!sandbox$)[a-z0-9_-]{1,64}$")),
     request_body = SaveVendor,
     responses((status = 200, description = "The vendor.", body = DataBody<VendorView>)))]
 pub async fn save_vendor(

@@ -6,6 +6,7 @@ use super::LegacySuccessBody;
 use super::{check_x_signature, wib, LegacyBody, LegacyError, LegacyOk};
 use crate::error::ErrorKind;
 use crate::openapi::names::DisbursementStatusName;
+use crate::openapi::values::NonBlankText;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -219,11 +220,16 @@ async fn create(
 #[schema(as = LegacyCreateBankDisbursement)]
 #[allow(dead_code)]
 pub struct CreateBankBody {
+    #[schema(value_type = NonBlankText)]
     client_id: String,
     /// Your id of the disbursement; one namespace with V1 idempotency keys.
+    #[schema(value_type = NonBlankText)]
     order_id: String,
+    #[schema(value_type = NonBlankText)]
     bank_code: String,
+    #[schema(value_type = NonBlankText)]
     account_number: String,
+    #[schema(value_type = NonBlankText)]
     account_name: String,
     /// Whole rupiah, at least 1.
     #[schema(minimum = 1)]
@@ -237,11 +243,15 @@ pub struct CreateBankBody {
 #[schema(as = LegacyCreateEwalletDisbursement)]
 #[allow(dead_code)]
 pub struct CreateEwalletBody {
+    #[schema(value_type = NonBlankText)]
     client_id: String,
+    #[schema(value_type = NonBlankText)]
     order_id: String,
     /// An e-wallet's short code, e.g. `DANA`.
+    #[schema(value_type = NonBlankText)]
     ewallet_code: String,
     /// The e-wallet account's phone number.
+    #[schema(value_type = NonBlankText)]
     account_number: String,
     /// Whole rupiah, at least 1.
     #[schema(minimum = 1)]
@@ -255,7 +265,9 @@ pub struct CreateEwalletBody {
 #[schema(as = LegacyQueryDisbursement)]
 #[allow(dead_code)]
 pub struct QueryBody {
+    #[schema(value_type = NonBlankText)]
     client_id: String,
+    #[schema(value_type = NonBlankText)]
     order_id: String,
 }
 
@@ -265,6 +277,7 @@ pub struct QueryBody {
 #[schema(as = LegacyGetBalance)]
 #[allow(dead_code)]
 pub struct BalanceBody {
+    #[schema(value_type = NonBlankText)]
     client_id: String,
 }
 

@@ -4,6 +4,7 @@
 use super::LegacySuccessBody;
 use super::{wib, LegacyBody, LegacyError, LegacyOk};
 use crate::error::ErrorKind;
+use crate::openapi::values::NonBlankText;
 use crate::AppState;
 use axum::extract::State;
 use paygate_engine::domain::{Order, OrderStatus, PaymentMethod, Source};
@@ -99,8 +100,10 @@ fn existing_or_conflict(
 #[schema(as = LegacyCreateOrder)]
 #[allow(dead_code)]
 pub struct CreateOrderBody {
+    #[schema(value_type = NonBlankText)]
     client_id: String,
     /// Your id of the order.
+    #[schema(value_type = NonBlankText)]
     order_id: String,
     /// Whole rupiah, at least 1.
     #[schema(minimum = 1)]
@@ -114,6 +117,7 @@ pub struct CreateOrderBody {
     notify_url: Option<String>,
     return_url: Option<String>,
     /// Lowercase hex SHA-512 of `clientId|orderId|totalAmount|clientSecret`.
+    #[schema(value_type = NonBlankText)]
     signature: String,
 }
 
@@ -123,9 +127,12 @@ pub struct CreateOrderBody {
 #[schema(as = LegacyQueryOrder)]
 #[allow(dead_code)]
 pub struct QueryOrderBody {
+    #[schema(value_type = NonBlankText)]
     client_id: String,
+    #[schema(value_type = NonBlankText)]
     order_id: String,
     /// Lowercase hex SHA-512 of `clientId|orderId|clientSecret`.
+    #[schema(value_type = NonBlankText)]
     signature: String,
 }
 

@@ -111,6 +111,7 @@ pub fn document_value(document: &OpenApi) -> serde_json::Value {
     webhooks::add(&mut value);
     links::add(&mut value);
     examples::add(&mut value);
+    values::add_account_requirements(&mut value);
     // The Legacy order signature travels in the JSON body, which no scheme
     // type names, and utoipa's `http` schemes are a closed list: `http`
     // with a scheme name of its own is the closest honest description.

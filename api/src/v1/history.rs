@@ -2,7 +2,7 @@
 //! first, a page after a cursor; JSON, or the same lines as CSV for
 //! `Accept: text/csv`.
 
-use super::pagination::{instant, positive};
+use super::pagination::{instant, positive, PageLimit};
 use crate::error::V1Error;
 use crate::extract::V1Merchant;
 use crate::openapi::names::LineTypeName;
@@ -45,7 +45,7 @@ const CSV_HEADER: [&str; 8] = [
     params(
         ("starting_after" = Option<String>, Query, pattern = r"^bt_[0-9a-f]{49}$",
             description = "A line id of this merchant's statement (`id` of a line): the page holds the lines after it."),
-        ("limit" = Option<u64>, Query, minimum = 1, description = "Lines per page: 20 by default, at most 100; a larger limit is served as 100."),
+        ("limit" = inline(Option<PageLimit>), Query, description = "Lines per page: 20 by default, at most 100; a larger limit is served as 100."),
         ("created_from" = Option<String>, Query, format = DateTime, description = "Only lines at or after this time (RFC 3339)."),
         ("created_to" = Option<String>, Query, format = DateTime, description = "Only lines at or before this time (RFC 3339)."),
         ("type" = Option<LineTypeName>, Query, description = "Only lines of this type."),

@@ -6,7 +6,7 @@ use crate::error::{order_error, V1Error};
 use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
 use crate::openapi::names::OrderStatusName;
 use crate::openapi::names::PaymentMethodName;
-use crate::openapi::values::IdempotencyKeyText;
+use crate::openapi::values::{CustomerPhoneText, EmailText, HttpUrlText, IdempotencyKeyText};
 use crate::wire::{order_view, refund_view, Created, Data, DataBody, OrderView, Page, PageBody, RefundView};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -38,7 +38,7 @@ pub struct CreateOrder {
     #[schema(
         min_length = 1,
         max_length = 255,
-        pattern = r"^[^\u0000-\u001f]*[^\s\u0000-\u001f][^\u0000-\u001f]*$"
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
     )]
     merchant_order_id: String,
     /// In minor units (IDR x 100).
@@ -48,16 +48,16 @@ pub struct CreateOrder {
     payment_method: String,
     #[schema(max_length = 255)]
     customer_name: Option<String>,
-    #[schema(format = Email, max_length = 254)]
+    #[schema(value_type = Option<EmailText>)]
     customer_email: Option<String>,
     /// An Indonesian number; stored as `62...`.
-    #[schema(pattern = r"^(\+62|62|0)8[0-9]{7,11}$")]
+    #[schema(value_type = Option<CustomerPhoneText>)]
     customer_phone: Option<String>,
     /// Where this order's webhooks go; else the merchant's default.
-    #[schema(pattern = r"^https?://[^\s]+$", max_length = 2048)]
+    #[schema(value_type = Option<HttpUrlText>)]
     notify_url: Option<String>,
     /// Where the checkout page sends the payer after payment.
-    #[schema(pattern = r"^https?://[^\s]+$", max_length = 2048)]
+    #[schema(value_type = Option<HttpUrlText>)]
     return_url: Option<String>,
     /// Minutes until the order expires unpaid: 60 by default.
     #[schema(minimum = 1, maximum = 1440)]
@@ -74,7 +74,8 @@ pub struct CreateOrder {
     description = "Creates a QRIS or bank-transfer order. An `Idempotency-Key` seen before with the same body \
         replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422.",
     security(("api_key" = []), ("api_key" = [], "v1_signature" = [])),
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body replay the first answer.")),
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$",
+        description = "Makes a retry safe: the same key and body replay the first answer. 1 to 255 characters, none a control character.")),
     request_body = CreateOrder,
     responses((status = 201, description = "The order, PENDING.", body = DataBody<OrderView>,
         headers(("Idempotent-Replayed" = String, description = "`true` when this answer replays an earlier one.")))))]

@@ -53,6 +53,23 @@ pub struct ListQuery<N: StatusNames = AnyStatus> {
     pub created_to_ms: Option<i64>,
 }
 
+/// The schema of a page's `limit`: an integer of at least 1 and no upper
+/// bound, as the server reads it (a larger limit is served as the route's
+/// largest page), so no `int64` format.
+pub struct PageLimit;
+
+impl utoipa::PartialSchema for PageLimit {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::Integer))
+            .minimum(Some(1.0))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for PageLimit {}
+
 pub(crate) fn positive(query: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, V1Error> {
     match query.get(name) {
         None => Ok(default),
@@ -128,7 +145,9 @@ impl<N: StatusNames> utoipa::IntoParams for ListQuery<N> {
         };
         vec![
             query("page", "1-based page number.")
-                .schema(Some(integer(1, 1)))
+                .schema(Some(
+                    integer(1, 1).format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))),
+                ))
                 .build(),
             query(
                 "limit",

@@ -1,7 +1,7 @@
 //! `GET /v1/webhooks/deliveries` (attempts, newest first, filterable by
 //! `event_id` and `delivered`) and `POST /v1/webhooks/deliveries/{event_id}/resend`.
 
-use super::pagination::ListQuery;
+use super::pagination::{ListQuery, PageLimit};
 use crate::error::{ErrorKind, V1Error};
 use crate::extract::V1Merchant;
 use crate::wire::{timestamp, Data, DataBody, Page, PageBody};
@@ -61,7 +61,7 @@ pub fn attempt_view(attempt: &WebhookAttempt) -> AttemptView {
     security(("api_key" = [])),
     params(
         ("page" = Option<u64>, Query, minimum = 1, description = "1-based page number."),
-        ("limit" = Option<u64>, Query, minimum = 1, description = "Items per page, at most 50; a larger limit is served as 50."),
+        ("limit" = inline(Option<PageLimit>), Query, description = "Items per page, at most 50; a larger limit is served as 50."),
         ("event_id" = Option<Uuid>, Query, description = "Only the attempts of this event."),
         ("delivered" = Option<bool>, Query, description = "Only delivered (`true`) or undelivered (`false`) attempts."),
     ),

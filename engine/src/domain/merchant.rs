@@ -243,16 +243,22 @@ pub struct MerchantRecord {
 #[serde(deny_unknown_fields)]
 pub struct FeesPatch {
     /// See `Fees`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10000))]
     pub qris_mdr_bps: Option<i64>,
     /// See `Fees`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 999_999_999_999i64))]
     pub bank_transfer_mdr_minor: Option<i64>,
     /// See `Fees`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 999_999_999_999i64))]
     pub platform_fee_minor: Option<i64>,
     /// See `Fees`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 999_999_999_999i64))]
     pub aggregator_fee_minor: Option<i64>,
     /// See `Fees`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 999_999_999_999i64))]
     pub disbursement_fee_bank_minor: Option<i64>,
     /// See `Fees`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 999_999_999_999i64))]
     pub disbursement_fee_ewallet_minor: Option<i64>,
 }
 
@@ -262,14 +268,19 @@ pub struct FeesPatch {
 #[serde(deny_unknown_fields)]
 pub struct LimitsPatch {
     /// See `Limits`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub per_transaction_minor: Option<i64>,
     /// See `Limits`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub daily_minor: Option<i64>,
     /// See `Limits`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub review_threshold_minor: Option<i64>,
     /// See `Limits`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
     pub rate_limit_per_second: Option<i64>,
     /// See `Limits`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
     pub rate_limit_burst: Option<i64>,
 }
 

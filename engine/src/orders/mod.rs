@@ -6,9 +6,10 @@
 
 use crate::actors::{OrderCommand, OrderOutcome};
 use crate::core::Core;
-use crate::domain::disbursement::normalize_phone;
 use crate::domain::{Order, OrderStatus, PaymentMethod, Refund, RefundStatus, Source};
-use crate::input::{validate_idempotency_key, validate_url, IdempotencyKey, PositiveAmount};
+use crate::input::{
+    validate_idempotency_key, validate_url, CustomerPhone, EmailAddress, IdempotencyKey, PositiveAmount,
+};
 use actor::OrderMsg;
 use std::sync::Arc;
 
@@ -239,36 +240,19 @@ impl Orders {
         if !(1..=1440).contains(&expire_minutes) {
             return Err(EngineError::invalid("expire_minutes", "must be between 1 and 1440"));
         }
-        let customer_phone = match &new.customer_phone {
-            None => None,
-            Some(raw) => {
-                let phone = normalize_phone(raw);
-                if !(10..=15).contains(&phone.len())
-                    || !phone.bytes().all(|b| b.is_ascii_digit())
-                    || !phone.starts_with("62")
-                {
-                    return Err(EngineError::invalid(
-                        "customer_phone",
-                        "must be an Indonesian phone number of 10 to 15 digits",
-                    ));
-                }
-                Some(phone)
-            }
-        };
+        let customer_phone = new
+            .customer_phone
+            .as_deref()
+            .map(CustomerPhone::parse)
+            .transpose()?
+            .map(CustomerPhone::into_string);
         if let Some(name) = &new.customer_name {
             if name.chars().count() > TEXT_CHARS_MAX {
                 return Err(EngineError::invalid("customer_name", "must be at most 255 characters"));
             }
         }
         if let Some(email) = &new.customer_email {
-            let valid = email.len() <= 254
-                && email.split_once('@').is_some_and(|(local, domain)| {
-                    !local.is_empty() && domain.contains('.') && !domain.starts_with('.')
-                })
-                && !email.chars().any(|c| c.is_whitespace() || c.is_control());
-            if !valid {
-                return Err(EngineError::invalid("customer_email", "must be an email address"));
-            }
+            EmailAddress::parse(email)?;
         }
         if let Some(url) = &new.notify_url {
             self.core.validate_notify_url("notify_url", url)?;
