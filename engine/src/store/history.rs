@@ -72,6 +72,19 @@ struct RecentEntry {
     created_ms: i64,
 }
 
+impl RecentEntry {
+    /// What is kept of `version`, indexed under `hashes`.
+    fn of(version: &Indexed, (ref_hash, lookups): Hashes) -> RecentEntry {
+        RecentEntry {
+            merchant_id: version.merchant_id,
+            listed_under: version.listed_under,
+            ref_hash,
+            lookups,
+            created_ms: version.created_ms,
+        }
+    }
+}
+
 /// One merchant's recent versions (their lookups), and the ones listed
 /// under it (its merchant's, or an order's refunds).
 #[derive(Default)]
@@ -131,15 +144,7 @@ impl RecentIndex {
     pub fn index_version(&mut self, version: Indexed, open_set: bool, hashes: impl FnOnce() -> Hashes) {
         let id = version.id;
         if version.new && !self.is_recent(&id) {
-            let (ref_hash, lookups) = hashes();
-            let entry = RecentEntry {
-                merchant_id: version.merchant_id,
-                listed_under: version.listed_under,
-                ref_hash,
-                lookups,
-                created_ms: version.created_ms,
-            };
-            self.filling.insert(id, entry);
+            self.filling.insert(id, RecentEntry::of(&version, hashes()));
         }
         if !open_set {
             return;
@@ -294,16 +299,9 @@ impl HistoryBatch {
 
     /// The write-once entries of a version written before the runs held its
     /// kind (a data dir being brought to this format).
-    pub fn push_new(&mut self, version: &Indexed, (ref_hash, lookups): Hashes, location: Location) {
+    pub fn push_new(&mut self, version: &Indexed, hashes: Hashes, location: Location) {
         self.push_location(version.id, location);
-        let entry = RecentEntry {
-            merchant_id: version.merchant_id,
-            listed_under: version.listed_under,
-            ref_hash,
-            lookups,
-            created_ms: version.created_ms,
-        };
-        self.push_created(version.id, entry);
+        self.push_created(version.id, RecentEntry::of(version, hashes));
     }
 
     fn push_created(&mut self, id: Uuid, entry: RecentEntry) {
