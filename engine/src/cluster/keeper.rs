@@ -218,14 +218,34 @@ async fn release(shared: &Shared, shard: u16, epoch: i64) {
     }
 }
 
-async fn renew_loop(shared: Arc<Shared>, advertise_url: String, mut stopped: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(RENEW_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
+/// A background task's beat: a tick every period until the keeper stops.
+struct Ticks {
+    interval: tokio::time::Interval,
+    stopped: watch::Receiver<bool>,
+}
+
+impl Ticks {
+    /// A tick every `period`, the first at once. A tick missed while a step
+    /// ran late is not made up in a burst: each step looks at the state as
+    /// it is then, so one catches up for all.
+    fn every(period: Duration, stopped: watch::Receiver<bool>) -> Ticks {
+        let mut interval = tokio::time::interval(period);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Ticks { interval, stopped }
+    }
+
+    /// Waits for the next tick: false once the keeper stops.
+    async fn next(&mut self) -> bool {
         tokio::select! {
-            _ = tick.tick() => {}
-            _ = stopped.changed() => return,
+            _ = self.interval.tick() => true,
+            _ = self.stopped.changed() => false,
         }
+    }
+}
+
+async fn renew_loop(shared: Arc<Shared>, advertise_url: String, stopped: watch::Receiver<bool>) {
+    let mut ticks = Ticks::every(RENEW_EVERY, stopped);
+    while ticks.next().await {
         let sent = Instant::now();
         if let Err(error) = timed(shared.leases.heartbeat(&advertise_url)).await {
             tracing::warn!(%error, "cluster heartbeat failed");
@@ -258,13 +278,9 @@ async fn renew_loop(shared: Arc<Shared>, advertise_url: String, mut stopped: wat
     }
 }
 
-async fn expiry_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(EXPIRY_CHECK);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stopped.changed() => return,
-        }
+async fn expiry_loop(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
+    let mut ticks = Ticks::every(EXPIRY_CHECK, stopped);
+    while ticks.next().await {
         let now = Instant::now();
         let expired: Vec<(u16, i64)> = {
             let held = shared.held.lock().expect("held lock");
@@ -290,14 +306,9 @@ fn prefers(shard: u16, live: usize, rank: usize) -> bool {
     shard as usize % live == rank
 }
 
-async fn balance_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(RENEW_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stopped.changed() => return,
-        }
+async fn balance_loop(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
+    let mut ticks = Ticks::every(RENEW_EVERY, stopped);
+    while ticks.next().await {
         if let Err(error) = balance(&shared).await {
             tracing::warn!(%error, "spreading the shards failed; trying again");
         }
