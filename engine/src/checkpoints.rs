@@ -183,7 +183,7 @@ impl Operations {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::clock::SystemClock;
     use crate::domain::SettlementType;
     use crate::{Engine, EngineConfig, EngineError, MinorUnits, NewMerchant};
@@ -205,7 +205,7 @@ mod tests {
             ..EngineConfig::new(dir.path())
         };
         let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-        let merchant_id = funded_merchant(&engine, 1_000).await;
+        let merchant_id = funded_merchant(&engine, "Toko Disk", 1_000).await;
         for round in 1..=3 {
             for _ in 0..10 {
                 credit(&engine, merchant_id, 1).await.unwrap();
@@ -246,12 +246,13 @@ mod tests {
             .expect("engine opens")
     }
 
-    /// A WALLET merchant with `funding` in its wallet.
-    async fn funded_merchant(engine: &Engine, funding: i64) -> Uuid {
+    /// A WALLET merchant named `name` with `funding` in its wallet (the
+    /// shards' tests make theirs so too).
+    pub(crate) async fn funded_merchant(engine: &Engine, name: &str, funding: i64) -> Uuid {
         let (merchant, _) = engine
             .merchants()
             .create_merchant(NewMerchant {
-                name: "Toko Disk".into(),
+                name: name.into(),
                 settlement_type: Some(SettlementType::Wallet),
                 ..Default::default()
             })
@@ -281,7 +282,7 @@ mod tests {
     async fn while_the_journal_is_refused_writes_are_refused_reads_go_on_and_it_recovers_by_itself() {
         let dir = tempfile::tempdir().unwrap();
         let engine = open(dir.path()).await;
-        let merchant_id = funded_merchant(&engine, 1_000).await;
+        let merchant_id = funded_merchant(&engine, "Toko Disk", 1_000).await;
 
         engine.core().journal().refuse_writes(true);
         // Past the gate before the disk refused: held, unacknowledged.
@@ -326,7 +327,7 @@ mod tests {
     async fn a_failed_checkpoint_refuses_writes_until_a_restart_and_reads_go_on() {
         let dir = tempfile::tempdir().unwrap();
         let engine = open(dir.path()).await;
-        let merchant_id = funded_merchant(&engine, 1_000).await;
+        let merchant_id = funded_merchant(&engine, "Toko Disk", 1_000).await;
 
         engine.core().store().fail_checkpoints_after(0);
         assert!(engine.operations().checkpoint().await.is_err());

@@ -336,11 +336,11 @@ impl ShardOwner for ShardHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoints::tests::funded_merchant;
     use crate::clock::SystemClock;
     use crate::cluster::test_postgres::TestPostgres;
     use crate::cluster::{Database, KeeperHandle, Leases};
-    use crate::domain::SettlementType;
-    use crate::{MinorUnits, NewMerchant};
+    use crate::MinorUnits;
     use std::time::{Duration, Instant};
 
     struct Node {
@@ -370,21 +370,6 @@ mod tests {
             assert!(started.elapsed() < limit, "not done within {limit:?}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-
-    async fn merchant_in(engine: &Engine, name: &str, funding: i64) -> Uuid {
-        let new = NewMerchant {
-            name: name.into(),
-            settlement_type: Some(SettlementType::Wallet),
-            ..Default::default()
-        };
-        let (merchant, _) = engine.merchants().create_merchant(new).await.unwrap();
-        engine
-            .merchants()
-            .credit_wallet(merchant.id, MinorUnits::new(funding), "funding", None)
-            .await
-            .unwrap();
-        merchant.id
     }
 
     async fn balance(host: &ShardHost, merchant_id: Uuid) -> i64 {
@@ -449,7 +434,7 @@ mod tests {
         });
         wait_until(Duration::from_secs(60), || a.host.shards().len() == 64).await;
         let engine = a.host.engine(5).unwrap();
-        let merchant = merchant_in(&engine, "busy", 100).await;
+        let merchant = funded_merchant(&engine, "busy", 100).await;
         for n in 1..=5 {
             engine
                 .merchants()
@@ -498,8 +483,8 @@ mod tests {
 
         // Merchants in shards 2 (stays with a) and 3 (moves to b): each id
         // falls in the shard of the engine that made it.
-        let even = merchant_in(&a.host.engine(2).unwrap(), "even", 1_000).await;
-        let odd = merchant_in(&a.host.engine(3).unwrap(), "odd", 2_000).await;
+        let even = funded_merchant(&a.host.engine(2).unwrap(), "even", 1_000).await;
+        let odd = funded_merchant(&a.host.engine(3).unwrap(), "odd", 2_000).await;
         assert_eq!((shard_of(even), shard_of(odd)), (2, 3));
 
         let b = start_node(&database, "node-b", dir_b.path());
