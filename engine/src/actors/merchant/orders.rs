@@ -8,7 +8,8 @@ use crate::domain::{
 };
 use crate::error::EngineError;
 use crate::ledger::{
-    reversal_idempotency_key, Account, EntryKind, EntryProposal, EntryResource, LedgerError, Posting, ResourceKind,
+    reversal_idempotency_key, Account, Entry, EntryKind, EntryProposal, EntryResource, LedgerError, Posting,
+    ResourceKind,
 };
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
@@ -311,20 +312,9 @@ impl MerchantState {
             .ok_or(LedgerError::Overflow)?;
         let mut entry = None;
         if self.profile.settlement_type == SettlementType::Wallet {
-            let proposal = EntryProposal {
-                kind: EntryKind::Refund,
-                idempotency_key: Some(format!("refund:{}", refund.id)),
-                memo: format!("refund {} of order {}", refund.id, order.ref_code),
-                postings: vec![
-                    Posting::debit(Account::Wallet, refund.amount),
-                    Posting::credit(Account::RefundClearing, refund.amount),
-                ],
-                reverses: None,
-                resource: Some(refund_resource(&refund)),
-            };
-            let (posted, _) = self.record_entry(proposal)?;
+            let posted = self.record_refund_move(&refund, RefundMove::Debit)?;
             refund.debit_seq = Some(posted.seq);
-            entry = Some((*posted).clone());
+            entry = Some(posted);
         }
         let before = order.status;
         order.refunded_amount = refunded;
@@ -372,40 +362,18 @@ impl MerchantState {
         if outcome == RefundStatus::Failed {
             refund.failure_reason = reason.or_else(|| Some("the vendor could not refund".into()));
             if let Some(debit_seq) = refund.debit_seq {
-                let proposal = EntryProposal {
-                    kind: EntryKind::Reversal,
-                    idempotency_key: Some(reversal_idempotency_key(debit_seq)),
-                    memo: format!("refund {id} failed"),
-                    postings: vec![
-                        Posting::credit(Account::Wallet, refund.amount),
-                        Posting::debit(Account::RefundClearing, refund.amount),
-                    ],
-                    reverses: Some(debit_seq),
-                    resource: Some(refund_resource(&refund)),
-                };
-                let (posted, _) = self.record_entry(proposal)?;
+                let posted = self.record_refund_move(&refund, RefundMove::Reverse { debit_seq })?;
                 refund.reversal_seq = Some(posted.seq);
-                entry = Some((*posted).clone());
+                entry = Some(posted);
             } else if let Some(settlement_id) = refund.settlement_id {
-                // MANUAL, and a settlement already deducted it: the amount
-                // goes back to pending settlement, and the refund waits for
-                // the next settlement to give it back (a negative part of
-                // its refund total), as an unsettled refund waits to be deducted.
-                let proposal = EntryProposal {
-                    kind: EntryKind::Refund,
-                    idempotency_key: Some(format!("refund-returned:{id}")),
-                    memo: format!("refund {id} failed after settlement {settlement_id}"),
-                    postings: vec![
-                        Posting::credit(Account::PendingSettlement, refund.amount),
-                        Posting::debit(Account::RefundClearing, refund.amount),
-                    ],
-                    reverses: None,
-                    resource: Some(refund_resource(&refund)),
-                };
-                let (posted, _) = self.record_entry(proposal)?;
+                // MANUAL, and a settlement already deducted it: the refund
+                // waits for the next settlement to give it back (a negative
+                // part of its refund total), as an unsettled refund waits to
+                // be deducted.
+                let posted = self.record_refund_move(&refund, RefundMove::ReturnToSettlement { settlement_id })?;
                 refund.reversal_seq = Some(posted.seq);
                 refund.settlement_id = None;
-                entry = Some((*posted).clone());
+                entry = Some(posted);
             }
             // The order's refunded amount holds this refund's, so it cannot go below zero.
             let refunded = order
@@ -434,6 +402,54 @@ impl MerchantState {
             OrderOutcome::Refund(Box::new((order, refund))),
             Some(JournalRecord::with_events(record, events)),
         ))
+    }
+
+    /// Posts the entry of `how` for `refund`, one of its amount; returns it
+    /// for the refund's journal record.
+    fn record_refund_move(&mut self, refund: &Refund, how: RefundMove) -> Result<Entry, LedgerError> {
+        let (id, amount) = (refund.id, refund.amount);
+        let (kind, idempotency_key, memo, postings, reverses) = match how {
+            RefundMove::Debit => (
+                EntryKind::Refund,
+                format!("refund:{id}"),
+                format!("refund {id} of order {}", refund.order_ref_code),
+                [
+                    Posting::debit(Account::Wallet, amount),
+                    Posting::credit(Account::RefundClearing, amount),
+                ],
+                None,
+            ),
+            RefundMove::Reverse { debit_seq } => (
+                EntryKind::Reversal,
+                reversal_idempotency_key(debit_seq),
+                format!("refund {id} failed"),
+                [
+                    Posting::credit(Account::Wallet, amount),
+                    Posting::debit(Account::RefundClearing, amount),
+                ],
+                Some(debit_seq),
+            ),
+            RefundMove::ReturnToSettlement { settlement_id } => (
+                EntryKind::Refund,
+                format!("refund-returned:{id}"),
+                format!("refund {id} failed after settlement {settlement_id}"),
+                [
+                    Posting::credit(Account::PendingSettlement, amount),
+                    Posting::debit(Account::RefundClearing, amount),
+                ],
+                None,
+            ),
+        };
+        let proposal = EntryProposal {
+            kind,
+            idempotency_key: Some(idempotency_key),
+            memo,
+            postings: postings.into(),
+            reverses,
+            resource: Some(refund_resource(refund)),
+        };
+        let (posted, _) = self.record_entry(proposal)?;
+        Ok(Entry::clone(&posted))
     }
 
     /// The event of an order's new status, for its notify URL or the merchant's default.
@@ -575,6 +591,23 @@ impl MerchantState {
 /// digits, stable per order.
 fn sandbox_rrn(order: &Order) -> String {
     format!("{:012}", order.id.as_u128() % 1_000_000_000_000)
+}
+
+/// The ways a refund moves money, each one entry of its amount.
+enum RefundMove {
+    /// A WALLET merchant's wallet pays the refund.
+    Debit,
+    /// A failed refund's debit (the entry `debit_seq`) goes back to the wallet.
+    Reverse {
+        /// The debit reversed.
+        debit_seq: u64,
+    },
+    /// A failed refund of a MANUAL merchant that a settlement already
+    /// deducted: its amount goes back to pending settlement.
+    ReturnToSettlement {
+        /// The settlement that deducted it.
+        settlement_id: Uuid,
+    },
 }
 
 /// A refund as its entries name it: its own id, its order's reference code.
