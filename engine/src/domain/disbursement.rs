@@ -170,53 +170,59 @@ pub struct DisbursementRequest {
     pub beneficiary_id: Option<Uuid>,
 }
 
-/// A disbursement as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Disbursement {
-    /// Id.
-    pub id: Uuid,
-    /// `DSB-yymmddHHMMSS-XXXX`.
-    pub ref_code: String,
-    /// Owner.
-    pub merchant_id: Uuid,
-    /// The merchant's idempotency key.
-    pub idempotency_key: String,
-    /// Where to.
-    pub destination: Destination,
-    /// Excluding the fee.
-    pub request_amount: MinorUnits,
-    /// The fee.
-    pub fee: MinorUnits,
-    /// `request_amount + fee`: what the wallet was debited.
-    pub final_amount: MinorUnits,
-    /// The payout vendor's reference once handed over.
-    pub vendor_disbursement_id: Option<String>,
-    /// The payout vendor it was handed to, or is being handed to: set
-    /// durably before the request leaves, so after a crash paygate asks that
-    /// vendor what became of it instead of sending it again blindly.
-    pub payout_vendor: Option<String>,
-    /// When it became ON_PROCESS, Unix ms: the inquiry schedule counts from it.
-    pub on_process_at_ms: Option<i64>,
-    /// V1 or Legacy.
-    pub source: Source,
-    /// Where it is in its lifecycle.
-    pub status: DisbursementStatus,
-    /// Status webhook URL.
-    pub notify_url: Option<String>,
-    /// The saved beneficiary it came from.
-    pub beneficiary_id: Option<Uuid>,
-    /// Why it failed or was rejected.
-    pub failure_reason: Option<String>,
-    /// The ledger entry that debited the wallet.
-    pub debit_seq: u64,
-    /// The ledger entry that gave the money back, if any.
-    pub reversal_seq: Option<u64>,
-    /// The WIB calendar day of creation, as days since 1970-01-01 (daily limit).
-    pub wib_day: i64,
-    /// Creation, Unix ms.
-    pub created_at_ms: i64,
-    /// Last change, Unix ms.
-    pub updated_at_ms: i64,
+super::changes::resource_with_changes! {
+    /// A disbursement as stored.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Disbursement {
+        /// Id.
+        fixed id: Uuid,
+        /// `DSB-yymmddHHMMSS-XXXX`.
+        fixed ref_code: String,
+        /// Owner.
+        fixed merchant_id: Uuid,
+        /// The merchant's idempotency key.
+        fixed idempotency_key: String,
+        /// Where to.
+        fixed destination: Destination,
+        /// Excluding the fee.
+        fixed request_amount: MinorUnits,
+        /// The fee.
+        fixed fee: MinorUnits,
+        /// `request_amount + fee`: what the wallet was debited.
+        fixed final_amount: MinorUnits,
+        /// The payout vendor's reference once handed over.
+        changing vendor_disbursement_id: Option<String>,
+        /// The payout vendor it was handed to, or is being handed to: set
+        /// durably before the request leaves, so after a crash paygate asks that
+        /// vendor what became of it instead of sending it again blindly.
+        changing payout_vendor: Option<String>,
+        /// When it became ON_PROCESS, Unix ms: the inquiry schedule counts from it.
+        changing on_process_at_ms: Option<i64>,
+        /// V1 or Legacy.
+        fixed source: Source,
+        /// Where it is in its lifecycle.
+        changing status: DisbursementStatus,
+        /// Status webhook URL.
+        fixed notify_url: Option<String>,
+        /// The saved beneficiary it came from.
+        fixed beneficiary_id: Option<Uuid>,
+        /// Why it failed or was rejected.
+        changing failure_reason: Option<String>,
+        /// The ledger entry that debited the wallet.
+        fixed debit_seq: u64,
+        /// The ledger entry that gave the money back, if any.
+        changing reversal_seq: Option<u64>,
+        /// The WIB calendar day of creation, as days since 1970-01-01 (daily limit).
+        fixed wib_day: i64,
+        /// Creation, Unix ms.
+        fixed created_at_ms: i64,
+        /// Last change, Unix ms.
+        changing updated_at_ms: i64,
+    }
+
+    /// The fields of a disbursement that change over its life.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct DisbursementChanges;
 }
 
 /// Seconds WIB (UTC+7) is ahead of UTC.

@@ -188,69 +188,75 @@ impl FeeSplit {
     }
 }
 
-/// An order as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Order {
-    /// Id.
-    pub id: Uuid,
-    /// `ORD-yymmddHHMMSS-XXXX`.
-    pub ref_code: String,
-    /// Owner.
-    pub merchant_id: Uuid,
-    /// The merchant's own id for it, unique per merchant and API.
-    pub merchant_order_id: String,
-    /// V1 or Legacy: the same id string in both APIs names two orders.
-    pub source: Source,
-    /// QRIS or bank transfer.
-    pub payment_method: PaymentMethod,
-    /// What the customer pays.
-    pub amount: MinorUnits,
-    /// Where it is in its lifecycle.
-    pub status: OrderStatus,
-    /// QRIS orders: the code to show.
-    pub qris_string: Option<String>,
-    /// Bank transfer orders: where to pay.
-    pub virtual_account: Option<VirtualAccount>,
-    /// The vendor that took it (its name), and its reference.
-    pub vendor: String,
-    /// The vendor's own reference for the payment.
-    pub vendor_reference: Option<String>,
-    /// Expiry, Unix ms.
-    pub expires_at_ms: Option<i64>,
-    /// Payment confirmation, Unix ms.
-    pub paid_at_ms: Option<i64>,
-    /// The payment network's retrieval reference.
-    pub vendor_rrn: Option<String>,
-    /// True once the net reached the wallet or a settlement.
-    pub is_settled: bool,
-    /// Customer details.
-    pub customer_name: Option<String>,
-    /// Customer details.
-    pub customer_email: Option<String>,
-    /// Normalized `62…`.
-    pub customer_phone: Option<String>,
-    /// Status webhooks go here, else to the merchant's default.
-    pub notify_url: Option<String>,
-    /// Where the customer returns after paying.
-    pub return_url: Option<String>,
-    /// The merchant's JSON object, kept as the exact text it sent.
-    pub metadata: Option<String>,
-    /// The fees and net of the payment, once paid.
-    pub fees: Option<FeeSplit>,
-    /// The ledger entry of the payment.
-    pub payment_seq: Option<u64>,
-    /// Refunds PENDING or SUCCESS.
-    pub refunded_amount: MinorUnits,
-    /// `Idempotency-Key` it was created with, and the SHA-256 of that request's body.
-    pub idempotency: Option<(String, [u8; 32])>,
-    /// Why it failed.
-    pub failure_reason: Option<String>,
-    /// The settlement that took its net (MANUAL merchants).
-    pub settlement_id: Option<Uuid>,
-    /// Creation, Unix ms.
-    pub created_at_ms: i64,
-    /// Last change, Unix ms.
-    pub updated_at_ms: i64,
+super::changes::resource_with_changes! {
+    /// An order as stored.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Order {
+        /// Id.
+        fixed id: Uuid,
+        /// `ORD-yymmddHHMMSS-XXXX`.
+        fixed ref_code: String,
+        /// Owner.
+        fixed merchant_id: Uuid,
+        /// The merchant's own id for it, unique per merchant and API.
+        fixed merchant_order_id: String,
+        /// V1 or Legacy: the same id string in both APIs names two orders.
+        fixed source: Source,
+        /// QRIS or bank transfer.
+        fixed payment_method: PaymentMethod,
+        /// What the customer pays.
+        fixed amount: MinorUnits,
+        /// Where it is in its lifecycle.
+        changing status: OrderStatus,
+        /// QRIS orders: the code to show.
+        fixed qris_string: Option<String>,
+        /// Bank transfer orders: where to pay.
+        fixed virtual_account: Option<VirtualAccount>,
+        /// The vendor that took it (its name), and its reference.
+        fixed vendor: String,
+        /// The vendor's own reference for the payment.
+        fixed vendor_reference: Option<String>,
+        /// Expiry, Unix ms.
+        fixed expires_at_ms: Option<i64>,
+        /// Payment confirmation, Unix ms.
+        changing paid_at_ms: Option<i64>,
+        /// The payment network's retrieval reference.
+        changing vendor_rrn: Option<String>,
+        /// True once the net reached the wallet or a settlement.
+        changing is_settled: bool,
+        /// Customer details.
+        fixed customer_name: Option<String>,
+        /// Customer details.
+        fixed customer_email: Option<String>,
+        /// Normalized `62…`.
+        fixed customer_phone: Option<String>,
+        /// Status webhooks go here, else to the merchant's default.
+        fixed notify_url: Option<String>,
+        /// Where the customer returns after paying.
+        fixed return_url: Option<String>,
+        /// The merchant's JSON object, kept as the exact text it sent.
+        fixed metadata: Option<String>,
+        /// The fees and net of the payment, once paid.
+        changing fees: Option<FeeSplit>,
+        /// The ledger entry of the payment.
+        changing payment_seq: Option<u64>,
+        /// Refunds PENDING or SUCCESS.
+        changing refunded_amount: MinorUnits,
+        /// `Idempotency-Key` it was created with, and the SHA-256 of that request's body.
+        fixed idempotency: Option<(String, [u8; 32])>,
+        /// Why it failed.
+        changing failure_reason: Option<String>,
+        /// The settlement that took its net (MANUAL merchants).
+        changing settlement_id: Option<Uuid>,
+        /// Creation, Unix ms.
+        fixed created_at_ms: i64,
+        /// Last change, Unix ms.
+        changing updated_at_ms: i64,
+    }
+
+    /// The fields of an order that change over its life.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct OrderChanges;
 }
 
 impl Order {
@@ -274,41 +280,47 @@ impl Order {
     }
 }
 
-/// A refund as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refund {
-    /// Id.
-    pub id: Uuid,
-    /// The refunded order.
-    pub order_id: Uuid,
-    /// Its ref code.
-    pub order_ref_code: String,
-    /// Owner.
-    pub merchant_id: Uuid,
-    /// How much.
-    pub amount: MinorUnits,
-    /// Reason category (`CUSTOMER_REQUEST`, ...).
-    pub reason: String,
-    /// Free text.
-    pub reason_detail: Option<String>,
-    /// Moves money at most once per merchant.
-    pub idempotency_key: String,
-    /// Where it is.
-    pub status: RefundStatus,
-    /// The vendor's reference.
-    pub vendor_refund_id: Option<String>,
-    /// Why it failed.
-    pub failure_reason: Option<String>,
-    /// The wallet debit (WALLET merchants).
-    pub debit_seq: Option<u64>,
-    /// The credit back after a failure.
-    pub reversal_seq: Option<u64>,
-    /// MANUAL merchants: the settlement that deducted it.
-    pub settlement_id: Option<Uuid>,
-    /// Creation, Unix ms.
-    pub created_at_ms: i64,
-    /// Last change, Unix ms.
-    pub updated_at_ms: i64,
+super::changes::resource_with_changes! {
+    /// A refund as stored.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Refund {
+        /// Id.
+        fixed id: Uuid,
+        /// The refunded order.
+        fixed order_id: Uuid,
+        /// Its ref code.
+        fixed order_ref_code: String,
+        /// Owner.
+        fixed merchant_id: Uuid,
+        /// How much.
+        fixed amount: MinorUnits,
+        /// Reason category (`CUSTOMER_REQUEST`, ...).
+        fixed reason: String,
+        /// Free text.
+        fixed reason_detail: Option<String>,
+        /// Moves money at most once per merchant.
+        fixed idempotency_key: String,
+        /// Where it is.
+        changing status: RefundStatus,
+        /// The vendor's reference.
+        changing vendor_refund_id: Option<String>,
+        /// Why it failed.
+        changing failure_reason: Option<String>,
+        /// The wallet debit (WALLET merchants).
+        changing debit_seq: Option<u64>,
+        /// The credit back after a failure.
+        changing reversal_seq: Option<u64>,
+        /// MANUAL merchants: the settlement that deducted it.
+        changing settlement_id: Option<Uuid>,
+        /// Creation, Unix ms.
+        fixed created_at_ms: i64,
+        /// Last change, Unix ms.
+        changing updated_at_ms: i64,
+    }
+
+    /// The fields of a refund that change over its life.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct RefundChanges;
 }
 
 #[cfg(test)]
