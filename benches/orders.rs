@@ -7,8 +7,9 @@
 //! Run: `cargo bench --bench orders` (see BENCHMARKS.md).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use paygate_engine::domain::LimitsPatch;
-use paygate_engine::orders::NewOrder;
+use paygate_engine::domain::{LimitsPatch, PaymentMethod};
+use paygate_engine::input::{CustomerPhone, IdempotencyKey};
+use paygate_engine::orders::{Customer, NewOrder};
 use paygate_engine::{Engine, EngineConfig};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
@@ -33,13 +34,15 @@ async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uu
 }
 
 fn order(key: u64) -> NewOrder {
+    let phone = CustomerPhone::parse("081234567890").expect("a valid phone");
+    let idempotency_key = IdempotencyKey::parse(format!("idem-{key}")).expect("a valid key");
     NewOrder {
-        merchant_order_id: format!("INV-{key}"),
-        amount_minor: 2_500_000,
-        payment_method: "QRIS".into(),
-        customer_phone: Some("081234567890".into()),
-        idempotency: Some((format!("idem-{key}"), [7; 32])),
-        ..Default::default()
+        customer: Customer {
+            phone: Some(phone),
+            ..Customer::default()
+        },
+        idempotency: Some((idempotency_key, [7; 32])),
+        ..NewOrder::new(&format!("INV-{key}"), 2_500_000, PaymentMethod::Qris).expect("a valid order")
     }
 }
 

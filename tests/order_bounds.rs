@@ -8,19 +8,14 @@
 mod engine_setup;
 
 use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::{LimitsPatch, OrderStatus};
+use paygate_engine::domain::{LimitsPatch, OrderStatus, PaymentMethod};
 use paygate_engine::orders::NewOrder;
 use paygate_engine::{Engine, EngineConfig, EngineError};
 use std::sync::Arc;
 use std::time::Duration;
 
 fn order(n: u32) -> NewOrder {
-    NewOrder {
-        merchant_order_id: format!("bounded-{n}"),
-        amount_minor: 1_000_000,
-        payment_method: "QRIS".into(),
-        ..Default::default()
-    }
+    NewOrder::new(&format!("bounded-{n}"), 1_000_000, PaymentMethod::Qris).expect("a valid order")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

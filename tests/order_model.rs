@@ -11,7 +11,7 @@ mod statement_check;
 #[path = "engine_setup/mod.rs"]
 mod engine_setup;
 use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::{LimitsPatch, OrderStatus, RefundStatus};
+use paygate_engine::domain::{LimitsPatch, OrderStatus, PaymentMethod, RefundStatus};
 use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::orders::NewOrder;
@@ -110,12 +110,8 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
         match op {
             Op::Create { amount, bank_transfer } => {
                 let method = if bank_transfer { "BANK_TRANSFER" } else { "QRIS" };
-                let new = NewOrder {
-                    merchant_order_id: format!("o-{step}"),
-                    amount_minor: amount,
-                    payment_method: method.into(),
-                    ..Default::default()
-                };
+                let method = PaymentMethod::parse(method).expect("a payment method");
+                let new = NewOrder::new(&format!("o-{step}"), amount, method).expect("a valid order");
                 let (order, _) = engine
                     .orders()
                     .create_order(id, new)

@@ -2,12 +2,14 @@
 //! engine's typed accounts: the channel picks which fields are required,
 //! a blank field counts as absent, and each value is checked by its
 //! `paygate_engine::input` type. Shared by `POST /v1/disbursements`, its
-//! batch items, `POST /v1/beneficiaries` and the dashboard's payouts.
+//! batch items, `POST /v1/beneficiaries` and the dashboard's payouts; and
+//! an order's fields, shared by V1 and Legacy.
 
 use paygate_engine::beneficiaries::SavedAccount;
 use paygate_engine::disbursements::Payee;
-use paygate_engine::domain::Channel;
-use paygate_engine::input::{AccountNumber, CatalogCode, EwalletPhone, HolderName};
+use paygate_engine::domain::{Channel, PaymentMethod, Source};
+use paygate_engine::input::{AccountNumber, CatalogCode, EwalletPhone, HolderName, HttpUrl, IdempotencyKey};
+use paygate_engine::orders::{Customer, ExpireMinutes, MerchantOrderId, NewOrder, OrderAmount};
 use paygate_engine::EngineError;
 use uuid::Uuid;
 
@@ -122,6 +124,74 @@ impl<'a> AccountFields<'a> {
                 let (provider, phone) = self.ewallet()?;
                 SavedAccount::Ewallet { provider, phone }
             }
+        })
+    }
+}
+
+/// An order as V1 and Legacy bodies spell it.
+#[derive(Clone, Copy, Debug)]
+pub struct OrderFields<'a> {
+    /// The merchant's id for it.
+    pub merchant_order_id: &'a str,
+    /// Minor units.
+    pub amount_minor: i64,
+    /// `QRIS` or `BANK_TRANSFER`.
+    pub payment_method: &'a str,
+    /// Optional customer details.
+    pub customer_name: Option<&'a str>,
+    /// Optional customer details.
+    pub customer_email: Option<&'a str>,
+    /// Optional customer details.
+    pub customer_phone: Option<&'a str>,
+    /// Status webhooks.
+    pub notify_url: Option<&'a str>,
+    /// Where the checkout page sends the payer.
+    pub return_url: Option<&'a str>,
+    /// Minutes to pay; 60 when absent.
+    pub expire_minutes: Option<i64>,
+}
+
+impl OrderFields<'_> {
+    /// The order these fields ask for, every value checked in the order
+    /// the fields are documented, the `Idempotency-Key` last.
+    pub fn command(
+        self,
+        source: Source,
+        metadata: Option<String>,
+        idempotency: Option<(&str, [u8; 32])>,
+    ) -> Result<NewOrder, EngineError> {
+        let merchant_order_id = MerchantOrderId::parse(self.merchant_order_id)?;
+        let amount = OrderAmount::parse(self.amount_minor)?;
+        let payment_method = PaymentMethod::parse(self.payment_method)
+            .ok_or_else(|| EngineError::invalid("payment_method", "must be QRIS or BANK_TRANSFER"))?;
+        let expire_minutes = ExpireMinutes::parse(self.expire_minutes)?;
+        let customer = Customer::parse(self.customer_name, self.customer_email, self.customer_phone)?;
+        let notify_url = self
+            .notify_url
+            .map(|url| HttpUrl::parse("notify_url", url))
+            .transpose()?;
+        let return_url = self
+            .return_url
+            .map(|url| HttpUrl::parse("return_url", url))
+            .transpose()?;
+        let idempotency = idempotency
+            .map(|(key, body_hash)| {
+                IdempotencyKey::parse(key)
+                    .map(|key| (key, body_hash))
+                    .map_err(|_| EngineError::invalid("Idempotency-Key", "must be 1 to 255 printable characters"))
+            })
+            .transpose()?;
+        Ok(NewOrder {
+            merchant_order_id,
+            amount,
+            payment_method,
+            expire_minutes,
+            customer,
+            notify_url,
+            return_url,
+            metadata,
+            source,
+            idempotency,
         })
     }
 }

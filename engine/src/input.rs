@@ -255,6 +255,11 @@ impl EmailAddress {
         }
         Ok(EmailAddress(raw.to_string()))
     }
+
+    /// The address as sent.
+    pub fn into_string(self) -> String {
+        self.0
+    }
 }
 
 #[cfg(test)]

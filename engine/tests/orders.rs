@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Utc};
 use paygate_engine::clock::ManualClock;
-use paygate_engine::domain::{OrderStatus, SettlementType};
-use paygate_engine::orders::NewOrder;
+use paygate_engine::domain::{OrderStatus, PaymentMethod, SettlementType};
+use paygate_engine::orders::{ExpireMinutes, NewOrder};
 use paygate_engine::{Engine, EngineConfig, NewMerchant};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,11 +18,8 @@ async fn open(dir: &std::path::Path, clock: Arc<ManualClock>) -> Engine {
 
 fn order(id: &str, expire_minutes: i64) -> NewOrder {
     NewOrder {
-        merchant_order_id: id.into(),
-        amount_minor: 10_000,
-        payment_method: "QRIS".into(),
-        expire_minutes: Some(expire_minutes),
-        ..Default::default()
+        expire_minutes: ExpireMinutes::parse(Some(expire_minutes)).unwrap(),
+        ..NewOrder::new(id, 10_000, PaymentMethod::Qris).unwrap()
     }
 }
 

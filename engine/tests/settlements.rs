@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use paygate_engine::clock::ManualClock;
-use paygate_engine::domain::{SettlementBank, SettlementStatus, SettlementType};
+use paygate_engine::domain::{PaymentMethod, SettlementBank, SettlementStatus, SettlementType};
 use paygate_engine::input::{IdempotencyKey, PositiveAmount};
 use paygate_engine::orders::{NewOrder, NewRefund, RefundReason};
 use paygate_engine::{Engine, EngineConfig, NewMerchant};
@@ -35,12 +35,7 @@ async fn manual_merchant(engine: &Engine, account_number: &str) -> Uuid {
 }
 
 async fn paid_order(engine: &Engine, merchant: Uuid, id: &str, amount: i64, method: &str) -> String {
-    let new = NewOrder {
-        merchant_order_id: id.into(),
-        amount_minor: amount,
-        payment_method: method.into(),
-        ..Default::default()
-    };
+    let new = NewOrder::new(id, amount, PaymentMethod::parse(method).unwrap()).unwrap();
     let (order, _) = engine.orders().create_order(merchant, new).await.unwrap();
     engine.orders().pay_order(&order, None).await.unwrap();
     order.ref_code

@@ -3,12 +3,12 @@
 
 use super::LegacySuccessBody;
 use super::{wib, LegacyBody, LegacyError, LegacyOk};
+use crate::commands::OrderFields;
 use crate::error::ErrorKind;
 use crate::openapi::values::NonBlankText;
 use crate::AppState;
 use axum::extract::State;
 use paygate_engine::domain::{Order, OrderStatus, PaymentMethod, Source};
-use paygate_engine::orders::NewOrder;
 use paygate_engine::signing::sha512_hex;
 use paygate_engine::EngineError;
 use serde::Serialize;
@@ -171,20 +171,24 @@ pub async fn create_order(
         return existing_or_conflict(existing, amount_minor, method);
     }
     let notify_url = body.optional_string("notifyUrl")?;
-    let new = NewOrder {
-        merchant_order_id: order_id,
+    let (customer_name, customer_email, customer_phone, return_url) = (
+        body.optional_string("customerName")?,
+        body.optional_string("customerEmail")?,
+        body.optional_string("customerPhone")?,
+        body.optional_string("returnUrl")?,
+    );
+    let new = OrderFields {
+        merchant_order_id: &order_id,
         amount_minor,
-        payment_method: payment_type,
-        customer_name: body.optional_string("customerName")?,
-        customer_email: body.optional_string("customerEmail")?,
-        customer_phone: body.optional_string("customerPhone")?,
-        notify_url,
-        return_url: body.optional_string("returnUrl")?,
+        payment_method: &payment_type,
+        customer_name: customer_name.as_deref(),
+        customer_email: customer_email.as_deref(),
+        customer_phone: customer_phone.as_deref(),
+        notify_url: notify_url.as_deref(),
+        return_url: return_url.as_deref(),
         expire_minutes: None,
-        metadata: None,
-        source: Some(Source::Legacy),
-        idempotency: None,
-    };
+    }
+    .command(Source::Legacy, None, None)?;
     match state.engine.orders().create_order(merchant.id, new).await {
         Ok((order, _)) => Ok(LegacyOk(legacy_order(&order))),
         // A concurrent submission of the same orderId won.

@@ -2,6 +2,7 @@
 //! sandbox's pay, expire and fail.
 
 use super::pagination::ListQuery;
+use crate::commands::OrderFields;
 use crate::error::{order_error, V1Error};
 use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
 use crate::openapi::names::OrderStatusName;
@@ -13,8 +14,9 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use paygate_engine::domain::RefundStatus;
+use paygate_engine::domain::Source;
 use paygate_engine::input::{IdempotencyKey, PositiveAmount};
-use paygate_engine::orders::{Creation, NewOrder, NewRefund, OrderFilter, RefundReason};
+use paygate_engine::orders::{Creation, NewRefund, OrderFilter, RefundReason};
 use paygate_engine::EngineError;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -100,20 +102,24 @@ pub async fn create_order(
             return Err(V1Error::invalid_body("metadata: must be a JSON object"));
         }
     }
-    let new = NewOrder {
-        merchant_order_id: body.merchant_order_id,
+    let new = OrderFields {
+        merchant_order_id: &body.merchant_order_id,
         amount_minor: body.amount_minor,
-        payment_method: body.payment_method,
-        customer_name: body.customer_name,
-        customer_email: body.customer_email,
-        customer_phone: body.customer_phone,
-        notify_url: body.notify_url,
-        return_url: body.return_url,
+        payment_method: &body.payment_method,
+        customer_name: body.customer_name.as_deref(),
+        customer_email: body.customer_email.as_deref(),
+        customer_phone: body.customer_phone.as_deref(),
+        notify_url: body.notify_url.as_deref(),
+        return_url: body.return_url.as_deref(),
         expire_minutes: body.expire_minutes,
-        metadata: body.metadata.map(|raw| raw.get().to_string()),
-        source: None,
-        idempotency: idempotency_key.map(|key| (key, sha2::Sha256::digest(&raw).into())),
-    };
+    }
+    .command(
+        Source::Api,
+        body.metadata.as_ref().map(|raw| raw.get().to_string()),
+        idempotency_key
+            .as_deref()
+            .map(|key| (key, sha2::Sha256::digest(&raw).into())),
+    )?;
     let (order, creation) = state
         .engine
         .orders()

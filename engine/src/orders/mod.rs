@@ -7,54 +7,24 @@
 use crate::actors::{OrderCommand, OrderOutcome};
 use crate::core::Core;
 use crate::domain::{Order, OrderStatus, PaymentMethod, Refund, RefundStatus, Source};
-use crate::input::{
-    validate_idempotency_key, validate_url, CustomerPhone, EmailAddress, IdempotencyKey, PositiveAmount,
-};
+use crate::input::{CustomerPhone, EmailAddress, HttpUrl};
 use actor::OrderMsg;
 use std::sync::Arc;
 
 pub(crate) mod actor;
+mod commands;
 mod vendors;
+
 use crate::error::EngineError;
 use crate::limits;
 use crate::money::MinorUnits;
 use crate::qris;
 use crate::vendor::payment::PaymentRequest;
+pub use commands::{
+    Customer, ExpireMinutes, MerchantOrderId, NewOrder, NewRefund, OrderAmount, RefundReason, ORDER_AMOUNT_MAX_MINOR,
+};
 
 use uuid::Uuid;
-
-/// The largest order: the QRIS amount field holds 13 characters
-/// (`9999999999.99`).
-pub const ORDER_AMOUNT_MAX_MINOR: i64 = 999_999_999_999;
-
-/// An order as a caller describes it, before validation.
-#[derive(Clone, Debug, Default)]
-pub struct NewOrder {
-    /// The merchant's id for it.
-    pub merchant_order_id: String,
-    /// Minor units, at least 1.
-    pub amount_minor: i64,
-    /// `QRIS` or `BANK_TRANSFER`.
-    pub payment_method: String,
-    /// Optional customer details.
-    pub customer_name: Option<String>,
-    /// Optional customer details.
-    pub customer_email: Option<String>,
-    /// Optional; normalized to `62…`.
-    pub customer_phone: Option<String>,
-    /// Status webhooks.
-    pub notify_url: Option<String>,
-    /// Redirect after payment.
-    pub return_url: Option<String>,
-    /// 1 to 1440, default 60.
-    pub expire_minutes: Option<i64>,
-    /// The merchant's JSON object, as the exact text sent.
-    pub metadata: Option<String>,
-    /// V1 or Legacy.
-    pub source: Option<Source>,
-    /// `Idempotency-Key` and the SHA-256 of the request body.
-    pub idempotency: Option<(String, [u8; 32])>,
-}
 
 /// Filters of `GET /v1/orders`.
 #[derive(Clone, Debug, Default)]
@@ -67,50 +37,6 @@ pub struct OrderFilter {
     pub created_to_ms: Option<i64>,
 }
 
-/// A refund a caller asks for, every value already checked.
-#[derive(Clone, Debug)]
-pub struct NewRefund {
-    /// What to give back.
-    pub amount: PositiveAmount,
-    /// Category and free text.
-    pub reason: RefundReason,
-    /// Unique per merchant.
-    pub idempotency_key: IdempotencyKey,
-}
-
-/// Why a refund is made: a category of 1 to 64 printable characters
-/// (`CUSTOMER_REQUEST` unless given) and at most 1,024 characters of detail.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RefundReason {
-    category: String,
-    detail: Option<String>,
-}
-
-impl RefundReason {
-    /// The longest category, in characters.
-    pub const CATEGORY_CHARS_MAX: usize = 64;
-    /// The longest detail, in characters.
-    pub const DETAIL_CHARS_MAX: usize = 1024;
-
-    /// The reason, if `category` and `detail` are one.
-    pub fn parse(category: Option<String>, detail: Option<String>) -> Result<RefundReason, EngineError> {
-        let category = category.unwrap_or_else(|| "CUSTOMER_REQUEST".into());
-        if category.is_empty()
-            || category.chars().count() > Self::CATEGORY_CHARS_MAX
-            || category.chars().any(char::is_control)
-        {
-            return Err(EngineError::invalid("reason", "must be 1 to 64 printable characters"));
-        }
-        if detail
-            .as_ref()
-            .is_some_and(|d| d.chars().count() > Self::DETAIL_CHARS_MAX)
-        {
-            return Err(EngineError::invalid("reason_detail", "must be at most 1024 characters"));
-        }
-        Ok(RefundReason { category, detail })
-    }
-}
-
 /// How `create_order` answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Creation {
@@ -119,8 +45,6 @@ pub enum Creation {
     /// The `Idempotency-Key` was seen with the same body: the first answer again.
     Replayed,
 }
-
-const TEXT_CHARS_MAX: usize = 255;
 
 /// The orders handle: orders, refunds, payment vendors and settlements; cheap to clone.
 #[derive(Clone)]
@@ -218,51 +142,8 @@ impl Orders {
     }
 
     fn validate_order(&self, merchant_id: Uuid, new: &NewOrder) -> Result<Order, EngineError> {
-        let merchant_order_id = new.merchant_order_id.trim();
-        if merchant_order_id.is_empty() || new.merchant_order_id.chars().count() > TEXT_CHARS_MAX {
-            return Err(EngineError::invalid("merchant_order_id", "must be 1 to 255 characters"));
-        }
-        if new.merchant_order_id.chars().any(char::is_control) {
-            return Err(EngineError::invalid(
-                "merchant_order_id",
-                "must not contain control characters",
-            ));
-        }
-        if new.amount_minor < 1 {
-            return Err(EngineError::invalid("amount_minor", "must be at least 1"));
-        }
-        if new.amount_minor > ORDER_AMOUNT_MAX_MINOR {
-            return Err(EngineError::invalid("amount_minor", "must be at most 999999999999"));
-        }
-        let payment_method = PaymentMethod::parse(&new.payment_method)
-            .ok_or_else(|| EngineError::invalid("payment_method", "must be QRIS or BANK_TRANSFER"))?;
-        let expire_minutes = new.expire_minutes.unwrap_or(60);
-        if !(1..=1440).contains(&expire_minutes) {
-            return Err(EngineError::invalid("expire_minutes", "must be between 1 and 1440"));
-        }
-        let customer_phone = new
-            .customer_phone
-            .as_deref()
-            .map(CustomerPhone::parse)
-            .transpose()?
-            .map(CustomerPhone::into_string);
-        if let Some(name) = &new.customer_name {
-            if name.chars().count() > TEXT_CHARS_MAX {
-                return Err(EngineError::invalid("customer_name", "must be at most 255 characters"));
-            }
-        }
-        if let Some(email) = &new.customer_email {
-            EmailAddress::parse(email)?;
-        }
         if let Some(url) = &new.notify_url {
-            self.core.validate_notify_url("notify_url", url)?;
-        }
-        if let Some(url) = &new.return_url {
-            validate_url("return_url", url)?;
-        }
-        if let Some((key, _)) = &new.idempotency {
-            validate_idempotency_key(key)
-                .map_err(|_| EngineError::invalid("Idempotency-Key", "must be 1 to 255 printable characters"))?;
+            self.core.validate_notify_url("notify_url", url.as_str())?;
         }
         let now = self.core.clock().now();
         let now_ms = now.timestamp_millis();
@@ -275,30 +156,32 @@ impl Orders {
             id: crate::cluster::new_id_in(self.core.shard()),
             ref_code,
             merchant_id,
-            merchant_order_id: new.merchant_order_id.clone(),
-            source: new.source.unwrap_or(Source::Api),
-            payment_method,
-            amount: MinorUnits::new(new.amount_minor),
+            merchant_order_id: new.merchant_order_id.as_str().to_string(),
+            source: new.source,
+            payment_method: new.payment_method,
+            amount: new.amount.minor(),
             status: OrderStatus::Pending,
             qris_string: None,
             virtual_account: None,
             vendor: String::new(),
             vendor_reference: None,
-            expires_at_ms: Some(now_ms + expire_minutes * 60_000),
+            expires_at_ms: Some(now_ms + new.expire_minutes.get() * 60_000),
             paid_at_ms: None,
             vendor_rrn: None,
             is_settled: false,
-            // Nullable fields are null when empty.
-            customer_name: new.customer_name.clone().filter(|name| !name.trim().is_empty()),
-            customer_email: new.customer_email.clone(),
-            customer_phone,
-            notify_url: new.notify_url.clone(),
-            return_url: new.return_url.clone(),
+            customer_name: new.customer.name.clone(),
+            customer_email: new.customer.email.clone().map(EmailAddress::into_string),
+            customer_phone: new.customer.phone.clone().map(CustomerPhone::into_string),
+            notify_url: new.notify_url.clone().map(HttpUrl::into_string),
+            return_url: new.return_url.clone().map(HttpUrl::into_string),
             metadata: new.metadata.clone(),
             fees: None,
             payment_seq: None,
             refunded_amount: MinorUnits::ZERO,
-            idempotency: new.idempotency.clone(),
+            idempotency: new
+                .idempotency
+                .clone()
+                .map(|(key, body_hash)| (key.into_string(), body_hash)),
             failure_reason: None,
             settlement_id: None,
             created_at_ms: now_ms,
