@@ -128,6 +128,16 @@ impl Posting {
         }
     }
 
+    /// The posting that balances this one: the same amount on the other
+    /// side of `account`.
+    pub fn balanced_by(self, account: Account) -> Posting {
+        Posting {
+            account,
+            side: self.side.opposite(),
+            amount: self.amount,
+        }
+    }
+
     /// This posting's effect on its account's balance.
     pub fn signed_amount(&self) -> i64 {
         match self.side {

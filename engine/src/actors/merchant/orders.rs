@@ -13,6 +13,7 @@ use crate::ledger::{
 };
 use crate::money::MinorUnits;
 use crate::store::record::JournalRecord;
+use crate::store::StoreError;
 use foldhash::HashMap;
 use uuid::Uuid;
 
@@ -211,30 +212,14 @@ impl MerchantState {
                 }
                 order.status = OrderStatus::Expired;
                 order.updated_at_ms = now_ms;
-                self.remember_order(order.clone());
-                let events = vec![self.order_event(&order)];
-                Ok((
-                    OrderOutcome::Order(order.clone()),
-                    Some(JournalRecord::with_events(
-                        JournalRecord::OrderUpdated(Box::new(order)),
-                        events,
-                    )),
-                ))
+                Ok(self.order_updated(order))
             }
             OrderCommand::Fail { id, reason } => {
                 let mut order = self.pending_order(id)?;
                 order.status = OrderStatus::Failed;
                 order.failure_reason = Some(reason);
                 order.updated_at_ms = now_ms;
-                self.remember_order(order.clone());
-                let events = vec![self.order_event(&order)];
-                Ok((
-                    OrderOutcome::Order(order.clone()),
-                    Some(JournalRecord::with_events(
-                        JournalRecord::OrderUpdated(Box::new(order)),
-                        events,
-                    )),
-                ))
+                Ok(self.order_updated(order))
             }
             OrderCommand::CreateRefund(refund) => self.create_refund(*refund),
             OrderCommand::Settle(draft) => self
@@ -251,6 +236,18 @@ impl MerchantState {
             } => self.settle_refund(id, outcome, vendor_refund_id, reason, now_ms),
             OrderCommand::RefundAccepted { id, vendor_refund_id } => self.accept_refund(id, vendor_refund_id, now_ms),
         }
+    }
+
+    /// An order whose status changed, without money: kept, and journaled
+    /// with the event of its new status.
+    fn order_updated(&mut self, order: Order) -> (OrderOutcome, Option<JournalRecord>) {
+        self.remember_order(order.clone());
+        let events = vec![self.order_event(&order)];
+        let record = JournalRecord::OrderUpdated(Box::new(order.clone()));
+        (
+            OrderOutcome::Order(order),
+            Some(JournalRecord::with_events(record, events)),
+        )
     }
 
     fn accept_refund(
@@ -362,7 +359,7 @@ impl MerchantState {
         if outcome == RefundStatus::Failed {
             refund.failure_reason = reason.or_else(|| Some("the vendor could not refund".into()));
             if let Some(debit_seq) = refund.debit_seq {
-                let posted = self.record_refund_move(&refund, RefundMove::Reverse { debit_seq })?;
+                let posted = self.record_refund_move(&refund, RefundMove::Reverse(debit_seq))?;
                 refund.reversal_seq = Some(posted.seq);
                 entry = Some(posted);
             } else if let Some(settlement_id) = refund.settlement_id {
@@ -370,7 +367,7 @@ impl MerchantState {
                 // waits for the next settlement to give it back (a negative
                 // part of its refund total), as an unsettled refund waits to
                 // be deducted.
-                let posted = self.record_refund_move(&refund, RefundMove::ReturnToSettlement { settlement_id })?;
+                let posted = self.record_refund_move(&refund, RefundMove::ReturnToSettlement(settlement_id))?;
                 refund.reversal_seq = Some(posted.seq);
                 refund.settlement_id = None;
                 entry = Some(posted);
@@ -408,35 +405,26 @@ impl MerchantState {
     /// for the refund's journal record.
     fn record_refund_move(&mut self, refund: &Refund, how: RefundMove) -> Result<Entry, LedgerError> {
         let (id, amount) = (refund.id, refund.amount);
-        let (kind, idempotency_key, memo, postings, reverses) = match how {
+        let (kind, idempotency_key, memo, posting, reverses) = match how {
             RefundMove::Debit => (
                 EntryKind::Refund,
                 format!("refund:{id}"),
                 format!("refund {id} of order {}", refund.order_ref_code),
-                [
-                    Posting::debit(Account::Wallet, amount),
-                    Posting::credit(Account::RefundClearing, amount),
-                ],
+                Posting::debit(Account::Wallet, amount),
                 None,
             ),
-            RefundMove::Reverse { debit_seq } => (
+            RefundMove::Reverse(debit_seq) => (
                 EntryKind::Reversal,
                 reversal_idempotency_key(debit_seq),
                 format!("refund {id} failed"),
-                [
-                    Posting::credit(Account::Wallet, amount),
-                    Posting::debit(Account::RefundClearing, amount),
-                ],
+                Posting::credit(Account::Wallet, amount),
                 Some(debit_seq),
             ),
-            RefundMove::ReturnToSettlement { settlement_id } => (
+            RefundMove::ReturnToSettlement(settlement_id) => (
                 EntryKind::Refund,
                 format!("refund-returned:{id}"),
                 format!("refund {id} failed after settlement {settlement_id}"),
-                [
-                    Posting::credit(Account::PendingSettlement, amount),
-                    Posting::debit(Account::RefundClearing, amount),
-                ],
+                Posting::credit(Account::PendingSettlement, amount),
                 None,
             ),
         };
@@ -444,7 +432,8 @@ impl MerchantState {
             kind,
             idempotency_key: Some(idempotency_key),
             memo,
-            postings: postings.into(),
+            // Each move is one account against refund clearing.
+            postings: vec![posting, posting.balanced_by(Account::RefundClearing)],
             reverses,
             resource: Some(refund_resource(refund)),
         };
@@ -454,10 +443,7 @@ impl MerchantState {
 
     /// The event of an order's new status, for its notify URL or the merchant's default.
     fn order_event(&self, order: &Order) -> WebhookEvent {
-        let url = order
-            .notify_url
-            .clone()
-            .or_else(|| self.profile.default_notify_url.clone());
+        let url = self.notify_url(order);
         WebhookEvent::new(
             order.merchant_id,
             order.updated_at_ms,
@@ -468,22 +454,22 @@ impl MerchantState {
 
     /// The event of a refund's new status; refunds notify their order's URL.
     fn refund_event(&self, refund: &Refund, order: &Order) -> WebhookEvent {
-        let url = order
-            .notify_url
-            .clone()
-            .or_else(|| self.profile.default_notify_url.clone());
+        let url = self.notify_url(order);
         let resource = EventResource::Refund(Box::new(refund.clone()));
         WebhookEvent::new(refund.merchant_id, refund.updated_at_ms, url, resource)
     }
 
+    /// Where an order's events go: its notify URL, else the merchant's default.
+    fn notify_url(&self, order: &Order) -> Option<String> {
+        order
+            .notify_url
+            .clone()
+            .or_else(|| self.profile.default_notify_url.clone())
+    }
+
     fn order(&self, id: Uuid) -> Result<Order, EngineError> {
-        if let Some(order) = self.orders.orders.get(&id) {
-            return Ok(Order::clone(order));
-        }
-        self.args
-            .store
-            .order(&id)?
-            .filter(|o| o.merchant_id == self.args.merchant_id)
+        let held = self.orders.orders.get(&id).map(Box::as_ref);
+        self.held_or_stored(held, || self.args.store.order(&id), |order| order.merchant_id)?
             .ok_or(EngineError::OrderNotFound)
     }
 
@@ -496,14 +482,23 @@ impl MerchantState {
     }
 
     fn refund(&self, id: Uuid) -> Result<Refund, EngineError> {
-        if let Some(refund) = self.orders.refunds.get(&id) {
-            return Ok(Refund::clone(refund));
-        }
-        self.args
-            .store
-            .refund(&id)?
-            .filter(|r| r.merchant_id == self.args.merchant_id)
+        let held = self.orders.refunds.get(&id).map(Box::as_ref);
+        self.held_or_stored(held, || self.args.store.refund(&id), |refund| refund.merchant_id)?
             .ok_or(EngineError::RefundNotFound)
+    }
+
+    /// A record by id: the actor's own copy (`held`), else what `stored`
+    /// reads if it is this merchant's (`merchant_of`).
+    fn held_or_stored<T: Clone>(
+        &self,
+        held: Option<&T>,
+        stored: impl FnOnce() -> Result<Option<T>, StoreError>,
+        merchant_of: impl Fn(&T) -> Uuid,
+    ) -> Result<Option<T>, EngineError> {
+        if let Some(record) = held {
+            return Ok(Some(T::clone(record)));
+        }
+        Ok(stored()?.filter(|record| merchant_of(record) == self.args.merchant_id))
     }
 
     fn order_by_idempotency_key(&self, key: &str) -> Result<Option<Order>, EngineError> {
@@ -597,17 +592,11 @@ fn sandbox_rrn(order: &Order) -> String {
 enum RefundMove {
     /// A WALLET merchant's wallet pays the refund.
     Debit,
-    /// A failed refund's debit (the entry `debit_seq`) goes back to the wallet.
-    Reverse {
-        /// The debit reversed.
-        debit_seq: u64,
-    },
-    /// A failed refund of a MANUAL merchant that a settlement already
+    /// A failed refund's debit (this entry) goes back to the wallet.
+    Reverse(u64),
+    /// A failed refund of a MANUAL merchant that this settlement already
     /// deducted: its amount goes back to pending settlement.
-    ReturnToSettlement {
-        /// The settlement that deducted it.
-        settlement_id: Uuid,
-    },
+    ReturnToSettlement(Uuid),
 }
 
 /// A refund as its entries name it: its own id, its order's reference code.
