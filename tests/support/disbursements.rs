@@ -25,6 +25,13 @@ pub fn bank_body(key: &str, amount: i64) -> Value {
     })
 }
 
+/// `bank_body` with the holder named "Budi", as the load and webhook tests send it.
+pub fn budi_body(key: &str, amount: i64) -> Value {
+    let mut body = bank_body(key, amount);
+    body["account_name"] = json!("Budi");
+    body
+}
+
 /// `bank_body` to another bank and account.
 pub fn bank_body_to(key: &str, bank: &str, account_number: &str, amount: i64) -> Value {
     let mut body = bank_body(key, amount);

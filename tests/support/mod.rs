@@ -6,6 +6,7 @@ pub mod browser;
 pub mod cluster;
 pub mod disbursements;
 pub mod legacy;
+pub mod load;
 pub mod openapi;
 pub mod table;
 
@@ -234,6 +235,11 @@ impl TestServer {
         self.base = base;
     }
 
+    /// A request to `path` with no key or token, to send as it is built.
+    pub fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, self.url(path))
+    }
+
     /// The server's URL for `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
@@ -284,6 +290,12 @@ impl TestServer {
             .await
     }
 
+    /// `POST /admin/v1/merchants/{id}/rotate-credentials`.
+    pub async fn rotate_credentials(&self, id: &str) -> Reply {
+        let path = format!("/admin/v1/merchants/{id}/rotate-credentials");
+        self.admin(Method::POST, &path, None).await
+    }
+
     /// Turns the bank `code` on or off for disbursements (`PUT /admin/v1/banks/{code}`).
     pub async fn set_bank_enabled(&self, code: &str, enabled: bool) -> Reply {
         let body = json!({ "is_enabled": enabled });
@@ -302,6 +314,23 @@ impl TestServer {
     pub async fn refund(&self, api_key: &str, ref_code: &str, body: Value) -> Reply {
         self.post(&format!("/v1/orders/{ref_code}/refund"), api_key, Some(body))
             .await
+    }
+
+    /// `POST /v1/sandbox/orders/{ref_code}/{action}` (`pay`, `expire`, `fail`).
+    pub async fn sandbox_order(&self, api_key: &str, ref_code: &str, action: &str) -> Reply {
+        self.post(&format!("/v1/sandbox/orders/{ref_code}/{action}"), api_key, None)
+            .await
+    }
+
+    /// `POST /v1/disbursements` with `body` as the merchant whose key is `api_key`.
+    pub async fn disburse(&self, api_key: &str, body: Value) -> Reply {
+        self.post("/v1/disbursements", api_key, Some(body)).await
+    }
+
+    /// `POST /v1/sandbox/disbursements/{id}/complete` with `status`.
+    pub async fn complete_disbursement(&self, api_key: &str, id: &str, status: &str) -> Reply {
+        let path = format!("/v1/sandbox/disbursements/{id}/complete");
+        self.post(&path, api_key, Some(json!({ "status": status }))).await
     }
 
     /// Creates a merchant of `settlement_type` with any extra fields.
@@ -346,6 +375,15 @@ impl TestServer {
             .create_merchant_with("WALLET", json!({ "organization_id": organization }))
             .await;
         (organization, merchant)
+    }
+
+    /// `PUT /admin/v1/organizations/{organization}/{routes}/{method}`: the
+    /// organization's payment (`routes` = `vendors`) or payout
+    /// (`payout-vendors`) route for a method or channel, `vendors` in order.
+    pub async fn put_route(&self, organization: &str, routes: &str, method: &str, vendors: &[&str]) -> Reply {
+        let path = format!("/admin/v1/organizations/{organization}/{routes}/{method}");
+        self.admin(Method::PUT, &path, Some(json!({ "vendors": vendors })))
+            .await
     }
 
     /// Credits a merchant's wallet through the admin API; returns the new balance.
@@ -410,6 +448,23 @@ impl Drop for TestServer {
             self.log.print();
         }
     }
+}
+
+/// `POST /callbacks/{vendor}` with the JSON text `body` and, when given,
+/// its `X-Paygate-Signature`.
+pub async fn vendor_callback(server: &TestServer, vendor: &str, body: String, signature: Option<String>) -> Reply {
+    let url = server.url(&format!("/callbacks/{vendor}"));
+    let mut request = server.client.post(url).header("content-type", "application/json");
+    if let Some(signature) = signature {
+        request = request.header("X-Paygate-Signature", signature);
+    }
+    sent(request.body(body)).await
+}
+
+/// Sends `request` and turns its response into a `Reply`, checked
+/// against the API document.
+pub async fn sent(request: reqwest::RequestBuilder) -> Reply {
+    into_reply(request.send().await.expect("request sent")).await
 }
 
 /// Turns a response into a `Reply`, checking it against the API document.
