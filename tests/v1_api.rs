@@ -8,6 +8,7 @@ mod support;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
+use support::disbursements::budi_body;
 use support::*;
 
 fn demo_credentials(server: &TestServer) -> Value {
@@ -325,15 +326,7 @@ async fn an_inverted_created_range_is_an_empty_page_and_harms_nothing() {
             .await;
         assert_eq!(order.status, StatusCode::CREATED, "{}", order.body);
         let disbursement = server
-            .call(
-                Method::POST,
-                "/v1/disbursements",
-                Some(&merchant.api_key),
-                Some(json!({
-                    "idempotency_key": format!("inv-{round}"), "channel": "BANK", "bank_short_code": "BCA",
-                    "account_number": "1234567890", "account_name": "Budi", "amount_minor": 100_000,
-                })),
-            )
+            .disburse(&merchant.api_key, budi_body(&format!("inv-{round}"), 100_000))
             .await;
         assert_eq!(disbursement.status, StatusCode::CREATED, "{}", disbursement.body);
         for list in [

@@ -5,11 +5,11 @@
 
 mod support;
 
-use reqwest::{Method, StatusCode};
-use serde_json::json;
+use reqwest::StatusCode;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
+use support::disbursements::bank_body;
 use support::TestServer;
 
 /// Every file under `dir` with its bytes.
@@ -49,21 +49,8 @@ async fn killed_server_with_history() -> TestServer {
     let merchant = server.create_wallet_merchant().await;
     server.credit(&merchant.id, 50_000_000).await;
     for n in 0..30 {
-        let reply = server
-            .call(
-                Method::POST,
-                "/v1/disbursements",
-                Some(&merchant.api_key),
-                Some(json!({
-                    "idempotency_key": format!("v-{n}"),
-                    "channel": "BANK",
-                    "bank_short_code": "BCA",
-                    "account_number": "1234567890",
-                    "account_name": "Budi Santoso",
-                    "amount_minor": 100_000 + n,
-                })),
-            )
-            .await;
+        let body = bank_body(&format!("v-{n}"), 100_000 + n);
+        let reply = server.disburse(&merchant.api_key, body).await;
         assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     }
     server.kill();

@@ -5,8 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn a_paid_order_is_delivered_signed_with_its_v1_fields() {
-    let receiver = Receiver::default();
-    let base = start_receiver(receiver.clone());
+    let (receiver, base) = receiving();
     let server = TestServer::start_with(FAST_RETRIES);
     let merchant = server.create_wallet_merchant().await;
     let ref_code = create_order(&server, &merchant, "WH-1", &format!("{base}/orders")).await;
@@ -27,20 +26,7 @@ async fn a_paid_order_is_delivered_signed_with_its_v1_fields() {
     assert!(body["paid_at"].as_str().unwrap().ends_with('Z'));
 
     let event_id = body["event_id"].as_str().unwrap().to_string();
-    let mut listed = Value::Null;
-    for _ in 0..100 {
-        let reply = server
-            .get(
-                &format!("/v1/webhooks/deliveries?event_id={event_id}"),
-                &merchant.api_key,
-            )
-            .await;
-        if reply.body["meta"]["total"] == json!(1) {
-            listed = reply.body["data"][0].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let listed = attempts_of(&server, &merchant, &event_id, 1).await[0].clone();
     for field in [
         "event_id",
         "event",
@@ -63,31 +49,17 @@ async fn a_paid_order_is_delivered_signed_with_its_v1_fields() {
     assert_eq!(listed["error"], Value::Null);
 
     // Resend: the same event id again, as a new attempt.
-    let resent = server
-        .post(
-            &format!("/v1/webhooks/deliveries/{event_id}/resend"),
-            &merchant.api_key,
-            None,
-        )
-        .await;
+    let resent = resend(&server, &merchant.api_key, &event_id).await;
     assert_eq!(resent.status, StatusCode::OK, "{}", resent.body);
     assert_eq!(resent.body["data"]["attempt"], json!(2));
     assert_eq!(resent.body["data"]["delivered"], json!(true));
     let got = wait_for(&receiver, "/orders", 2).await;
     assert_eq!(header(&got[1], "webhook-id"), event_id);
     assert_signed(&got[1], &merchant.webhook_secret);
-    let bad = server
-        .post("/v1/webhooks/deliveries/not-a-uuid/resend", &merchant.api_key, None)
-        .await;
+    let bad = resend(&server, &merchant.api_key, "not-a-uuid").await;
     assert_v1_error(&bad, 400, "INVALID_ID");
     let other = server.create_wallet_merchant().await;
-    let foreign = server
-        .post(
-            &format!("/v1/webhooks/deliveries/{event_id}/resend"),
-            &other.api_key,
-            None,
-        )
-        .await;
+    let foreign = resend(&server, &other.api_key, &event_id).await;
     assert_v1_error(&foreign, 404, "EVENT_NOT_FOUND");
 }
 
@@ -109,20 +81,7 @@ async fn failures_are_retried_with_the_same_webhook_id() {
     for delivery in &got {
         assert_signed(delivery, &merchant.webhook_secret);
     }
-    let mut attempts = Value::Null;
-    for _ in 0..100 {
-        let reply = server
-            .get(
-                &format!("/v1/webhooks/deliveries?event_id={}", ids[0]),
-                &merchant.api_key,
-            )
-            .await;
-        if reply.body["meta"]["total"] == json!(3) {
-            attempts = reply.body["data"].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let attempts = attempts_of(&server, &merchant, ids[0], 3).await;
     // Newest first: the delivered third attempt, then two failures with a next retry.
     assert_eq!(attempts[0]["attempt"], json!(3));
     assert_eq!(attempts[0]["delivered"], json!(true));
@@ -165,8 +124,7 @@ async fn an_event_not_delivered_before_a_sigkill_is_delivered_after_restart() {
 
 #[tokio::test]
 async fn legacy_resources_get_the_legacy_body_with_a_valid_signature() {
-    let receiver = Receiver::default();
-    let base = start_receiver(receiver.clone());
+    let (receiver, base) = receiving();
     let server = TestServer::start_with(FAST_RETRIES);
     let merchant = server.create_wallet_merchant().await;
     let signature = support::legacy::sha512_hex(&format!(
@@ -203,24 +161,13 @@ async fn legacy_resources_get_the_legacy_body_with_a_valid_signature() {
 
 #[tokio::test]
 async fn disbursement_and_refund_changes_are_events_too() {
-    let receiver = Receiver::default();
-    let base = start_receiver(receiver.clone());
+    let (receiver, base) = receiving();
     let server = TestServer::start_with(FAST_RETRIES);
     let merchant = server
         .create_merchant_with("WALLET", json!({ "default_notify_url": format!("{base}/default") }))
         .await;
     server.credit(&merchant.id, 10_000_000).await;
-    let created = server
-        .call(
-            Method::POST,
-            "/v1/disbursements",
-            Some(&merchant.api_key),
-            Some(json!({
-                "idempotency_key": "wh-d-1", "channel": "BANK", "bank_short_code": "BCA",
-                "account_number": "1234567890", "account_name": "Budi", "amount_minor": 1_000_000,
-            })),
-        )
-        .await;
+    let created = server.disburse(&merchant.api_key, budi_body("wh-d-1", 1_000_000)).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let got = wait_for(&receiver, "/default", 2).await;
     let events: Vec<Value> = got.iter().map(|r| json_body(r)["event"].clone()).collect();
@@ -271,8 +218,7 @@ async fn disbursement_and_refund_changes_are_events_too() {
 
 #[tokio::test]
 async fn expired_and_failed_orders_are_events() {
-    let receiver = Receiver::default();
-    let base = start_receiver(receiver.clone());
+    let (receiver, base) = receiving();
     let server = TestServer::start_with(FAST_RETRIES);
     let merchant = server.create_wallet_merchant().await;
     let mut refs = Vec::new();
@@ -292,13 +238,7 @@ async fn expired_and_failed_orders_are_events() {
         refs.push(order.body["data"]["ref_code"].as_str().unwrap().to_string());
     }
     for (ref_code, action) in refs.iter().zip(["expire", "fail"]) {
-        let reply = server
-            .post(
-                &format!("/v1/sandbox/orders/{ref_code}/{action}"),
-                &merchant.api_key,
-                None,
-            )
-            .await;
+        let reply = server.sandbox_order(&merchant.api_key, ref_code, action).await;
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     }
     for (ref_code, (path, event, status)) in refs.iter().zip([
@@ -321,8 +261,7 @@ async fn expired_and_failed_orders_are_events() {
 /// `on_process` before `success` (they used to race, and often did not).
 #[tokio::test]
 async fn events_of_one_disbursement_arrive_in_order() {
-    let receiver = Receiver::default();
-    let base = start_receiver(receiver.clone());
+    let (receiver, base) = receiving();
     let server = TestServer::start_with(&[
         "--webhook-retry-scale",
         "0.001",
@@ -336,15 +275,7 @@ async fn events_of_one_disbursement_arrive_in_order() {
     let mut ids = Vec::new();
     for i in 0..10 {
         let created = server
-            .call(
-                Method::POST,
-                "/v1/disbursements",
-                Some(&merchant.api_key),
-                Some(json!({
-                    "idempotency_key": format!("order-{i}"), "channel": "BANK", "bank_short_code": "BCA",
-                    "account_number": "1234567890", "account_name": "Budi", "amount_minor": 1_000_000,
-                })),
-            )
+            .disburse(&merchant.api_key, budi_body(&format!("order-{i}"), 1_000_000))
             .await;
         assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
         let id = created.body["data"]["id"].as_str().unwrap().to_string();
@@ -356,13 +287,7 @@ async fn events_of_one_disbursement_arrive_in_order() {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let completed = server
-            .post(
-                &format!("/v1/sandbox/disbursements/{id}/complete"),
-                &merchant.api_key,
-                Some(json!({ "status": "SUCCESS" })),
-            )
-            .await;
+        let completed = server.complete_disbursement(&merchant.api_key, &id, "SUCCESS").await;
         assert_eq!(completed.status, StatusCode::OK, "{}", completed.body);
         ids.push(id);
     }
@@ -382,8 +307,7 @@ async fn events_of_one_disbursement_arrive_in_order() {
 /// f64 holds (it used to empty the whole body but for the event fields).
 #[tokio::test]
 async fn order_metadata_is_delivered_byte_for_byte() {
-    let receiver = Receiver::default();
-    let base = start_receiver(receiver.clone());
+    let (receiver, base) = receiving();
     let server = TestServer::start_with(FAST_RETRIES);
     let merchant = server.create_wallet_merchant().await;
     let body = format!(

@@ -86,24 +86,12 @@ async fn live_mode_refuses_private_notify_urls_and_sandbox_allows_them() {
             .await;
         assert_v1_error(&order, 400, "INVALID_BODY");
         assert!(order.body["error"]["message"].as_str().unwrap().contains("notify_url"));
-        let disbursement = live
-            .call(
-                Method::POST,
-                "/v1/disbursements",
-                Some(&merchant.api_key),
-                Some(json!({
-                    "idempotency_key": "ssrf", "channel": "BANK", "bank_short_code": "BCA",
-                    "account_number": "1234567890", "account_name": "Budi", "amount_minor": 10_000, "notify_url": url,
-                })),
-            )
-            .await;
+        let mut body = budi_body("ssrf", 10_000);
+        body["notify_url"] = json!(url);
+        let disbursement = live.disburse(&merchant.api_key, body).await;
         assert_v1_error(&disbursement, 400, "INVALID_BODY");
         let patch = live
-            .admin(
-                Method::PATCH,
-                &format!("/admin/v1/merchants/{}", merchant.id),
-                Some(json!({ "default_notify_url": url })),
-            )
+            .patch_merchant(&merchant.id, json!({ "default_notify_url": url }))
             .await;
         assert_v1_error(&patch, 400, "INVALID_BODY");
     }
@@ -125,8 +113,7 @@ async fn live_mode_refuses_private_notify_urls_and_sandbox_allows_them() {
 /// resent inside the retention window, and are dropped after it.
 #[tokio::test]
 async fn delivered_events_are_dropped_once_past_the_retention_window() {
-    let receiver = Receiver::default();
-    let base = start_receiver(receiver.clone());
+    let (receiver, base) = receiving();
     // 0.0002 days: 17.28 s, room for a slow machine inside the window.
     let server = TestServer::start_with(&["--webhook-retry-scale", "0.001", "--webhook-retention-days", "0.0002"]);
     let merchant = server.create_wallet_merchant().await;
@@ -135,19 +122,10 @@ async fn delivered_events_are_dropped_once_past_the_retention_window() {
     let got = wait_for(&receiver, "/retained", 1).await;
     let event_id = json_body(&got[0])["event_id"].as_str().unwrap().to_string();
     let list = format!("/v1/webhooks/deliveries?event_id={event_id}");
-    let resend = format!("/v1/webhooks/deliveries/{event_id}/resend");
 
-    let mut listed = false;
-    for _ in 0..100 {
-        let reply = server.get(&list, &merchant.api_key).await;
-        if reply.body["meta"]["total"] == json!(1) {
-            listed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let listed = !attempts_of(&server, &merchant, &event_id, 1).await.is_null();
     assert!(listed, "the attempt is listed inside the window");
-    let resent = server.post(&resend, &merchant.api_key, None).await;
+    let resent = resend(&server, &merchant.api_key, &event_id).await;
     assert_eq!(resent.status, StatusCode::OK, "{}", resent.body);
     assert_eq!(resent.body["data"]["attempt"], json!(2));
 
@@ -166,6 +144,6 @@ async fn delivered_events_are_dropped_once_past_the_retention_window() {
     }
     assert!(unlisted, "the attempts leave the list after the window");
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let gone = server.post(&resend, &merchant.api_key, None).await;
+    let gone = resend(&server, &merchant.api_key, &event_id).await;
     assert_v1_error(&gone, 404, "EVENT_NOT_FOUND");
 }

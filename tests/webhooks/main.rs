@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::disbursements::budi_body;
 use support::*;
 
 /// What the receiver answers: a queue of statuses (then 200), or hang;
@@ -108,6 +109,34 @@ fn start_receiver(receiver: Receiver) -> String {
     format!("http://{}", told.recv().unwrap())
 }
 
+/// A receiver started with the default script, and its base URL.
+fn receiving() -> (Receiver, String) {
+    let receiver = Receiver::default();
+    let base = start_receiver(receiver.clone());
+    (receiver, base)
+}
+
+/// The merchant's delivery attempts of `event_id`, newest first, once
+/// there are `count` of them (`Null` if never within 2 s).
+async fn attempts_of(server: &TestServer, merchant: &TestMerchant, event_id: &str, count: u64) -> Value {
+    let path = format!("/v1/webhooks/deliveries?event_id={event_id}");
+    for _ in 0..100 {
+        let reply = server.get(&path, &merchant.api_key).await;
+        if reply.body["meta"]["total"] == json!(count) {
+            return reply.body["data"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Value::Null
+}
+
+/// `POST /v1/webhooks/deliveries/{event_id}/resend` as the merchant whose key is `api_key`.
+async fn resend(server: &TestServer, api_key: &str, event_id: &str) -> Reply {
+    server
+        .post(&format!("/v1/webhooks/deliveries/{event_id}/resend"), api_key, None)
+        .await
+}
+
 const FAST_RETRIES: &[&str] = &[
     "--webhook-retry-scale",
     "0.001",
@@ -157,9 +186,7 @@ async fn create_order(server: &TestServer, merchant: &TestMerchant, id: &str, no
 }
 
 async fn pay(server: &TestServer, merchant: &TestMerchant, ref_code: &str) {
-    let reply = server
-        .post(&format!("/v1/sandbox/orders/{ref_code}/pay"), &merchant.api_key, None)
-        .await;
+    let reply = server.sandbox_order(&merchant.api_key, ref_code, "pay").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
@@ -187,17 +214,7 @@ fn stuck_and_healthy_receivers() -> (Receiver, String, Receiver, String) {
 async fn disburse_many(server: &TestServer, merchant: &TestMerchant, count: usize) {
     use futures::stream::{self, StreamExt};
     let replies: Vec<Reply> = stream::iter(0..count)
-        .map(|i| {
-            server.call(
-                Method::POST,
-                "/v1/disbursements",
-                Some(&merchant.api_key),
-                Some(json!({
-                    "idempotency_key": format!("many-{i}"), "channel": "BANK", "bank_short_code": "BCA",
-                    "account_number": "1234567890", "account_name": "Budi", "amount_minor": 1_000_000,
-                })),
-            )
-        })
+        .map(|i| server.disburse(&merchant.api_key, budi_body(&format!("many-{i}"), 1_000_000)))
         .buffer_unordered(16)
         .collect()
         .await;
