@@ -103,22 +103,15 @@ async fn every_refused_merchant_creation_is_400_invalid_body_naming_the_field_an
 #[tokio::test]
 async fn admin_request_without_authorization_header_is_401_unauthorized() {
     let server = TestServer::start();
-    let response = server
-        .client
-        .get(server.url("/admin/v1/ledger/verify"))
-        .send()
-        .await
-        .unwrap();
-    assert_v1_error(&into_reply(response).await, 401, "UNAUTHORIZED");
+    let reply = sent(server.request(Method::GET, "/admin/v1/ledger/verify")).await;
+    assert_v1_error(&reply, 401, "UNAUTHORIZED");
 
-    let response = server
-        .client
-        .post(server.url("/admin/v1/merchants"))
-        .json(&json!({ "name": "Sneaky", "settlement_type": "WALLET" }))
-        .send()
-        .await
-        .unwrap();
-    let reply = into_reply(response).await;
+    let reply = sent(
+        server
+            .request(Method::POST, "/admin/v1/merchants")
+            .json(&json!({ "name": "Sneaky", "settlement_type": "WALLET" })),
+    )
+    .await;
     assert_v1_error(&reply, 401, "UNAUTHORIZED");
     assert_eq!(sorted_keys(&reply.body), strings(&["error", "success"]));
     assert_eq!(
@@ -132,24 +125,14 @@ async fn admin_request_without_authorization_header_is_401_unauthorized() {
 async fn admin_request_with_wrong_bearer_token_is_401_unauthorized() {
     let server = TestServer::start();
     for token in ["wrong-token", "test-admin-token-but-longer", "test-admin-toke"] {
-        let response = server
-            .client
-            .get(server.url("/admin/v1/ledger/verify"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap();
-        assert_v1_error(&into_reply(response).await, 401, "UNAUTHORIZED");
+        let verify = server.request(Method::GET, "/admin/v1/ledger/verify");
+        let reply = sent(verify.bearer_auth(token)).await;
+        assert_v1_error(&reply, 401, "UNAUTHORIZED");
     }
     // The right token without the `Bearer ` scheme is not accepted either.
-    let response = server
-        .client
-        .get(server.url("/admin/v1/ledger/verify"))
-        .header("Authorization", ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_v1_error(&into_reply(response).await, 401, "UNAUTHORIZED");
+    let verify = server.request(Method::GET, "/admin/v1/ledger/verify");
+    let reply = sent(verify.header("Authorization", ADMIN_TOKEN)).await;
+    assert_v1_error(&reply, 401, "UNAUTHORIZED");
 }
 
 #[tokio::test]
@@ -324,16 +307,14 @@ async fn a_settlement_run_for_a_merchant_id_that_is_not_a_uuid_is_400_invalid_bo
 #[tokio::test]
 async fn malformed_merchant_json_is_400_invalid_body() {
     let server = TestServer::start();
-    let response = server
-        .client
-        .post(server.url("/admin/v1/merchants"))
-        .bearer_auth(ADMIN_TOKEN)
-        .header("Content-Type", "application/json")
-        .body(r#"{"name": "Toko", "settlement_type": "#)
-        .send()
-        .await
-        .unwrap();
-    let reply = into_reply(response).await;
+    let reply = sent(
+        server
+            .request(Method::POST, "/admin/v1/merchants")
+            .bearer_auth(ADMIN_TOKEN)
+            .header("Content-Type", "application/json")
+            .body(r#"{"name": "Toko", "settlement_type": "#),
+    )
+    .await;
     assert_v1_error(&reply, 400, "INVALID_BODY");
     let message = reply.body["error"]["message"].as_str().unwrap();
     assert!(message.starts_with("malformed JSON"), "{message}");

@@ -34,17 +34,9 @@ async fn patching_some_fees_and_limits_keeps_the_other_fields() {
     let stored = get_merchant(&server, &merchant.id).await;
     assert_eq!(stored["fees"], fees);
     assert_eq!(stored["limits"], limits);
-    for field in [
-        "id",
-        "name",
-        "settlement_type",
-        "organization_id",
-        "client_id",
-        "is_active",
-        "require_signature",
-        "default_notify_url",
-        "created_at",
-    ] {
+    let unchanged =
+        "id name settlement_type organization_id client_id is_active require_signature default_notify_url created_at";
+    for field in unchanged.split_whitespace() {
         assert_eq!(stored[field], original[field], "{field} changed");
     }
 
@@ -139,13 +131,7 @@ async fn unknown_merchant_id_is_404_merchant_not_found() {
         .admin(Method::GET, &format!("/admin/v1/merchants/{id}"), None)
         .await;
     assert_v1_error(&reply, 404, "MERCHANT_NOT_FOUND");
-    let reply = server
-        .admin(
-            Method::POST,
-            &format!("/admin/v1/merchants/{id}/rotate-credentials"),
-            None,
-        )
-        .await;
+    let reply = server.rotate_credentials(&id.to_string()).await;
     assert_v1_error(&reply, 404, "MERCHANT_NOT_FOUND");
     let reply = credit_reply(&server, &id.to_string(), json!({ "amount_minor": 100, "reason": "x" })).await;
     assert_v1_error(&reply, 404, "MERCHANT_NOT_FOUND");
@@ -212,13 +198,7 @@ async fn rotating_credentials_kills_the_old_api_key_at_once() {
     let merchant = server.create_wallet_merchant().await;
     assert_eq!(server.balance(&merchant.api_key).await, 0);
 
-    let reply = server
-        .admin(
-            Method::POST,
-            &format!("/admin/v1/merchants/{}/rotate-credentials", merchant.id),
-            None,
-        )
-        .await;
+    let reply = server.rotate_credentials(&merchant.id).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let fresh = &reply.body["data"];
     assert_eq!(

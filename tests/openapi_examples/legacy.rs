@@ -80,26 +80,12 @@ pub(super) async fn tour_legacy(server: &TestServer, tour: &mut Tour, merchant: 
         "legacy_create_bank_disbursement",
         &legacy("/api/disbursement/create", body.clone(), Some(x_signature(&body))).await,
     );
-    let body = json!({ "clientId": merchant.client_id, "orderId": "LG-D2", "ewalletCode": "DANA", "accountNumber": "081234567890", "requestAmount": 25000 });
-    tour.keep(
-        "legacy_create_ewallet_disbursement",
-        &legacy(
-            "/api/disbursement/create-ewallet",
-            body.clone(),
-            Some(x_signature(&body)),
-        )
-        .await,
-    );
-    let body = json!({ "clientId": merchant.client_id, "orderId": "LG-D3", "ewalletCode": "DANA", "accountNumber": "081234567890", "requestAmount": 10000 });
-    tour.keep(
-        "legacy_create_ewallet_disbursement",
-        &legacy(
-            "/api/disbursement/create-ewallet",
-            body.clone(),
-            Some(x_signature(&body)),
-        )
-        .await,
-    );
+    for (order_id, amount) in [("LG-D2", 25000), ("LG-D3", 10000)] {
+        let body = json!({ "clientId": merchant.client_id, "orderId": order_id, "ewalletCode": "DANA", "accountNumber": "081234567890", "requestAmount": amount });
+        let signature = Some(x_signature(&body));
+        let reply = legacy("/api/disbursement/create-ewallet", body, signature).await;
+        tour.keep("legacy_create_ewallet_disbursement", &reply);
+    }
     let body = json!({ "clientId": merchant.client_id, "orderId": "LG-D1" });
     tour.keep(
         "legacy_query_disbursement",

@@ -33,6 +33,25 @@ impl Tour {
         self.0.entry(key).or_insert_with(|| reply.body.clone());
         reply.body.clone()
     }
+
+    /// `GET path` (as the merchant whose key is `key`, if any), kept.
+    async fn get(&mut self, server: &TestServer, operation: &str, path: &str, key: Option<&str>) -> Value {
+        let reply = server.call(Method::GET, path, key, None).await;
+        self.keep(operation, &reply)
+    }
+
+    /// `POST path` with `body` (as the merchant whose key is `key`, if any), kept.
+    async fn post(
+        &mut self,
+        server: &TestServer,
+        operation: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Value>,
+    ) -> Value {
+        let reply = server.call(Method::POST, path, key, body).await;
+        self.keep(operation, &reply)
+    }
 }
 
 /// The JSON shape of a value: each path with its type.

@@ -5,25 +5,16 @@ use super::*;
 pub(super) async fn tour_operator(server: &TestServer, tour: &mut Tour, merchant: &TestMerchant) {
     let key = Some(merchant.api_key.as_str());
     // Webhooks, settlements.
-    tour.keep(
-        "list_deliveries",
-        &server.call(Method::GET, "/v1/webhooks/deliveries", key, None).await,
-    );
-    tour.keep(
-        "list_settlements",
-        &server.call(Method::GET, "/v1/settlements", key, None).await,
-    );
-    tour.keep(
+    tour.get(&server, "list_deliveries", "/v1/webhooks/deliveries", key)
+        .await;
+    tour.get(&server, "list_settlements", "/v1/settlements", key).await;
+    tour.get(
+        &server,
         "get_settlement",
-        &server
-            .call(
-                Method::GET,
-                "/v1/settlements/00000000-0000-4000-8000-000000000000",
-                key,
-                None,
-            )
-            .await,
-    );
+        "/v1/settlements/00000000-0000-4000-8000-000000000000",
+        key,
+    )
+    .await;
 
     // Admin.
     tour.keep(
@@ -56,16 +47,7 @@ pub(super) async fn tour_operator(server: &TestServer, tour: &mut Tour, merchant
             )
             .await,
     );
-    tour.keep(
-        "admin_rotate_credentials",
-        &server
-            .admin(
-                Method::POST,
-                &format!("/admin/v1/merchants/{manual_id}/rotate-credentials"),
-                None,
-            )
-            .await,
-    );
+    tour.keep("admin_rotate_credentials", &server.rotate_credentials(&manual_id).await);
     tour.keep(
         "admin_get_merchant",
         &server
