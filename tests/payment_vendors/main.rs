@@ -117,13 +117,7 @@ async fn add_vendor(server: &TestServer, name: &str, url: String, supports_refun
 }
 
 async fn route(server: &TestServer, organization: &str, method: &str, vendors: &[&str]) -> Reply {
-    server
-        .admin(
-            Method::PUT,
-            &format!("/admin/v1/organizations/{organization}/vendors/{method}"),
-            Some(json!({ "vendors": vendors })),
-        )
-        .await
+    server.put_route(organization, "vendors", method, vendors).await
 }
 
 /// An organization with one WALLET merchant in it.
@@ -133,15 +127,8 @@ async fn organization_with_merchant(server: &TestServer) -> (String, TestMerchan
 
 async fn callback(server: &TestServer, vendor: &str, body: Value, sign_with: Option<&str>) -> Reply {
     let bytes = body.to_string();
-    let mut request = server
-        .client
-        .post(server.url(&format!("/callbacks/{vendor}")))
-        .header("content-type", "application/json")
-        .body(bytes.clone());
-    if let Some(secret) = sign_with {
-        request = request.header("X-Paygate-Signature", hmac_signature(secret, bytes.as_bytes()));
-    }
-    into_reply(request.send().await.unwrap()).await
+    let signature = sign_with.map(|secret| hmac_signature(secret, bytes.as_bytes()));
+    vendor_callback(server, vendor, bytes, signature).await
 }
 
 fn order_body(id: &str, method: &str) -> Value {

@@ -48,13 +48,7 @@ async fn add_payout_vendor(server: &TestServer, double: &PayoutDouble) {
 }
 
 async fn route_payouts(server: &TestServer, organization: &str, channel: &str, vendors: &[&str]) -> Reply {
-    server
-        .admin(
-            Method::PUT,
-            &format!("/admin/v1/organizations/{organization}/payout-vendors/{channel}"),
-            Some(json!({ "vendors": vendors })),
-        )
-        .await
+    server.put_route(organization, "payout-vendors", channel, vendors).await
 }
 
 /// Routes `channel` of `organization` to `vendors` and checks the answer.
@@ -146,15 +140,8 @@ async fn wait_until(what: &str, check: impl Fn() -> bool) {
 /// `POST /callbacks/{vendor}` with `body`, signed with `secret` (None: unsigned).
 async fn callback(server: &TestServer, vendor: &str, body: &Value, secret: Option<&str>) -> Reply {
     let bytes = body.to_string();
-    let mut request = server
-        .client
-        .post(server.url(&format!("/callbacks/{vendor}")))
-        .header("content-type", "application/json")
-        .body(bytes.clone());
-    if let Some(secret) = secret {
-        request = request.header("X-Paygate-Signature", payout_double::sign(secret, bytes.as_bytes()));
-    }
-    into_reply(request.send().await.expect("callback sent")).await
+    let signature = secret.map(|secret| payout_double::sign(secret, bytes.as_bytes()));
+    vendor_callback(server, vendor, bytes, signature).await
 }
 
 fn received(status: &str) -> Value {
