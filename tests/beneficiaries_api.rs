@@ -40,6 +40,14 @@ async fn wait_verified(server: &TestServer, merchant: &TestMerchant, id: &str, w
     panic!("beneficiary {id} never became {want}");
 }
 
+/// Every field of a beneficiary.
+#[rustfmt::skip]
+const BENEFICIARY_FIELDS: [&str; 16] = [
+    "id", "organization_id", "merchant_id", "label", "channel", "bank_id", "account_number", "account_name",
+    "ewallet_provider", "ewallet_phone", "verification_status", "verified_name", "is_default", "is_enabled",
+    "created_at", "updated_at",
+];
+
 #[tokio::test]
 async fn a_bank_beneficiary_is_created_pending_and_then_verified_with_the_holder_name() {
     let server = TestServer::start();
@@ -47,27 +55,7 @@ async fn a_bank_beneficiary_is_created_pending_and_then_verified_with_the_holder
     let reply = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     let data = &reply.body["data"];
-    assert_eq!(
-        sorted_keys(data),
-        strings(&[
-            "id",
-            "organization_id",
-            "merchant_id",
-            "label",
-            "channel",
-            "bank_id",
-            "account_number",
-            "account_name",
-            "ewallet_provider",
-            "ewallet_phone",
-            "verification_status",
-            "verified_name",
-            "is_default",
-            "is_enabled",
-            "created_at",
-            "updated_at",
-        ])
-    );
+    assert_eq!(sorted_keys(data), strings(&BENEFICIARY_FIELDS));
     assert!(is_uuid(&data["id"]) && is_uuid(&data["organization_id"]) && is_uuid(&data["bank_id"]));
     assert_eq!(data["merchant_id"], json!(merchant.id));
     assert_eq!(data["channel"], json!("BANK"));
@@ -126,44 +114,15 @@ async fn an_ewallet_beneficiary_has_its_phone_normalized() {
 async fn invalid_beneficiaries_are_refused_with_their_codes_and_nothing_is_saved() {
     let server = TestServer::start();
     let merchant = server.create_wallet_merchant().await;
+    #[rustfmt::skip]
     let cases = [
-        (
-            "bank without account_number",
-            json!({ "channel": "BANK", "bank_short_code": "BCA" }),
-            400,
-            "MISSING_BANK_INFO",
-        ),
-        (
-            "unknown bank NOPE",
-            json!({ "channel": "BANK", "bank_short_code": "NOPE", "account_number": "1234567890" }),
-            400,
-            "BANK_NOT_FOUND",
-        ),
-        (
-            "e-wallet without phone",
-            json!({ "channel": "EWALLET", "ewallet_provider": "OVO" }),
-            400,
-            "MISSING_EWALLET_INFO",
-        ),
-        (
-            "unknown e-wallet XPAY",
-            json!({ "channel": "EWALLET", "ewallet_provider": "XPAY", "ewallet_phone": "081234567890" }),
-            400,
-            "EWALLET_NOT_FOUND",
-        ),
-        (
-            "e-wallet phone 0412",
-            json!({ "channel": "EWALLET", "ewallet_provider": "OVO", "ewallet_phone": "0412" }),
-            400,
-            "INVALID_BODY",
-        ),
+        ("bank without account_number", json!({ "channel": "BANK", "bank_short_code": "BCA" }), 400, "MISSING_BANK_INFO"),
+        ("unknown bank NOPE", json!({ "channel": "BANK", "bank_short_code": "NOPE", "account_number": "1234567890" }), 400, "BANK_NOT_FOUND"),
+        ("e-wallet without phone", json!({ "channel": "EWALLET", "ewallet_provider": "OVO" }), 400, "MISSING_EWALLET_INFO"),
+        ("unknown e-wallet XPAY", json!({ "channel": "EWALLET", "ewallet_provider": "XPAY", "ewallet_phone": "081234567890" }), 400, "EWALLET_NOT_FOUND"),
+        ("e-wallet phone 0412", json!({ "channel": "EWALLET", "ewallet_provider": "OVO", "ewallet_phone": "0412" }), 400, "INVALID_BODY"),
         ("channel CASH", json!({ "channel": "CASH" }), 400, "INVALID_BODY"),
-        (
-            "account_number with letters",
-            json!({ "channel": "BANK", "bank_short_code": "BCA", "account_number": "12ab" }),
-            400,
-            "INVALID_BODY",
-        ),
+        ("account_number with letters", json!({ "channel": "BANK", "bank_short_code": "BCA", "account_number": "12ab" }), 400, "INVALID_BODY"),
     ];
     for (name, body, status, code) in cases {
         table::row(name, async {

@@ -245,13 +245,8 @@ async fn assert_records_found(server: &TestServer, demo_key: &str, manual_key: &
         .iter()
         .find(|s| s["id"] == settlement["id"])
         .expect("the first settlement listed");
-    for field in [
-        "ref_code",
-        "gross_amount_minor",
-        "refund_total_minor",
-        "net_payout_minor",
-        "order_count",
-    ] {
+    let totals = "ref_code gross_amount_minor refund_total_minor net_payout_minor order_count";
+    for field in totals.split_whitespace() {
         assert_eq!(first[field], settlement[field], "{field}");
     }
 

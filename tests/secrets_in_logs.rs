@@ -58,25 +58,30 @@ fn header_values(requests: &[String], name: &str) -> Vec<String> {
         .collect()
 }
 
-async fn call(
-    client: &reqwest::Client,
-    method: Method,
-    url: String,
-    key: Option<&str>,
-    token: Option<&str>,
-    body: Option<Value>,
-) -> Value {
-    let mut request = client.request(method, url);
-    if let Some(key) = key {
-        request = request.header("X-API-Key", key);
+/// The server at `base`, asked as a merchant (`X-API-Key`) or the
+/// operator (a bearer token); each answer's JSON (`Null` when not JSON).
+struct Api {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    async fn merchant(&self, method: Method, path: &str, key: &str, body: Option<Value>) -> Value {
+        let request = self.client.request(method, format!("{}{path}", self.base));
+        Api::send(request.header("X-API-Key", key), body).await
     }
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
+
+    async fn admin(&self, method: Method, path: &str, token: &str, body: Option<Value>) -> Value {
+        let request = self.client.request(method, format!("{}{path}", self.base));
+        Api::send(request.bearer_auth(token), body).await
     }
-    if let Some(body) = body {
-        request = request.json(&body);
+
+    async fn send(mut request: reqwest::RequestBuilder, body: Option<Value>) -> Value {
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send().await.unwrap().json().await.unwrap_or(Value::Null)
     }
-    request.send().await.unwrap().json().await.unwrap_or(Value::Null)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,25 +123,26 @@ async fn no_secret_key_or_signature_is_logged_at_any_level() {
 
     let (hook_url, received) = receiver();
     let client = reqwest::Client::new();
-    let created = call(
-        &client,
-        Method::POST,
-        format!("{base}/admin/v1/merchants"),
-        None,
-        Some(&token),
-        Some(json!({ "name": "Toko Rahasia", "settlement_type": "WALLET", "default_notify_url": hook_url })),
-    )
-    .await;
+    let api = Api {
+        client: client.clone(),
+        base: base.clone(),
+    };
+    let created = api
+        .admin(
+            Method::POST,
+            "/admin/v1/merchants",
+            &token,
+            Some(json!({ "name": "Toko Rahasia", "settlement_type": "WALLET", "default_notify_url": hook_url })),
+        )
+        .await;
     let merchant_id = created["data"]["merchant"]["id"].as_str().unwrap().to_string();
     let first = created["data"]["credentials"].clone();
     let api_key = first["api_key"].as_str().unwrap().to_string();
     let webhook_secret = first["webhook_secret"].as_str().unwrap().to_string();
-    call(
-        &client,
+    api.admin(
         Method::POST,
-        format!("{base}/admin/v1/merchants/{merchant_id}/wallet/credit"),
-        None,
-        Some(&token),
+        &format!("/admin/v1/merchants/{merchant_id}/wallet/credit"),
+        &token,
         Some(json!({ "amount_minor": 10_000_000, "reason": "fund" })),
     )
     .await;
@@ -160,44 +166,22 @@ async fn no_secret_key_or_signature_is_logged_at_any_level() {
         .await
         .unwrap();
     assert_eq!(reply.status(), 201);
-    let order = call(
-        &client,
-        Method::POST,
-        format!("{base}/v1/orders"),
-        Some(&api_key),
-        None,
-        Some(json!({ "merchant_order_id": "S-1", "amount_minor": 100_000, "payment_method": "QRIS" })),
-    )
-    .await;
+    let order = api
+        .merchant(
+            Method::POST,
+            "/v1/orders",
+            &api_key,
+            Some(json!({ "merchant_order_id": "S-1", "amount_minor": 100_000, "payment_method": "QRIS" })),
+        )
+        .await;
     let ref_code = order["data"]["ref_code"].as_str().unwrap();
-    call(
-        &client,
-        Method::POST,
-        format!("{base}/v1/sandbox/orders/{ref_code}/pay"),
-        Some(&api_key),
-        None,
-        None,
-    )
-    .await;
+    let pay = format!("/v1/sandbox/orders/{ref_code}/pay");
+    api.merchant(Method::POST, &pay, &api_key, None).await;
     // A wrong key and a wrong token are not echoed either.
-    call(
-        &client,
-        Method::GET,
-        format!("{base}/v1/balance"),
-        Some("pk_wrong_key_0123456789"),
-        None,
-        None,
-    )
-    .await;
-    call(
-        &client,
-        Method::GET,
-        format!("{base}/admin/v1/ledger/verify"),
-        None,
-        Some("wrong-admin-token-0123"),
-        None,
-    )
-    .await;
+    api.merchant(Method::GET, "/v1/balance", "pk_wrong_key_0123456789", None)
+        .await;
+    api.admin(Method::GET, "/admin/v1/ledger/verify", "wrong-admin-token-0123", None)
+        .await;
     // A Legacy call with a signature that does not verify.
     let legacy_signature = "f".repeat(128);
     client
@@ -208,15 +192,8 @@ async fn no_secret_key_or_signature_is_logged_at_any_level() {
         .await
         .unwrap();
     // Rotation: new secrets shown once.
-    let rotated = call(
-        &client,
-        Method::POST,
-        format!("{base}/admin/v1/merchants/{merchant_id}/rotate-credentials"),
-        None,
-        Some(&token),
-        None,
-    )
-    .await;
+    let rotate = format!("/admin/v1/merchants/{merchant_id}/rotate-credentials");
+    let rotated = api.admin(Method::POST, &rotate, &token, None).await;
     // The webhooks of the payment and the disbursement arrive.
     for _ in 0..100 {
         if header_values(&received.lock().unwrap(), "webhook-signature").len() >= 3 {

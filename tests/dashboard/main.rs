@@ -47,26 +47,15 @@ fn csrf_in(page: &str) -> String {
 }
 
 async fn get(server: &TestServer, path: &str, cookie: Option<&str>) -> (Reply, String) {
-    let mut request = browser().get(server.url(path));
-    if let Some(cookie) = cookie {
-        request = request.header(COOKIE, cookie);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap();
-    (
-        Reply {
-            status,
-            body: Value::Null,
-            headers,
-        },
-        text,
-    )
+    send(browser().get(server.url(path)), cookie).await
 }
 
 async fn post_form(server: &TestServer, path: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> (Reply, String) {
-    let mut request = browser().post(server.url(path)).form(form);
+    send(browser().post(server.url(path)).form(form), cookie).await
+}
+
+/// Sends `request` with `cookie`, if any; the reply (no JSON body) and the page's text.
+async fn send(mut request: reqwest::RequestBuilder, cookie: Option<&str>) -> (Reply, String) {
     if let Some(cookie) = cookie {
         request = request.header(COOKIE, cookie);
     }
@@ -74,14 +63,19 @@ async fn post_form(server: &TestServer, path: &str, cookie: Option<&str>, form: 
     let status = response.status();
     let headers = response.headers().clone();
     let text = response.text().await.unwrap();
-    (
-        Reply {
-            status,
-            body: Value::Null,
-            headers,
-        },
-        text,
-    )
+    let body = Value::Null;
+    (Reply { status, body, headers }, text)
+}
+
+/// A server with a WALLET merchant funded with `funding`, and its owner
+/// (`owner@toko.example`) signed in: the server, the merchant, the session cookie.
+async fn funded_owner_signed_in(funding: i64) -> (TestServer, TestMerchant, String) {
+    let server = TestServer::start();
+    let merchant = server.create_wallet_merchant().await;
+    server.credit(&merchant.id, funding).await;
+    create_user(&server, &merchant.id, "owner@toko.example").await;
+    let session = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();
+    (server, merchant, session)
 }
 
 async fn create_user(server: &TestServer, merchant_id: &str, email: &str) -> Reply {

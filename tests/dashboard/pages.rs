@@ -11,17 +11,9 @@ async fn settings_saved_in_the_dashboard_are_the_merchants() {
     let session = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();
     let (_, page) = get(&server, "/dashboard/developers", Some(&session)).await;
     let csrf = csrf_in(&page);
-    let (reply, _) = post_form(
-        &server,
-        "/dashboard/developers/settings",
-        Some(&session),
-        &[
-            ("csrf", &csrf),
-            ("default_notify_url", "https://toko.example/hooks"),
-            ("require_signature", "on"),
-        ],
-    )
-    .await;
+    #[rustfmt::skip]
+    let form: &[(&str, &str)] = &[("csrf", &csrf), ("default_notify_url", "https://toko.example/hooks"), ("require_signature", "on")];
+    let (reply, _) = post_form(&server, "/dashboard/developers/settings", Some(&session), form).await;
     assert_eq!(reply.status, StatusCode::SEE_OTHER);
     let stored = server
         .admin(Method::GET, &format!("/admin/v1/merchants/{}", merchant.id), None)
@@ -54,11 +46,7 @@ async fn a_merchant_named_like_markup_is_shown_as_text() {
 
 #[tokio::test]
 async fn orders_money_and_webhooks_pages_act_through_the_engine() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
-    server.credit(&merchant.id, 100_000_000).await;
-    create_user(&server, &merchant.id, "owner@toko.example").await;
-    let session = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();
+    let (server, merchant, session) = funded_owner_signed_in(100_000_000).await;
     let key = Some(merchant.api_key.as_str());
 
     // An order paid through the sandbox, refunded in the dashboard.
@@ -117,33 +105,13 @@ async fn orders_money_and_webhooks_pages_act_through_the_engine() {
     let (_, page) = get(&server, "/dashboard/disbursements", Some(&session)).await;
     let nonce_at = page.find("name=\"nonce\" value=\"").unwrap() + "name=\"nonce\" value=\"".len();
     let nonce = page[nonce_at..].split('"').next().unwrap().to_string();
-    let (reply, _) = post_form(
-        &server,
-        "/dashboard/disbursements",
-        Some(&session),
-        &[
-            ("csrf", &csrf),
-            ("nonce", &nonce),
-            ("channel", "BANK"),
-            ("provider", "BCA"),
-            ("account", "1234567890"),
-            ("account_name", "PT Sumber Makmur"),
-            ("amount", "150000"),
-        ],
-    )
-    .await;
+    #[rustfmt::skip]
+    let form: &[(&str, &str)] = &[("csrf", &csrf), ("nonce", &nonce), ("channel", "BANK"), ("provider", "BCA"), ("account", "1234567890"), ("account_name", "PT Sumber Makmur"), ("amount", "150000")];
+    let (reply, _) = post_form(&server, "/dashboard/disbursements", Some(&session), form).await;
     assert_eq!(reply.status, StatusCode::SEE_OTHER);
-    let (reply, page) = post_form(
-        &server,
-        "/dashboard/disbursements/batch",
-        Some(&session),
-        &[
-            ("csrf", &csrf),
-            ("nonce", "batch-nonce-1"),
-            ("csv", "channel,provider,account,account_name,amount\nBANK,BCA,1234567891,Satu,20000\nEWALLET,DANA,081234567890,,25000\nBANK,NOPE,1,X,10000\n"),
-        ],
-    )
-    .await;
+    #[rustfmt::skip]
+    let form: &[(&str, &str)] = &[("csrf", &csrf), ("nonce", "batch-nonce-1"), ("csv", "channel,provider,account,account_name,amount\nBANK,BCA,1234567891,Satu,20000\nEWALLET,DANA,081234567890,,25000\nBANK,NOPE,1,X,10000\n")];
+    let (reply, page) = post_form(&server, "/dashboard/disbursements/batch", Some(&session), form).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert!(page.contains("Batch taken: 2 of 3 rows created."), "{page}");
     let listed = server.call(Method::GET, "/v1/disbursements", key, None).await;
@@ -176,19 +144,9 @@ async fn orders_money_and_webhooks_pages_act_through_the_engine() {
         assert!(page.contains("<h1>"), "{path}");
     }
     // Money moves only with the session's token.
-    let (reply, _) = post_form(
-        &server,
-        "/dashboard/disbursements",
-        Some(&session),
-        &[
-            ("nonce", "x"),
-            ("channel", "BANK"),
-            ("provider", "BCA"),
-            ("account", "1"),
-            ("amount", "10000"),
-        ],
-    )
-    .await;
+    #[rustfmt::skip]
+    let form: &[(&str, &str)] = &[("nonce", "x"), ("channel", "BANK"), ("provider", "BCA"), ("account", "1"), ("amount", "10000")];
+    let (reply, _) = post_form(&server, "/dashboard/disbursements", Some(&session), form).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
     let listed = server.call(Method::GET, "/v1/disbursements", key, None).await;
     assert_eq!(listed.body["meta"]["total"], 3);
@@ -196,11 +154,7 @@ async fn orders_money_and_webhooks_pages_act_through_the_engine() {
 
 #[tokio::test]
 async fn a_csv_file_uploads_as_one_batch_and_a_test_event_reaches_the_endpoint_signed() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
-    server.credit(&merchant.id, 100_000_000).await;
-    create_user(&server, &merchant.id, "owner@toko.example").await;
-    let session = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();
+    let (server, merchant, session) = funded_owner_signed_in(100_000_000).await;
     let (_, page) = get(&server, "/dashboard/disbursements", Some(&session)).await;
     let csrf = csrf_in(&page);
     let upload = |fields: Vec<(&'static str, String)>| {
@@ -255,13 +209,8 @@ async fn a_csv_file_uploads_as_one_batch_and_a_test_event_reaches_the_endpoint_s
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let (_, page) = get(&server, "/dashboard/webhooks", Some(&session)).await;
-    let (reply, page_after) = post_form(
-        &server,
-        "/dashboard/webhooks/test",
-        Some(&session),
-        &[("csrf", &csrf_in(&page))],
-    )
-    .await;
+    let test_event: &[(&str, &str)] = &[("csrf", &csrf_in(&page))];
+    let (reply, page_after) = post_form(&server, "/dashboard/webhooks/test", Some(&session), test_event).await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST, "no default notify URL yet");
     assert!(page_after.contains("set a default notify URL first"));
     server
@@ -270,13 +219,7 @@ async fn a_csv_file_uploads_as_one_batch_and_a_test_event_reaches_the_endpoint_s
             json!({ "default_notify_url": format!("http://{address}/hook") }),
         )
         .await;
-    let (reply, page_after) = post_form(
-        &server,
-        "/dashboard/webhooks/test",
-        Some(&session),
-        &[("csrf", &csrf_in(&page))],
-    )
-    .await;
+    let (reply, page_after) = post_form(&server, "/dashboard/webhooks/test", Some(&session), test_event).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert!(page_after.contains("answered HTTP 200"), "{page_after}");
     let (headers, body) = received.lock().unwrap().pop().expect("the endpoint got the test event");
