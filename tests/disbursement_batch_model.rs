@@ -8,17 +8,14 @@
 
 #[path = "engine_setup/mod.rs"]
 mod engine_setup;
-use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::{BatchAnswer, NewDisbursement};
 use paygate_engine::domain::LimitsPatch;
 use paygate_engine::ledger::LedgerError;
-use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, EngineError};
+use paygate_engine::{Engine, EngineError};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use uuid::Uuid;
 
 const FEE: i64 = 250_000;
@@ -84,13 +81,7 @@ fn outcome_of(item: &Result<Arc<paygate_engine::domain::Disbursement>, EngineErr
 }
 
 async fn open(dir: &Path) -> Engine {
-    let mut config = EngineConfig::new(dir);
-    config.checkpoint_interval = Duration::from_millis(20);
-    // Nothing settles or fails by itself: no money comes back during the test.
-    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
-        delay: Duration::from_secs(3600),
-    }));
-    Engine::open(config, Arc::new(SystemClock)).await.expect("engine opens")
+    engine_setup::open_with_idle_vendor(dir).await
 }
 
 fn requests(items: &[Item]) -> Vec<Result<NewDisbursement, EngineError>> {
@@ -187,14 +178,8 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     engine_setup::finish(engine).await
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
-
-    #[test]
-    fn a_batch_debits_exactly_its_accepted_items_and_the_ledger_stays_balanced(
-        ops in prop::collection::vec(op(), 1..16),
-        funding in 1_000_000i64..30_000_000,
-    ) {
-        engine_setup::on_two_workers(run(ops, funding))?;
-    }
-}
+engine_setup::model_property!(
+    a_batch_debits_exactly_its_accepted_items_and_the_ledger_stays_balanced,
+    1..16,
+    1_000_000i64..30_000_000
+);

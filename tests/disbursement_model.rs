@@ -10,17 +10,13 @@ mod statement_check;
 
 #[path = "engine_setup/mod.rs"]
 mod engine_setup;
-use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{DisbursementStatus, LimitsPatch};
 use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
-use paygate_engine::vendor::SandboxPayoutVendor;
-use paygate_engine::{Engine, EngineConfig, EngineError};
+use paygate_engine::{Engine, EngineError};
 use proptest::prelude::*;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
 use uuid::Uuid;
 
 const FEE: i64 = 250_000;
@@ -71,13 +67,7 @@ struct ModelDisbursement {
 }
 
 async fn open(dir: &Path) -> Engine {
-    let mut config = EngineConfig::new(dir);
-    config.checkpoint_interval = Duration::from_millis(20);
-    // The vendor never settles by itself here: outcomes come from the test.
-    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
-        delay: Duration::from_secs(3600),
-    }));
-    Engine::open(config, Arc::new(SystemClock)).await.expect("engine opens")
+    engine_setup::open_with_idle_vendor(dir).await
 }
 
 fn bank(key: u16, amount: i64) -> NewDisbursement {
@@ -183,57 +173,28 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
                     .await;
                 // Small ones go PENDING -> ON_PROCESS -> outcome; large ones wait IN_REVIEW.
                 let settleable = target.final_status.is_none() && target.amount < REVIEW_THRESHOLD;
-                if settleable {
-                    let done = result.map_err(|e| TestCaseError::fail(format!("complete failed: {e}")))?;
+                // A large one is PENDING for an instant, then IN_REVIEW: completing
+                // it is refused once it is IN_REVIEW, and allowed before.
+                let done = changed(result, settleable, target.final_status.is_some(), "complete")?;
+                if let Some(done) = done {
                     prop_assert_eq!(done.status, outcome);
                     if outcome == DisbursementStatus::Failed {
-                        wallet += target.amount + FEE;
-                        lines.push((LineType::DisbursementReversal, target.amount + FEE));
+                        give_back(&mut wallet, &mut lines, target.amount);
                     }
                     made[index].final_status = Some(outcome);
-                } else if target.final_status.is_some() {
-                    prop_assert!(matches!(result, Err(EngineError::InvalidStatus(_))), "{:?}", result);
-                } else {
-                    // A large one is PENDING for an instant, then IN_REVIEW: completing
-                    // it is refused once it is IN_REVIEW, and allowed before.
-                    match result {
-                        Err(EngineError::InvalidStatus(_)) => {}
-                        Ok(done) => {
-                            prop_assert_eq!(done.status, outcome);
-                            if outcome == DisbursementStatus::Failed {
-                                wallet += target.amount + FEE;
-                                lines.push((LineType::DisbursementReversal, target.amount + FEE));
-                            }
-                            made[index].final_status = Some(outcome);
-                        }
-                        Err(other) => prop_assert!(false, "{:?}", other),
-                    }
                 }
             }
             Op::Reject { pick } if !made.is_empty() => {
                 let index = pick % made.len();
                 let target = made[index].clone();
                 let result = engine.disbursements().reject_disbursement(target.id, None).await;
-                if target.final_status.is_none() && target.amount >= REVIEW_THRESHOLD {
-                    let done = result.map_err(|e| TestCaseError::fail(format!("reject failed: {e}")))?;
+                // A small one may still be PENDING (rejectable) or already ON_PROCESS.
+                let rejectable = target.final_status.is_none() && target.amount >= REVIEW_THRESHOLD;
+                let done = changed(result, rejectable, target.final_status.is_some(), "reject")?;
+                if let Some(done) = done {
                     prop_assert_eq!(done.status, DisbursementStatus::Rejected);
-                    wallet += target.amount + FEE;
-                    lines.push((LineType::DisbursementReversal, target.amount + FEE));
+                    give_back(&mut wallet, &mut lines, target.amount);
                     made[index].final_status = Some(DisbursementStatus::Rejected);
-                } else if target.final_status.is_some() {
-                    prop_assert!(matches!(result, Err(EngineError::InvalidStatus(_))), "{:?}", result);
-                } else {
-                    // A small one may still be PENDING (rejectable) or already ON_PROCESS.
-                    match result {
-                        Err(EngineError::InvalidStatus(_)) => {}
-                        Ok(done) => {
-                            prop_assert_eq!(done.status, DisbursementStatus::Rejected);
-                            wallet += target.amount + FEE;
-                            lines.push((LineType::DisbursementReversal, target.amount + FEE));
-                            made[index].final_status = Some(DisbursementStatus::Rejected);
-                        }
-                        Err(other) => prop_assert!(false, "{:?}", other),
-                    }
                 }
             }
             Op::Restart(kind) => {
@@ -255,14 +216,41 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     engine_setup::finish(engine).await
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
-
-    #[test]
-    fn wallet_matches_the_model_through_disbursement_lifecycles_and_restarts(
-        ops in prop::collection::vec(op(), 1..40),
-        funding in 1_000_000i64..6_000_000,
-    ) {
-        engine_setup::on_two_workers(run(ops, funding))?;
+/// What a change to a disbursement did: when it `must` go through, the
+/// changed disbursement (failing the case naming `what` otherwise); once
+/// the disbursement `is_final`, nothing (refused as `InvalidStatus`);
+/// else either.
+fn changed<T: std::fmt::Debug>(
+    result: Result<T, EngineError>,
+    must: bool,
+    is_final: bool,
+    what: &str,
+) -> Result<Option<T>, TestCaseError> {
+    if must {
+        return Ok(Some(
+            result.map_err(|e| TestCaseError::fail(format!("{what} failed: {e}")))?,
+        ));
+    }
+    if is_final {
+        prop_assert!(matches!(result, Err(EngineError::InvalidStatus(_))), "{:?}", result);
+        return Ok(None);
+    }
+    match result {
+        Err(EngineError::InvalidStatus(_)) => Ok(None),
+        Ok(done) => Ok(Some(done)),
+        Err(other) => Err(TestCaseError::fail(format!("{:?}", other))),
     }
 }
+
+/// The model's reversal of a failed or rejected disbursement: its amount
+/// and fee back in the wallet, as one line.
+fn give_back(wallet: &mut i64, lines: &mut Vec<(LineType, i64)>, amount: i64) {
+    *wallet += amount + FEE;
+    lines.push((LineType::DisbursementReversal, amount + FEE));
+}
+
+engine_setup::model_property!(
+    wallet_matches_the_model_through_disbursement_lifecycles_and_restarts,
+    1..40,
+    1_000_000i64..6_000_000
+);

@@ -110,6 +110,19 @@ fn check_book(book: &MerchantBook, model: &ModelMerchant) -> Result<(), TestCase
     Ok(())
 }
 
+/// The refusal of a key the merchant already used.
+fn expect_duplicate<T: std::fmt::Debug>(result: &Result<T, EngineError>) -> Result<(), TestCaseError> {
+    prop_assert!(
+        matches!(
+            result,
+            Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(_)))
+        ),
+        "{:?}",
+        result
+    );
+    Ok(())
+}
+
 fn expect_refusal(
     result: Result<paygate_engine::PostReceipt, EngineError>,
     want: LedgerError,
@@ -150,14 +163,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let name = key_name(key);
                 if let Some(k) = name.as_ref().filter(|k| m.keys.contains(*k)) {
                     let _ = k;
-                    prop_assert!(
-                        matches!(
-                            result,
-                            Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(_)))
-                        ),
-                        "{:?}",
-                        result
-                    );
+                    expect_duplicate(&result)?;
                 } else {
                     let receipt = result.map_err(|e| TestCaseError::fail(format!("credit failed: {e}")))?;
                     m.record(amount, -amount, 0, false);
@@ -174,14 +180,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let proposal = ledger::wallet_debit(MinorUnits::new(amount), "debit".into(), name.clone());
                 let result = engine.merchants().post_entry(ids[merchant], proposal).await;
                 if name.as_ref().is_some_and(|k| m.keys.contains(k)) {
-                    prop_assert!(
-                        matches!(
-                            result,
-                            Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(_)))
-                        ),
-                        "{:?}",
-                        result
-                    );
+                    expect_duplicate(&result)?;
                 } else if amount > m.wallet {
                     expect_refusal(result, LedgerError::InsufficientBalance)?;
                 } else {
@@ -205,14 +204,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 if original.is_reversal {
                     expect_refusal(result, LedgerError::ReversalOfReversal(seq))?;
                 } else if original.reversed {
-                    prop_assert!(
-                        matches!(
-                            result,
-                            Err(EngineError::Ledger(LedgerError::DuplicateIdempotencyKey(_)))
-                        ),
-                        "{:?}",
-                        result
-                    );
+                    expect_duplicate(&result)?;
                 } else if m.wallet - original.wallet_delta < 0 {
                     expect_refusal(result, LedgerError::InsufficientBalance)?;
                 } else {

@@ -6,11 +6,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.payout_vendor = Some(Arc::new(RefusingVendor(SandboxPayoutVendor {
-        delay: Duration::from_secs(3600),
-    })));
-    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let engine = engine_with(dir.path(), RefusingVendor(SANDBOX)).await;
     let limits = LimitsPatch {
         review_threshold_minor: Some(REVIEW_THRESHOLD),
         ..Default::default()
@@ -112,11 +108,7 @@ async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
-        delay: Duration::from_secs(3600),
-    }));
-    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let engine = engine_with(dir.path(), SANDBOX).await;
     let merchant = engine_setup::wallet_merchant(&engine, "gone", LimitsPatch::default(), Some(FUNDING)).await;
     // The merchant actor is live (the credit), so one poll sends the request.
     let mut call = Box::pin(engine.disbursements().create_disbursement(merchant.id, request(1)));
@@ -134,18 +126,7 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
     }
     let id = stored.expect("the request reached the merchant actor").id;
     drop(call);
-    let mut status = DisbursementStatus::Pending;
-    for _ in 0..2000 {
-        status = engine
-            .disbursements()
-            .disbursement_for(merchant.id, &id.to_string())
-            .unwrap()
-            .status;
-        if status != DisbursementStatus::Pending {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let status = status_after_handoff(&engine, merchant.id, id).await;
     assert_eq!(status, DisbursementStatus::OnProcess);
     assert_eq!(handoffs_finished(&engine).await, 0);
     engine.shutdown().await;
@@ -155,11 +136,7 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hand_over_that_panics_does_not_stop_later_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.payout_vendor = Some(Arc::new(PanickingVendor(SandboxPayoutVendor {
-        delay: Duration::from_secs(3600),
-    })));
-    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let engine = engine_with(dir.path(), PanickingVendor(SANDBOX)).await;
     let merchant = engine_setup::wallet_merchant(&engine, "panics", LimitsPatch::default(), Some(FUNDING)).await;
     // request(7) goes to the failing account, on which this vendor panics.
     let panicked = engine
@@ -179,18 +156,7 @@ async fn a_hand_over_that_panics_does_not_stop_later_ones() {
         .create_disbursement(merchant.id, request(1))
         .await
         .unwrap();
-    let mut status = DisbursementStatus::Pending;
-    for _ in 0..2000 {
-        status = engine
-            .disbursements()
-            .disbursement_for(merchant.id, &later.id.to_string())
-            .unwrap()
-            .status;
-        if status != DisbursementStatus::Pending {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let status = status_after_handoff(&engine, merchant.id, later.id).await;
     assert_eq!(status, DisbursementStatus::OnProcess);
     let stuck = engine
         .disbursements()

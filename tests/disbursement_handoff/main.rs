@@ -210,9 +210,7 @@ async fn engine_with_holding_vendor(
 ) -> (Engine, Arc<HoldingVendor>, tokio::sync::mpsc::UnboundedReceiver<()>) {
     let (entered_tx, entered_rx) = tokio::sync::mpsc::unbounded_channel();
     let vendor = Arc::new(HoldingVendor {
-        sandbox: SandboxPayoutVendor {
-            delay: Duration::from_secs(3600),
-        },
+        sandbox: SANDBOX,
         entered: entered_tx,
         release: tokio::sync::Semaphore::new(0),
     });
@@ -239,6 +237,13 @@ async fn wallet_merchant(engine: &Engine, name: &str) -> Uuid {
     engine_setup::wallet_merchant(engine, name, LimitsPatch::default(), Some(FUNDING))
         .await
         .id
+}
+
+/// An engine on `dir` handing its payouts to `vendor`.
+async fn engine_with(dir: &std::path::Path, vendor: impl PayoutVendor + 'static) -> Engine {
+    let mut config = EngineConfig::new(dir);
+    config.payout_vendor = Some(Arc::new(vendor));
+    Engine::open(config, Arc::new(SystemClock)).await.unwrap()
 }
 
 async fn status_after_handoff(engine: &Engine, merchant_id: Uuid, id: Uuid) -> DisbursementStatus {

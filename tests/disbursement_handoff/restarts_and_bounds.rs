@@ -31,11 +31,7 @@ async fn stopping_leaves_waiting_mail_for_the_next_start() {
         "the waiting complete was left for the next start: {answer:?}"
     );
     drop(engine);
-    let mut config = EngineConfig::new(dir.path());
-    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
-        delay: Duration::from_secs(3600),
-    }));
-    let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
+    let engine = engine_with(dir.path(), SANDBOX).await;
     let after = engine
         .disbursements()
         .disbursement_for(merchant_id, &held.id.to_string())
@@ -94,9 +90,7 @@ async fn a_payout_taken_again_with_nothing_new_is_still_inquired() {
 async fn past_the_bound_on_open_disbursements_creation_is_busy_until_some_end() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(dir.path());
-    config.payout_vendor = Some(Arc::new(SandboxPayoutVendor {
-        delay: Duration::from_secs(3600),
-    }));
+    config.payout_vendor = Some(Arc::new(SANDBOX));
     config.disbursements_open_max = 5;
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let merchant = engine_setup::wallet_merchant(&engine, "bounded", LimitsPatch::default(), Some(FUNDING)).await;

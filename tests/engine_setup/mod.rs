@@ -3,14 +3,18 @@
 //! property case (a balanced ledger, then a clean shutdown).
 #![allow(dead_code)]
 
+use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{LimitsPatch, MerchantRecord, SettlementType};
 use paygate_engine::input::{IdempotencyKey, PositiveAmount};
 use paygate_engine::orders::{NewRefund, RefundReason};
-use paygate_engine::{Engine, MinorUnits, NewMerchant};
+use paygate_engine::vendor::SandboxPayoutVendor;
+use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
 use proptest::prelude::*;
 use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A WALLET merchant named `name` with `limits` over the defaults; with
 /// `funding`, its wallet credited that much.
@@ -78,6 +82,22 @@ pub async fn finish(engine: Engine) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A sandbox payout vendor that settles nothing by itself (not for an hour).
+pub fn idle_sandbox() -> SandboxPayoutVendor {
+    SandboxPayoutVendor {
+        delay: Duration::from_secs(3600),
+    }
+}
+
+/// An engine on `dir` checkpointing every 20 ms, with `idle_sandbox` as
+/// its payout vendor: outcomes come from the test, no money comes back by itself.
+pub async fn open_with_idle_vendor(dir: &Path) -> Engine {
+    let mut config = EngineConfig::new(dir);
+    config.checkpoint_interval = Duration::from_millis(20);
+    config.payout_vendor = Some(Arc::new(idle_sandbox()));
+    Engine::open(config, Arc::new(SystemClock)).await.expect("engine opens")
+}
+
 /// Runs one property case on a runtime of its own with two workers.
 pub fn on_two_workers(case: impl Future<Output = Result<(), TestCaseError>>) -> Result<(), TestCaseError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -87,3 +107,22 @@ pub fn on_two_workers(case: impl Future<Output = Result<(), TestCaseError>>) -> 
         .unwrap();
     runtime.block_on(case)
 }
+
+/// The property of a model test: `$name` runs `run(ops, funding)` (the
+/// caller's `run` and `op`) on two workers for 16 cases, `ops` a sequence
+/// of `$count` operations and `funding` drawn from `$funding`.
+#[allow(unused_macros)]
+macro_rules! model_property {
+    ($name:ident, $count:expr, $funding:expr) => {
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
+
+            #[test]
+            fn $name(ops in prop::collection::vec(op(), $count), funding in $funding) {
+                engine_setup::on_two_workers(run(ops, funding))?;
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use model_property;
