@@ -263,14 +263,8 @@ impl MerchantState {
         let order = self.order(refund.order_id)?;
         refund.vendor_refund_id = Some(vendor_refund_id);
         refund.updated_at_ms = now_ms;
-        self.remember_refund(refund.clone());
         // No status change: no event, no money.
-        let record = JournalRecord::RefundSaved {
-            order: Box::new(order.clone()),
-            refund: Box::new(refund.clone()),
-            entry: None,
-        };
-        Ok((OrderOutcome::Refund(Box::new((order, refund))), Some(record)))
+        Ok(self.refund_saved(order, refund, None, Vec::new()))
     }
 
     /// Why an order may not be created: a replay of its `Idempotency-Key`
@@ -317,23 +311,13 @@ impl MerchantState {
         order.refunded_amount = refunded;
         order.status = order.status_for_refunded(refunded);
         order.updated_at_ms = refund.created_at_ms;
-        self.remember_order(order.clone());
-        self.remember_refund(refund.clone());
         // A new refund sends nothing; the order's status change does.
         let events = if order.status != before {
             vec![self.order_event(&order)]
         } else {
             Vec::new()
         };
-        let record = JournalRecord::RefundSaved {
-            order: Box::new(order.clone()),
-            refund: Box::new(refund.clone()),
-            entry,
-        };
-        Ok((
-            OrderOutcome::Refund(Box::new((order, refund))),
-            Some(JournalRecord::with_events(record, events)),
-        ))
+        Ok(self.refund_saved(order, refund, entry, events))
     }
 
     fn settle_refund(
@@ -384,21 +368,31 @@ impl MerchantState {
             }
             order.updated_at_ms = now_ms;
         }
-        self.remember_order(order.clone());
-        self.remember_refund(refund.clone());
         let mut events = vec![self.refund_event(&refund, &order)];
         if order.status != before {
             events.push(self.order_event(&order));
         }
+        Ok(self.refund_saved(order, refund, entry, events))
+    }
+
+    /// A refund and its order as they now are: kept, and journaled in one
+    /// record with the refund's entry, if it moved money, and `events`.
+    fn refund_saved(
+        &mut self,
+        order: Order,
+        refund: Refund,
+        entry: Option<Entry>,
+        events: Vec<WebhookEvent>,
+    ) -> (OrderOutcome, Option<JournalRecord>) {
+        self.remember_order(order.clone());
+        self.remember_refund(refund.clone());
         let record = JournalRecord::RefundSaved {
             order: Box::new(order.clone()),
             refund: Box::new(refund.clone()),
             entry,
         };
-        Ok((
-            OrderOutcome::Refund(Box::new((order, refund))),
-            Some(JournalRecord::with_events(record, events)),
-        ))
+        let record = JournalRecord::with_events(record, events);
+        (OrderOutcome::Refund(Box::new((order, refund))), Some(record))
     }
 
     /// Posts the entry of `how` for `refund`, one of its amount; returns it
