@@ -8,7 +8,9 @@
 use paygate_engine::beneficiaries::SavedAccount;
 use paygate_engine::disbursements::Payee;
 use paygate_engine::domain::{Channel, PaymentMethod, Source};
-use paygate_engine::input::{AccountNumber, CatalogCode, EwalletPhone, HolderName, HttpUrl, IdempotencyKey};
+use paygate_engine::input::{
+    AccountNumber, CatalogCode, EwalletPhone, HolderName, HttpUrl, IdempotencyKey, PositiveAmount,
+};
 use paygate_engine::orders::{Customer, ExpireMinutes, MerchantOrderId, NewOrder, OrderAmount};
 use paygate_engine::EngineError;
 use uuid::Uuid;
@@ -29,6 +31,71 @@ pub struct AccountFields<'a> {
     pub ewallet_provider: Option<&'a str>,
     /// EWALLET.
     pub ewallet_phone: Option<&'a str>,
+}
+
+/// Declares a V1 body with the flat account fields: its own fields, then
+/// `channel` (with the body's own doc and schema, given in
+/// `..account_fields { .. channel }`), the BANK and EWALLET fields, then
+/// more of its own; and `account_fields()`, which reads them.
+/// One declaration, so the disbursement and beneficiary bodies (and their
+/// documents) cannot drift apart.
+macro_rules! body_with_account_fields {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$before_meta:meta])* $before:ident: $before_ty:ty,)*
+            ..account_fields { $(#[$channel_meta:meta])* channel },
+            $($(#[$after_meta:meta])* $after:ident: $after_ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$before_meta])* $before: $before_ty,)*
+            $(#[$channel_meta])*
+            channel: Option<String>,
+            /// BANK: a bank of `GET /v1/banks`.
+            bank_short_code: Option<String>,
+            /// BANK: the account number.
+            #[schema(value_type = Option<$crate::openapi::values::AccountNumberText>)]
+            account_number: Option<String>,
+            /// BANK: the holder's name (a beneficiary's account inquiry fills it in when absent).
+            #[schema(value_type = Option<$crate::openapi::values::HolderNameText>)]
+            account_name: Option<String>,
+            /// EWALLET: an e-wallet of `GET /v1/ewallets`.
+            ewallet_provider: Option<String>,
+            /// EWALLET: the account's phone number.
+            #[schema(value_type = Option<$crate::openapi::values::EwalletPhoneText>)]
+            ewallet_phone: Option<String>,
+            $($(#[$after_meta])* $after: $after_ty,)*
+        }
+
+        impl $name {
+            /// The account fields as sent.
+            fn account_fields(&self) -> $crate::commands::AccountFields<'_> {
+                $crate::commands::AccountFields {
+                    channel: self.channel.as_deref(),
+                    bank_short_code: self.bank_short_code.as_deref(),
+                    account_number: self.account_number.as_deref(),
+                    account_name: self.account_name.as_deref(),
+                    ewallet_provider: self.ewallet_provider.as_deref(),
+                    ewallet_phone: self.ewallet_phone.as_deref(),
+                }
+            }
+        }
+    };
+}
+pub(crate) use body_with_account_fields;
+
+/// The idempotency key and amount a creation body must carry (a
+/// disbursement, a refund), checked in that order.
+pub fn key_and_amount(
+    idempotency_key: Option<String>,
+    amount_minor: Option<i64>,
+) -> Result<(IdempotencyKey, PositiveAmount), EngineError> {
+    let key = idempotency_key.ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?;
+    let key = IdempotencyKey::parse(key)?;
+    let amount = amount_minor.ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?;
+    Ok((key, PositiveAmount::parse(amount)?))
 }
 
 /// A field's value unless absent or blank.

@@ -262,6 +262,29 @@ impl EmailAddress {
     }
 }
 
+/// The filters of a list (`GET /v1/orders`, `/v1/disbursements`,
+/// `/v1/settlements`): each optional, for "any".
+#[derive(Clone, Debug)]
+pub struct ListFilter<S> {
+    /// Only this status.
+    pub status: Option<S>,
+    /// Created at or after, Unix ms.
+    pub created_from_ms: Option<i64>,
+    /// Created at or before, Unix ms.
+    pub created_to_ms: Option<i64>,
+}
+
+// Not derived: a derive would ask `S: Default`, and no status has a default.
+impl<S> Default for ListFilter<S> {
+    fn default() -> Self {
+        ListFilter {
+            status: None,
+            created_from_ms: None,
+            created_to_ms: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

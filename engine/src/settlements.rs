@@ -18,15 +18,7 @@ pub fn wib_midnight_ms(day: i64) -> i64 {
 }
 
 /// Filters of `GET /v1/settlements`.
-#[derive(Clone, Debug, Default)]
-pub struct SettlementFilter {
-    /// Only this status.
-    pub status: Option<SettlementStatus>,
-    /// Created at or after, Unix ms.
-    pub created_from_ms: Option<i64>,
-    /// Created at or before, Unix ms.
-    pub created_to_ms: Option<i64>,
-}
+pub type SettlementFilter = crate::input::ListFilter<SettlementStatus>;
 
 impl Orders {
     /// Settles every paid, unsettled order with `paid_at` before `period_end_ms`

@@ -1,10 +1,9 @@
 //! `POST/GET /v1/beneficiaries` and `DELETE /v1/beneficiaries/{id}`.
 
-use crate::commands::AccountFields;
+use crate::commands::body_with_account_fields;
 use crate::error::V1Error;
 use crate::extract::{Signed, SignedJson, V1Merchant};
 use crate::openapi::names::ChannelName;
-use crate::openapi::values::{AccountNumberText, EwalletPhoneText, HolderNameText};
 use crate::wire::{beneficiary_view, BeneficiaryView, Created, Data, DataBody};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -13,30 +12,23 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// Body of `POST /v1/beneficiaries`: every field optional here so that
-/// each channel's missing fields get their own code.
-#[derive(Deserialize, ToSchema)]
-pub struct CreateBeneficiary {
-    #[schema(required = true, value_type = ChannelName)]
-    channel: Option<String>,
-    /// A name of your own for it, at most 255 characters.
-    #[schema(max_length = 255)]
-    label: Option<String>,
-    /// BANK: a bank of `GET /v1/banks`.
-    bank_short_code: Option<String>,
-    /// BANK: the account number.
-    #[schema(value_type = Option<AccountNumberText>)]
-    account_number: Option<String>,
-    /// BANK: the holder's name; the account inquiry fills it in when absent.
-    #[schema(value_type = Option<HolderNameText>)]
-    account_name: Option<String>,
-    /// EWALLET: an e-wallet of `GET /v1/ewallets`.
-    ewallet_provider: Option<String>,
-    /// EWALLET: the phone number of the account.
-    #[schema(value_type = Option<EwalletPhoneText>)]
-    ewallet_phone: Option<String>,
-    #[serde(default)]
-    is_default: bool,
+body_with_account_fields! {
+    /// Body of `POST /v1/beneficiaries`: every field optional here so that
+    /// each channel's missing fields get their own code.
+    #[derive(Deserialize, ToSchema)]
+    pub struct CreateBeneficiary {
+        ..account_fields {
+            /// `BANK` or `EWALLET`.
+            #[schema(required = true, value_type = ChannelName)]
+            channel
+        },
+        /// A name of your own for it, at most 255 characters.
+        #[schema(max_length = 255)]
+        label: Option<String>,
+        /// Becomes the merchant's default beneficiary.
+        #[serde(default)]
+        is_default: bool,
+    }
 }
 
 /// POST /v1/beneficiaries: 201, verification PENDING until the account inquiry answers.
@@ -50,15 +42,7 @@ pub async fn create_beneficiary(
     V1Merchant(merchant): V1Merchant,
     SignedJson(body): SignedJson<CreateBeneficiary>,
 ) -> Result<Created<BeneficiaryView>, V1Error> {
-    let account = AccountFields {
-        channel: body.channel.as_deref(),
-        bank_short_code: body.bank_short_code.as_deref(),
-        account_number: body.account_number.as_deref(),
-        account_name: body.account_name.as_deref(),
-        ewallet_provider: body.ewallet_provider.as_deref(),
-        ewallet_phone: body.ewallet_phone.as_deref(),
-    }
-    .saved_account()?;
+    let account = body.account_fields().saved_account()?;
     let new = NewBeneficiary {
         account,
         label: body.label.map(Label::parse).transpose()?,

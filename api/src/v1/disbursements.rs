@@ -2,81 +2,55 @@
 //! and the sandbox's `POST /v1/sandbox/disbursements/{id}/complete`.
 
 use super::pagination::ListQuery;
-use crate::commands::AccountFields;
+use crate::commands::{body_with_account_fields, key_and_amount};
 use crate::error::V1Error;
 use crate::extract::{SandboxOnly, SignedJson, V1Json, V1Merchant};
 use crate::openapi::names::ChannelName;
 use crate::openapi::names::DisbursementStatusName;
-use crate::openapi::values::{AccountNumberText, EwalletPhoneText, HolderNameText, HttpUrlText, IdempotencyKeyText};
-use crate::wire::{
-    created_disbursement_view, disbursement_view, Created, Data, DataBody, DisbursementView, Page, PageBody,
-};
+use crate::openapi::values::{HttpUrlText, IdempotencyKeyText};
+use crate::wire::{created_disbursement_view, disbursement_view, Created, Data, DataBody, DisbursementView, PageBody};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use paygate_engine::disbursements::{DisbursementFilter, NewDisbursement};
+use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{DisbursementStatus, Source};
-use paygate_engine::input::{HttpUrl, IdempotencyKey, PositiveAmount};
+use paygate_engine::input::HttpUrl;
 use paygate_engine::EngineError;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-/// Body of `POST /v1/disbursements`: every field optional here so that each
-/// missing one gets its own code (`MISSING_BANK_INFO`,
-/// `MISSING_EWALLET_INFO`), not a generic parse error.
-#[derive(Deserialize, ToSchema)]
-pub struct CreateDisbursement {
-    /// Unique per merchant: a key used before answers 409 with that disbursement.
-    #[schema(required = true, value_type = IdempotencyKeyText)]
-    idempotency_key: Option<String>,
-    /// Required unless `beneficiary_id` is given.
-    #[schema(value_type = Option<ChannelName>)]
-    channel: Option<String>,
-    /// BANK: a bank of `GET /v1/banks`.
-    bank_short_code: Option<String>,
-    /// BANK: the account number.
-    #[schema(value_type = Option<AccountNumberText>)]
-    account_number: Option<String>,
-    /// BANK: the holder's name.
-    #[schema(value_type = Option<HolderNameText>)]
-    account_name: Option<String>,
-    /// EWALLET: an e-wallet of `GET /v1/ewallets`.
-    ewallet_provider: Option<String>,
-    /// EWALLET: the account's phone number.
-    #[schema(value_type = Option<EwalletPhoneText>)]
-    ewallet_phone: Option<String>,
-    /// What the recipient gets, in minor units (whole rupiah); the fee is debited on top.
-    #[schema(required = true, value_type = i64, minimum = 1)]
-    amount_minor: Option<i64>,
-    /// Where this disbursement's webhooks go; else the merchant's default.
-    #[schema(value_type = Option<HttpUrlText>)]
-    notify_url: Option<String>,
-    /// Pay a saved beneficiary instead of giving the destination.
-    #[schema(value_type = Option<Uuid>)]
-    beneficiary_id: Option<String>,
+body_with_account_fields! {
+    /// Body of `POST /v1/disbursements`: every field optional here so that each
+    /// missing one gets its own code (`MISSING_BANK_INFO`,
+    /// `MISSING_EWALLET_INFO`), not a generic parse error.
+    #[derive(Deserialize, ToSchema)]
+    pub struct CreateDisbursement {
+        /// Unique per merchant: a key used before answers 409 with that disbursement.
+        #[schema(required = true, value_type = IdempotencyKeyText)]
+        idempotency_key: Option<String>,
+        ..account_fields {
+            /// Required unless `beneficiary_id` is given.
+            #[schema(value_type = Option<ChannelName>)]
+            channel
+        },
+        /// What the recipient gets, in minor units (whole rupiah); the fee is debited on top.
+        #[schema(required = true, value_type = i64, minimum = 1)]
+        amount_minor: Option<i64>,
+        /// Where this disbursement's webhooks go; else the merchant's default.
+        #[schema(value_type = Option<HttpUrlText>)]
+        notify_url: Option<String>,
+        /// Pay a saved beneficiary instead of giving the destination.
+        #[schema(value_type = Option<Uuid>)]
+        beneficiary_id: Option<String>,
+    }
 }
 
 impl CreateDisbursement {
     /// The disbursement this body asks for, every value checked (also each
     /// item of a batch), in the order the fields are documented.
-    pub fn command(self, source: Source) -> Result<NewDisbursement, EngineError> {
-        let idempotency_key = IdempotencyKey::parse(
-            self.idempotency_key
-                .ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?,
-        )?;
-        let amount = PositiveAmount::parse(
-            self.amount_minor
-                .ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?,
-        )?;
-        let payee = AccountFields {
-            channel: self.channel.as_deref(),
-            bank_short_code: self.bank_short_code.as_deref(),
-            account_number: self.account_number.as_deref(),
-            account_name: self.account_name.as_deref(),
-            ewallet_provider: self.ewallet_provider.as_deref(),
-            ewallet_phone: self.ewallet_phone.as_deref(),
-        }
-        .payee(self.beneficiary_id.as_deref())?;
+    pub fn command(mut self, source: Source) -> Result<NewDisbursement, EngineError> {
+        let (idempotency_key, amount) = key_and_amount(self.idempotency_key.take(), self.amount_minor)?;
+        let payee = self.account_fields().payee(self.beneficiary_id.as_deref())?;
         let notify_url = self
             .notify_url
             .map(|url| HttpUrl::parse("notify_url", url))
@@ -137,23 +111,12 @@ pub async fn list_disbursements(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery<DisbursementStatusName>,
 ) -> Result<Response, V1Error> {
-    let filter = DisbursementFilter {
-        status: query.status,
-        created_from_ms: query.created_from_ms,
-        created_to_ms: query.created_to_ms,
-    };
     let (items, total) =
         state
             .engine
             .disbursements()
-            .list_disbursements(merchant.id, &filter, query.page, query.limit)?;
-    Ok(Page {
-        items: items.iter().map(disbursement_view).collect(),
-        page: query.page,
-        limit: query.limit,
-        total,
-    }
-    .into_response())
+            .list_disbursements(merchant.id, &query.filter(), query.page, query.limit)?;
+    Ok(query.page(&items, total, disbursement_view).into_response())
 }
 
 /// Body of the sandbox completion.

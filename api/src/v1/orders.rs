@@ -2,7 +2,7 @@
 //! sandbox's pay, expire and fail.
 
 use super::pagination::ListQuery;
-use crate::commands::OrderFields;
+use crate::commands::{key_and_amount, OrderFields};
 use crate::error::{order_error, V1Error};
 use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
 use crate::openapi::names::OrderStatusName;
@@ -15,8 +15,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use paygate_engine::domain::RefundStatus;
 use paygate_engine::domain::Source;
-use paygate_engine::input::{IdempotencyKey, PositiveAmount};
-use paygate_engine::orders::{Creation, NewRefund, OrderFilter, RefundReason};
+use paygate_engine::orders::{Creation, NewRefund, RefundReason};
 use paygate_engine::EngineError;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -159,22 +158,12 @@ pub async fn list_orders(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery<OrderStatusName>,
 ) -> Result<Page<OrderView>, V1Error> {
-    let filter = OrderFilter {
-        status: query.status,
-        created_from_ms: query.created_from_ms,
-        created_to_ms: query.created_to_ms,
-    };
     let (items, total) = state
         .engine
         .orders()
-        .list_orders(merchant.id, &filter, query.page, query.limit)?;
+        .list_orders(merchant.id, &query.filter(), query.page, query.limit)?;
     let public_url = &state.config.public_url;
-    Ok(Page {
-        items: items.iter().map(|order| order_view(order, public_url)).collect(),
-        page: query.page,
-        limit: query.limit,
-        total,
-    })
+    Ok(query.page(&items, total, |order| order_view(order, public_url)))
 }
 
 /// GET /v1/orders/{ref_code}/qr.png: the QRIS as a PNG, no key needed (the
@@ -227,14 +216,7 @@ impl CreateRefund {
     /// The refund this body asks for, every value checked, in the order
     /// the fields are documented.
     fn command(self) -> Result<NewRefund, EngineError> {
-        let idempotency_key = IdempotencyKey::parse(
-            self.idempotency_key
-                .ok_or_else(|| EngineError::invalid("idempotency_key", "is required"))?,
-        )?;
-        let amount = PositiveAmount::parse(
-            self.amount_minor
-                .ok_or_else(|| EngineError::invalid("amount_minor", "is required"))?,
-        )?;
+        let (idempotency_key, amount) = key_and_amount(self.idempotency_key, self.amount_minor)?;
         Ok(NewRefund {
             amount,
             reason: RefundReason::parse(self.reason, self.reason_detail)?,

@@ -2,8 +2,10 @@
 //! capped at 50), `status`, `created_from`, `created_to`; else 400 `INVALID_QUERY`.
 
 use crate::error::V1Error;
+use crate::wire::Page;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use paygate_engine::input::ListFilter;
 use std::collections::HashMap;
 
 /// Largest page served.
@@ -51,6 +53,30 @@ pub struct ListQuery<N: StatusNames = AnyStatus> {
     pub created_from_ms: Option<i64>,
     /// Created at or before, Unix ms.
     pub created_to_ms: Option<i64>,
+}
+
+impl<N: StatusNames> ListQuery<N> {
+    /// The engine's filters this query asks for.
+    pub fn filter(&self) -> ListFilter<N::Status>
+    where
+        N::Status: Clone,
+    {
+        ListFilter {
+            status: self.status.clone(),
+            created_from_ms: self.created_from_ms,
+            created_to_ms: self.created_to_ms,
+        }
+    }
+
+    /// The answer's page: `items` (this page of `total`), each as `view`.
+    pub fn page<'a, T, V>(&self, items: &'a [T], total: usize, view: impl Fn(&'a T) -> V) -> Page<V> {
+        Page {
+            items: items.iter().map(view).collect(),
+            page: self.page,
+            limit: self.limit,
+            total,
+        }
+    }
 }
 
 /// The schema of a page's `limit`: an integer of at least 1 and no upper

@@ -8,7 +8,6 @@ use crate::openapi::names::SettlementStatusName;
 use crate::wire::{settlement_view, Data, DataBody, Page, PageBody, SettlementView};
 use crate::AppState;
 use axum::extract::{Path, State};
-use paygate_engine::settlements::SettlementFilter;
 use uuid::Uuid;
 
 /// GET /v1/settlements: newest first, paginated.
@@ -21,21 +20,12 @@ pub async fn list_settlements(
     V1Merchant(merchant): V1Merchant,
     query: ListQuery<SettlementStatusName>,
 ) -> Result<Page<SettlementView>, V1Error> {
-    let filter = SettlementFilter {
-        status: query.status,
-        created_from_ms: query.created_from_ms,
-        created_to_ms: query.created_to_ms,
-    };
-    let (items, total) = state
-        .engine
-        .orders()
-        .list_settlements(merchant.id, &filter, query.page, query.limit)?;
-    Ok(Page {
-        items: items.iter().map(settlement_view).collect(),
-        page: query.page,
-        limit: query.limit,
-        total,
-    })
+    let (items, total) =
+        state
+            .engine
+            .orders()
+            .list_settlements(merchant.id, &query.filter(), query.page, query.limit)?;
+    Ok(query.page(&items, total, settlement_view))
 }
 
 /// GET /v1/settlements/{id}: 400 `INVALID_ID`, 404 `NOT_FOUND` (also another merchant's).

@@ -106,15 +106,7 @@ pub enum Payee {
 }
 
 /// Filters of `GET /v1/disbursements`.
-#[derive(Clone, Debug, Default)]
-pub struct DisbursementFilter {
-    /// Only this status.
-    pub status: Option<DisbursementStatus>,
-    /// Created at or after, Unix ms.
-    pub created_from_ms: Option<i64>,
-    /// Created at or before, Unix ms.
-    pub created_to_ms: Option<i64>,
-}
+pub type DisbursementFilter = crate::input::ListFilter<DisbursementStatus>;
 
 /// The disbursements handle: disbursements, batches and beneficiaries; cheap to clone.
 #[derive(Clone)]

@@ -27,15 +27,7 @@ pub use commands::{
 use uuid::Uuid;
 
 /// Filters of `GET /v1/orders`.
-#[derive(Clone, Debug, Default)]
-pub struct OrderFilter {
-    /// Only this status.
-    pub status: Option<OrderStatus>,
-    /// Created at or after, Unix ms.
-    pub created_from_ms: Option<i64>,
-    /// Created at or before, Unix ms.
-    pub created_to_ms: Option<i64>,
-}
+pub type OrderFilter = crate::input::ListFilter<OrderStatus>;
 
 /// How `create_order` answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
