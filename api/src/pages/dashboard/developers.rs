@@ -3,6 +3,7 @@
 //! merchant ended), the RSA public key for Legacy `X-SIGNATURE`, the default
 //! notify URL and whether `X-Signature` is required.
 
+use super::answers::{PageAnswers, RedirectingFormAnswers};
 use super::auth::CsrfForm;
 use super::{layout, page_response, DashboardForm, SignedIn, WithCsrf};
 use crate::AppState;
@@ -121,10 +122,7 @@ fn render(
 /// GET /dashboard/developers.
 #[utoipa::path(get, path = "/dashboard/developers", tag = "Pages", operation_id = "dashboard_developers",
     summary = "The dashboard's developers page", security(()),
-    responses(
-        (status = 200, description = "Credentials and settings.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
+    responses(PageAnswers))]
 pub async fn developers_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     render(&state, &signed_in, StatusCode::OK, None, None)
 }
@@ -162,11 +160,7 @@ pub async fn rotate(State(state): State<AppState>, DashboardForm(signed_in, _): 
 #[utoipa::path(post, path = "/dashboard/developers/settings", tag = "Pages", operation_id = "dashboard_save_settings",
     summary = "Save the default notify URL and the signature setting", security(()),
     request_body(content = SettingsForm, content_type = "application/x-www-form-urlencoded"),
-    responses(
-        (status = 303, description = "Saved: back to the developers page."),
-        (status = 400, description = "Not saved: the page says why.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
-    ))]
+    responses(RedirectingFormAnswers))]
 pub async fn save_settings(
     State(state): State<AppState>,
     DashboardForm(signed_in, form): DashboardForm<SettingsForm>,
@@ -189,11 +183,7 @@ pub async fn save_settings(
 #[utoipa::path(post, path = "/dashboard/developers/public-key", tag = "Pages", operation_id = "dashboard_save_public_key",
     summary = "Upload the RSA public key for Legacy X-SIGNATURE", security(()),
     request_body(content = PublicKeyForm, content_type = "application/x-www-form-urlencoded"),
-    responses(
-        (status = 303, description = "Saved: back to the developers page."),
-        (status = 400, description = "Not a usable key: the page says why.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
-    ))]
+    responses(RedirectingFormAnswers))]
 pub async fn save_public_key(
     State(state): State<AppState>,
     DashboardForm(signed_in, form): DashboardForm<PublicKeyForm>,

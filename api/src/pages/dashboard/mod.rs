@@ -3,6 +3,7 @@
 //! act through the same engine calls as the API. No script: forms post,
 //! every state-changing one with the session's CSRF token (else 403).
 
+mod answers;
 mod auth;
 mod developers;
 mod money;

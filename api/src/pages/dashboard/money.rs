@@ -3,6 +3,7 @@
 //! text or an uploaded file). Each reads and acts through the engine
 //! calls the V1 routes use.
 
+use super::answers::{PageAnswers, RedirectingFormAnswers, ShownFormAnswers};
 use super::{forbidden, layout, page_response, rupiah, DashboardForm, SignedIn, WithCsrf};
 use crate::commands::AccountFields;
 use crate::wire::timestamp;
@@ -43,10 +44,7 @@ fn refused_page(signed_in: &SignedIn, title: &str, current: &str, message: &str)
 /// GET /dashboard/balance.
 #[utoipa::path(get, path = "/dashboard/balance", tag = "Pages", operation_id = "dashboard_balance_history",
     summary = "The dashboard's balance history", security(()), params(HistoryCursor),
-    responses(
-        (status = 200, description = "A page of the wallet's statement.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
+    responses(PageAnswers))]
 pub async fn history_page(
     State(state): State<AppState>,
     signed_in: SignedIn,
@@ -325,10 +323,7 @@ fn disbursements_response(
 /// GET /dashboard/disbursements.
 #[utoipa::path(get, path = "/dashboard/disbursements", tag = "Pages", operation_id = "dashboard_disbursements",
     summary = "The dashboard's disbursements", security(()),
-    responses(
-        (status = 200, description = "The latest disbursements and the forms to send more.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
+    responses(PageAnswers))]
 pub async fn disbursements_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     disbursements_response(&state, &signed_in, StatusCode::OK, None, None)
 }
@@ -337,11 +332,7 @@ pub async fn disbursements_page(State(state): State<AppState>, signed_in: Signed
 #[utoipa::path(post, path = "/dashboard/disbursements", tag = "Pages", operation_id = "dashboard_create_disbursement",
     summary = "Send one disbursement from the dashboard", security(()),
     request_body(content = DisbursementForm, content_type = "application/x-www-form-urlencoded"),
-    responses(
-        (status = 303, description = "Created: back to the list."),
-        (status = 400, description = "Not created: the page says why.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
-    ))]
+    responses(RedirectingFormAnswers))]
 pub async fn create_disbursement(
     State(state): State<AppState>,
     DashboardForm(signed_in, form): DashboardForm<DisbursementForm>,
@@ -380,11 +371,7 @@ pub async fn create_disbursement(
 #[utoipa::path(post, path = "/dashboard/disbursements/batch", tag = "Pages", operation_id = "dashboard_create_batch",
     summary = "Send a batch of disbursements from CSV", security(()),
     request_body(content = BatchForm, content_type = "application/x-www-form-urlencoded"),
-    responses(
-        (status = 200, description = "The batch was taken: the page says how many were created.", content_type = "text/html", body = String),
-        (status = 400, description = "Not taken: the page says why.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
-    ))]
+    responses(ShownFormAnswers))]
 pub async fn create_batch(
     State(state): State<AppState>,
     DashboardForm(signed_in, form): DashboardForm<BatchForm>,
@@ -466,11 +453,7 @@ async fn take_batch(state: &AppState, signed_in: &SignedIn, nonce: &str, csv_byt
         a header row is skipped), as one batch. Files up to 1 MiB.",
     security(()),
     request_body(content = String, content_type = "multipart/form-data"),
-    responses(
-        (status = 200, description = "The batch was taken: the page says how many were created.", content_type = "text/html", body = String),
-        (status = 400, description = "Not taken: the page says why.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
-    ))]
+    responses(ShownFormAnswers))]
 pub async fn upload_batch(
     State(state): State<AppState>,
     signed_in: SignedIn,

@@ -2,6 +2,7 @@
 //! with its status timeline, refunds, webhook deliveries and a refund form
 //! (through the engine's own refund call, as `POST /v1/orders/{ref}/refund`).
 
+use super::answers::PageAnswers;
 use super::{layout, page_response, rupiah, DashboardForm, SignedIn, WithCsrf};
 use crate::wire::timestamp;
 use crate::AppState;
@@ -72,10 +73,7 @@ fn status_badge(status: &str) -> Markup {
 /// GET /dashboard/orders.
 #[utoipa::path(get, path = "/dashboard/orders", tag = "Pages", operation_id = "dashboard_orders",
     summary = "The dashboard's orders", security(()), params(ListFilter),
-    responses(
-        (status = 200, description = "A page of orders.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
+    responses(PageAnswers))]
 pub async fn orders_page(
     State(state): State<AppState>,
     signed_in: SignedIn,

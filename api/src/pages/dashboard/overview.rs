@@ -2,6 +2,7 @@
 //! count, and the last 14 days' paid volume as a bar chart drawn in SVG on
 //! the server.
 
+use super::answers::PageAnswers;
 use super::{layout, page_response, rupiah, SignedIn};
 use crate::AppState;
 use axum::extract::State;
@@ -86,10 +87,7 @@ fn chart(days: &[(i64, i64, u64)]) -> Markup {
     summary = "The dashboard's overview",
     description = "Balance, today's paid volume and count, and a 14-day chart. Without a session: to the sign-in page.",
     security(()),
-    responses(
-        (status = 200, description = "The overview.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
+    responses(PageAnswers))]
 pub async fn overview(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     let merchant_id = signed_in.session.merchant_id;
     let merchant = state.engine.merchants().merchant(merchant_id);

@@ -2,6 +2,7 @@
 //! read through the engine calls `GET /v1/beneficiaries` and
 //! `GET /v1/settlements` use.
 
+use super::answers::PageAnswers;
 use super::{layout, page_response, rupiah, SignedIn};
 use crate::AppState;
 use axum::extract::State;
@@ -16,10 +17,7 @@ const PAGE_SIZE: usize = 25;
 /// GET /dashboard/beneficiaries.
 #[utoipa::path(get, path = "/dashboard/beneficiaries", tag = "Pages", operation_id = "dashboard_beneficiaries",
     summary = "The dashboard's beneficiaries", security(()),
-    responses(
-        (status = 200, description = "Saved beneficiaries.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
+    responses(PageAnswers))]
 pub async fn beneficiaries_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     let beneficiaries = state
         .engine
@@ -61,10 +59,7 @@ pub async fn beneficiaries_page(State(state): State<AppState>, signed_in: Signed
 /// GET /dashboard/settlements.
 #[utoipa::path(get, path = "/dashboard/settlements", tag = "Pages", operation_id = "dashboard_settlements",
     summary = "The dashboard's settlements", security(()),
-    responses(
-        (status = 200, description = "The latest settlements.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
+    responses(PageAnswers))]
 pub async fn settlements_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     let (settlements, total) = state
         .engine

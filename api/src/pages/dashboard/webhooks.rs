@@ -1,6 +1,7 @@
 //! The dashboard's webhooks: the latest delivery attempts, and sending an
 //! event again (the same delivery `POST /v1/webhooks/deliveries/{id}/resend` makes).
 
+use super::answers::{PageAnswers, ShownFormAnswers};
 use super::{layout, page_response, DashboardForm, SignedIn, WithCsrf};
 use crate::wire::timestamp;
 use crate::AppState;
@@ -89,10 +90,7 @@ fn render(state: &AppState, signed_in: &SignedIn, status: StatusCode, message: O
 /// GET /dashboard/webhooks.
 #[utoipa::path(get, path = "/dashboard/webhooks", tag = "Pages", operation_id = "dashboard_webhooks",
     summary = "The dashboard's webhook deliveries", security(()),
-    responses(
-        (status = 200, description = "The latest delivery attempts.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-    ))]
+    responses(PageAnswers))]
 pub async fn deliveries_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     render(&state, &signed_in, StatusCode::OK, None)
 }
@@ -101,11 +99,7 @@ pub async fn deliveries_page(State(state): State<AppState>, signed_in: SignedIn)
 #[utoipa::path(post, path = "/dashboard/webhooks/resend", tag = "Pages", operation_id = "dashboard_resend",
     summary = "Send a webhook event again from the dashboard", security(()),
     request_body(content = ResendForm, content_type = "application/x-www-form-urlencoded"),
-    responses(
-        (status = 200, description = "Sent: the page shows the new attempt.", content_type = "text/html", body = String),
-        (status = 400, description = "Not sent: the page says why.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
-    ))]
+    responses(ShownFormAnswers))]
 pub async fn resend(
     State(state): State<AppState>,
     DashboardForm(signed_in, form): DashboardForm<ResendForm>,
@@ -149,11 +143,7 @@ pub async fn resend(
     description = "A signed `test` event to the merchant's default notify URL; not recorded, not retried.",
     security(()),
     request_body(content = super::auth::CsrfForm, content_type = "application/x-www-form-urlencoded"),
-    responses(
-        (status = 200, description = "Sent: the page shows the endpoint's answer.", content_type = "text/html", body = String),
-        (status = 400, description = "Not sent: the page says why.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
-    ))]
+    responses(ShownFormAnswers))]
 pub async fn test_event(
     State(state): State<AppState>,
     DashboardForm(signed_in, _): DashboardForm<super::auth::CsrfForm>,

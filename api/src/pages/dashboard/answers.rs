@@ -1,0 +1,47 @@
+//! What the dashboard's routes answer, declared once per kind of route for
+//! the API document: a signed-in page, a form whose outcome is shown in
+//! place, and a form that goes back to its page.
+
+use utoipa::IntoResponses;
+
+/// A signed-in page.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum PageAnswers {
+    /// The page.
+    #[response(status = 200, content_type = "text/html")]
+    Page(String),
+    /// Not signed in: to the sign-in page.
+    #[response(status = 303)]
+    SignIn,
+}
+
+/// A form whose outcome the page shows in place.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum ShownFormAnswers {
+    /// Taken: the page shows the outcome.
+    #[response(status = 200, content_type = "text/html")]
+    Taken(String),
+    /// Not taken: the page says why.
+    #[response(status = 400, content_type = "text/html")]
+    Refused(String),
+    /// The form's token is missing or wrong.
+    #[response(status = 403, content_type = "text/html")]
+    BadToken(String),
+}
+
+/// A form that goes back to its page once taken.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum RedirectingFormAnswers {
+    /// Taken: back to the page, which shows the change.
+    #[response(status = 303)]
+    Taken,
+    /// Not taken: the page says why.
+    #[response(status = 400, content_type = "text/html")]
+    Refused(String),
+    /// The form's token is missing or wrong.
+    #[response(status = 403, content_type = "text/html")]
+    BadToken(String),
+}
