@@ -57,6 +57,14 @@ pub fn without(mut body: Value, field: &str) -> Value {
     body
 }
 
+/// A server started with `args` and a WALLET merchant on it funded with
+/// `funding` (as `funded_merchant`).
+pub async fn funded_server(args: &[&str], funding: i64) -> (TestServer, TestMerchant) {
+    let server = TestServer::start_with(args);
+    let merchant = funded_merchant(&server, funding).await;
+    (server, merchant)
+}
+
 /// A WALLET merchant funded with `amount` (skipped when 0).
 pub async fn funded_merchant(server: &TestServer, amount: i64) -> TestMerchant {
     let merchant = server.create_wallet_merchant().await;

@@ -3,7 +3,7 @@
 
 use super::{into_reply, Reply, TestMerchant, TestServer};
 use base64::Engine as _;
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use rsa::pkcs8::{EncodePublicKey, LineEnding};
 use rsa::signature::{SignatureEncoding, Signer};
 use rsa::RsaPrivateKey;
@@ -60,10 +60,9 @@ pub async fn signed_post(server: &TestServer, path: &str, merchant: &TestMerchan
 /// Sets `merchant`'s public key to `pem`.
 pub async fn put_public_key(server: &TestServer, merchant: &TestMerchant, pem: &str) {
     let reply = server
-        .admin(
-            Method::PUT,
+        .admin_put(
             &format!("/admin/v1/merchants/{}/public-key", merchant.id),
-            Some(json!({ "pem": pem })),
+            json!({ "pem": pem }),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);

@@ -108,9 +108,16 @@ pub struct TestMerchant {
     pub webhook_secret: String,
 }
 
+/// The `paygate` binary cargo built for the tests, as a command running
+/// `subcommand` and logging at `warn`.
+pub fn paygate(subcommand: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_paygate"));
+    command.arg(subcommand).env("PAYGATE_LOG", "warn");
+    command
+}
+
 fn spawn(data_dir: &Path, extra_args: &[String], log: &ServerLog) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_paygate"))
-        .arg("serve")
+    let mut child = paygate("serve")
         .arg("--listen")
         .arg("127.0.0.1:0")
         .arg("--data-dir")
@@ -118,7 +125,6 @@ fn spawn(data_dir: &Path, extra_args: &[String], log: &ServerLog) -> (Child, Str
         .arg("--admin-token")
         .arg(ADMIN_TOKEN)
         .args(extra_args)
-        .env("PAYGATE_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -156,6 +162,14 @@ impl TestServer {
     /// A server on a fresh temporary data dir.
     pub fn start() -> TestServer {
         TestServer::start_with(&[])
+    }
+
+    /// A server on a fresh temporary data dir and a WALLET merchant with
+    /// default settings on it: the opening of most tests.
+    pub async fn start_with_merchant() -> (TestServer, TestMerchant) {
+        let server = TestServer::start();
+        let merchant = server.create_wallet_merchant().await;
+        (server, merchant)
     }
 
     /// A server on a fresh temporary data dir with extra flags.
@@ -284,6 +298,16 @@ impl TestServer {
         reply_to(Some(&method), request.send().await.expect("request sent")).await
     }
 
+    /// `POST path` as the operator, `body` as JSON.
+    pub async fn admin_post(&self, path: &str, body: Value) -> Reply {
+        self.admin(Method::POST, path, Some(body)).await
+    }
+
+    /// `PUT path` as the operator, `body` as JSON.
+    pub async fn admin_put(&self, path: &str, body: Value) -> Reply {
+        self.admin(Method::PUT, path, Some(body)).await
+    }
+
     /// `PATCH /admin/v1/merchants/{id}` with `body`.
     pub async fn patch_merchant(&self, id: &str, body: Value) -> Reply {
         self.admin(Method::PATCH, &format!("/admin/v1/merchants/{id}"), Some(body))
@@ -331,6 +355,12 @@ impl TestServer {
     pub async fn complete_disbursement(&self, api_key: &str, id: &str, status: &str) -> Reply {
         let path = format!("/v1/sandbox/disbursements/{id}/complete");
         self.post(&path, api_key, Some(json!({ "status": status }))).await
+    }
+
+    /// `refund` of `amount_minor` under the idempotency key `key`.
+    pub async fn refund_of(&self, api_key: &str, ref_code: &str, amount_minor: i64, key: &str) -> Reply {
+        let body = json!({ "amount_minor": amount_minor, "idempotency_key": key });
+        self.refund(api_key, ref_code, body).await
     }
 
     /// Creates a merchant of `settlement_type` with any extra fields.
