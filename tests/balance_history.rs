@@ -376,8 +376,7 @@ async fn unknown_api_key_is_401_invalid_api_key() {
 
 #[tokio::test]
 async fn api_key_query_parameter_works_like_the_header() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     server.credit(&merchant.id, 777).await;
     let reply = server
         .call(
@@ -404,8 +403,7 @@ async fn api_key_query_parameter_works_like_the_header() {
 
 #[tokio::test]
 async fn wallet_balance_is_exactly_merchant_id_balance_minor_and_currency() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let reply = server.get("/v1/balance", &merchant.api_key).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(sorted_keys(&reply.body), strings(&["data", "success"]));

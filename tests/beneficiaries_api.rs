@@ -50,8 +50,7 @@ const BENEFICIARY_FIELDS: [&str; 16] = [
 
 #[tokio::test]
 async fn a_bank_beneficiary_is_created_pending_and_then_verified_with_the_holder_name() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let reply = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     let data = &reply.body["data"];
@@ -69,8 +68,7 @@ async fn a_bank_beneficiary_is_created_pending_and_then_verified_with_the_holder
 
 #[tokio::test]
 async fn an_account_the_vendor_cannot_confirm_fails_verification() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let reply = create(&server, &merchant, bank_beneficiary("0000000000", false)).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     let failed = wait_verified(&server, &merchant, reply.body["data"]["id"].as_str().unwrap(), "FAILED").await;
@@ -99,8 +97,7 @@ async fn an_account_the_vendor_cannot_confirm_fails_verification() {
 
 #[tokio::test]
 async fn an_ewallet_beneficiary_has_its_phone_normalized() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let body = json!({ "channel": "EWALLET", "ewallet_provider": "GOPAY", "ewallet_phone": "+62 812-3456-7890" });
     let reply = create(&server, &merchant, body).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
@@ -112,8 +109,7 @@ async fn an_ewallet_beneficiary_has_its_phone_normalized() {
 
 #[tokio::test]
 async fn invalid_beneficiaries_are_refused_with_their_codes_and_nothing_is_saved() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     #[rustfmt::skip]
     let cases = [
         ("bank without account_number", json!({ "channel": "BANK", "bank_short_code": "BCA" }), 400, "MISSING_BANK_INFO"),
@@ -147,8 +143,7 @@ async fn invalid_beneficiaries_are_refused_with_their_codes_and_nothing_is_saved
 
 #[tokio::test]
 async fn a_new_default_unsets_the_previous_default() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let first = create(&server, &merchant, bank_beneficiary("1111111111", true)).await;
     let second = create(&server, &merchant, bank_beneficiary("2222222222", true)).await;
     assert_eq!(second.status, StatusCode::CREATED);
@@ -229,8 +224,7 @@ async fn deleting_hides_a_beneficiary_and_keeps_the_disbursements_that_used_it()
 /// its `X-Signature` is over the (empty) raw body.
 #[tokio::test]
 async fn a_required_signature_guards_deleting_a_beneficiary() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let created = create(&server, &merchant, bank_beneficiary("1234567890", false)).await;
     let id = created.body["data"]["id"].as_str().unwrap().to_string();
     let patched = server
@@ -267,8 +261,7 @@ async fn a_required_signature_guards_deleting_a_beneficiary() {
 /// an object, and an array changes nothing.
 #[tokio::test]
 async fn an_array_body_is_400_invalid_body_and_changes_nothing() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     server.credit(&merchant.id, 5_000_000).await;
     let array = json!(["k1", "BANK", "BCA", "1234567890", "Budi", null, null, 1000, null, null]);
     for path in ["/v1/disbursements", "/v1/beneficiaries"] {

@@ -352,8 +352,7 @@ async fn a_merchant_named_like_a_script_shows_as_text() {
 
 #[tokio::test]
 async fn pages_and_assets_are_sent_with_their_security_headers() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let order = create_order(&server, &merchant, "QRIS", json!({})).await;
     let (status, headers, page) = get_page(&server, &page_path(&server, &order), None).await;
     assert_eq!(status, StatusCode::OK);
@@ -397,8 +396,7 @@ async fn pages_and_assets_are_sent_with_their_security_headers() {
 
 #[tokio::test]
 async fn the_status_endpoint_follows_the_order() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let return_url = "https://shop.example/thanks?order=1";
     let order = create_order(&server, &merchant, "QRIS", json!({ "return_url": return_url })).await;
     let path = format!("{}/status", page_path(&server, &order));
@@ -439,8 +437,7 @@ async fn the_status_endpoint_follows_the_order() {
 
 #[tokio::test]
 async fn every_order_answer_carries_its_checkout_url() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let order = create_order(&server, &merchant, "BANK_TRANSFER", json!({})).await;
     let expected = json!(format!("{}/checkout/{}", server.base, order["id"].as_str().unwrap()));
     assert_eq!(order["checkout_url"], expected, "create");

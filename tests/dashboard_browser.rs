@@ -26,10 +26,9 @@ fn screenshot_path(name: &str) -> Option<PathBuf> {
 
 async fn user(server: &TestServer, merchant_id: &str, email: &str) {
     let reply = server
-        .admin(
-            Method::POST,
+        .admin_post(
             &format!("/admin/v1/merchants/{merchant_id}/users"),
-            Some(json!({ "email": email, "password": PASSWORD })),
+            json!({ "email": email, "password": PASSWORD }),
         )
         .await;
     assert_eq!(reply.status.as_u16(), 201, "{}", reply.body);
@@ -58,8 +57,7 @@ async fn fits(browser: &Browser, width: u32) {
 
 #[tokio::test]
 async fn sign_in_see_the_balance_and_rotate_credentials_in_the_browser() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     server.credit(&merchant.id, 12_345_600).await;
     user(&server, &merchant.id, "owner@toko.example").await;
     for n in 0..3 {

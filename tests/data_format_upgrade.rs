@@ -175,14 +175,7 @@ async fn a_format_3_data_dir_opens_upgraded_with_every_order_found() {
     // The orders go on: the pending one is paid (while it has not expired),
     // the refunded one refunded again.
     let ref_code = orders["pending"]["ref_code"].as_str().unwrap();
-    let paid = server
-        .call(
-            Method::POST,
-            &format!("/v1/sandbox/orders/{ref_code}/pay"),
-            Some(&demo_key),
-            None,
-        )
-        .await;
+    let paid = server.sandbox_order(&demo_key, ref_code, "pay").await;
     // Once the fixture's pending order expired, it can no longer be paid.
     let pending_paid = pending_status(orders) == "PENDING";
     if pending_paid {
@@ -193,12 +186,7 @@ async fn a_format_3_data_dir_opens_upgraded_with_every_order_found() {
     }
     let refunded_ref = orders["refunded"]["ref_code"].as_str().unwrap();
     let refund = server
-        .call(
-            Method::POST,
-            &format!("/v1/orders/{refunded_ref}/refund"),
-            Some(&demo_key),
-            Some(json!({"amount_minor": 500_000, "idempotency_key": "refund-after-upgrade"})),
-        )
+        .refund_of(&demo_key, refunded_ref, 500_000, "refund-after-upgrade")
         .await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
     // A MANUAL merchant's order paid before the upgrade (on a WIB day now
@@ -359,11 +347,7 @@ async fn assert_records_survive_the_upgrade_from(format: u32) {
     assert_eq!(refunded, json!(1_500_000), "both refunds of the order");
     let manual_id = expected["manual_merchant_id"].clone();
     let run = server
-        .admin(
-            Method::POST,
-            "/admin/v1/settlements/run",
-            Some(json!({"merchant_id": manual_id})),
-        )
+        .admin_post("/admin/v1/settlements/run", json!({"merchant_id": manual_id}))
         .await;
     assert_eq!(run.status, StatusCode::OK, "{}", run.body);
     // What came after the fixture's settlement is settled once: by this run,

@@ -234,10 +234,9 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_recovers_by_itself_losing_no
     assert_v1_error(&refused, 503, "UNAVAILABLE");
     assert_retry_after(&refused, "5");
     let refused = server
-        .admin(
-            Method::POST,
+        .admin_post(
             &format!("/admin/v1/merchants/{}/wallet/credit", merchant.id),
-            Some(json!({ "amount_minor": 1, "reason": "refused" })),
+            json!({ "amount_minor": 1, "reason": "refused" }),
         )
         .await;
     assert_v1_error(&refused, 503, "UNAVAILABLE");

@@ -116,8 +116,7 @@ async fn refuse_address(server: &TestServer) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthenticated_requests_are_limited_per_address() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     // Within the burst every one is answered for what it is.
     let mut limited = None;
     for n in 0..1_200 {

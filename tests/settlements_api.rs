@@ -62,13 +62,7 @@ async fn the_admin_run_creates_settlements_merchants_can_read() {
     let other = server.create_merchant_with("MANUAL", bank).await;
     let ref_code = paid_order(&server, &merchant, "S-1", 10_000_000).await;
     paid_order(&server, &merchant, "S-2", 5_000_000).await;
-    let refund = server
-        .refund(
-            &merchant.api_key,
-            &ref_code,
-            json!({ "amount_minor": 2_000_000, "idempotency_key": "s-r1" }),
-        )
-        .await;
+    let refund = server.refund_of(&merchant.api_key, &ref_code, 2_000_000, "s-r1").await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
 
     let reply = run(&server, json!({ "merchant_id": merchant.id })).await;
@@ -209,13 +203,7 @@ async fn a_refund_failing_after_its_settlement_deducted_it_is_given_back_by_the_
         .create_merchant_with("MANUAL", json!({ "settlement_bank": { "bank_short_code": "BRI", "account_number": "1112224445", "account_name": "T" } }))
         .await;
     let ref_code = paid_order(&server, &merchant, "F-1", 20_000_000).await;
-    let refund = server
-        .refund(
-            &merchant.api_key,
-            &ref_code,
-            json!({ "amount_minor": 7_000_000, "idempotency_key": "f-r1" }),
-        )
-        .await;
+    let refund = server.refund_of(&merchant.api_key, &ref_code, 7_000_000, "f-r1").await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
     let first = run(&server, json!({ "merchant_id": merchant.id })).await;
     assert_eq!(first.body["data"][0]["refund_total_minor"], json!(7_000_000));

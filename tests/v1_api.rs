@@ -19,8 +19,7 @@ fn demo_credentials(server: &TestServer) -> Value {
 
 #[tokio::test]
 async fn third_quick_request_over_a_burst_of_two_is_429_with_retry_after() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let reply = server
         .patch_merchant(
             &merchant.id,
@@ -65,8 +64,7 @@ async fn third_quick_request_over_a_burst_of_two_is_429_with_retry_after() {
 
 #[tokio::test]
 async fn unknown_route_is_404_not_found_envelope() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     for path in ["/v1/nothing-here", "/v2/balance", "/v1"] {
         let reply = server.get(path, &merchant.api_key).await;
         assert_v1_error(&reply, 404, "NOT_FOUND");
@@ -79,13 +77,8 @@ async fn unknown_route_is_404_not_found_envelope() {
 #[tokio::test]
 async fn the_front_page_links_the_docs_dashboard_document_and_health() {
     let server = TestServer::start();
-    let page = server
-        .client
-        .get(server.url("/"))
-        .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
-        .send()
-        .await
-        .unwrap();
+    let front_page = |accept: &'static str| server.request(Method::GET, "/").header("accept", accept).send();
+    let page = front_page("text/html,application/xhtml+xml,*/*;q=0.8").await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
     assert!(page.headers().contains_key("content-security-policy"));
@@ -101,13 +94,7 @@ async fn the_front_page_links_the_docs_dashboard_document_and_health() {
     assert!(html.contains("Sandbox"), "{html}");
     assert!(html.contains(env!("CARGO_PKG_VERSION")), "{html}");
 
-    let reply = server
-        .client
-        .get(server.url("/"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
+    let reply = front_page("application/json").await.unwrap();
     assert_eq!(reply.status(), StatusCode::OK);
     assert_eq!(reply.headers()["content-type"], "application/json");
     let body: Value = reply.json().await.unwrap();
@@ -129,8 +116,7 @@ async fn the_front_page_links_the_docs_dashboard_document_and_health() {
 
 #[tokio::test]
 async fn wrong_method_on_a_known_route_is_405_method_not_allowed_envelope() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let reply = server
         .call(Method::DELETE, "/v1/balance", Some(&merchant.api_key), None)
         .await;
@@ -143,28 +129,19 @@ async fn wrong_method_on_a_known_route_is_405_method_not_allowed_envelope() {
 async fn body_over_64_kib_is_413_payload_too_large() {
     let server = TestServer::start();
     let reply = server
-        .admin(
-            Method::POST,
-            "/admin/v1/organizations",
-            Some(json!({ "name": "x".repeat(70 * 1024) })),
-        )
+        .admin_post("/admin/v1/organizations", json!({ "name": "x".repeat(70 * 1024) }))
         .await;
     assert_v1_error(&reply, 413, "PAYLOAD_TOO_LARGE");
     // Just under the limit is read (and refused on its merits, not its size).
     let reply = server
-        .admin(
-            Method::POST,
-            "/admin/v1/organizations",
-            Some(json!({ "name": "x".repeat(60 * 1024) })),
-        )
+        .admin_post("/admin/v1/organizations", json!({ "name": "x".repeat(60 * 1024) }))
         .await;
     assert_v1_error(&reply, 400, "INVALID_BODY");
 }
 
 #[tokio::test]
 async fn every_response_carries_an_x_request_id() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let replies = [
         server.get("/v1/balance", &merchant.api_key).await,
         server.call(Method::GET, "/v1/balance", None, None).await,
@@ -219,8 +196,7 @@ async fn healthz_is_200() {
 
 #[tokio::test]
 async fn metrics_exposes_journal_syncs_and_http_request_counts() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     server.balance(&merchant.api_key).await;
     // Invented methods are counted as OTHER, not as series of their own.
     for invented in ["ZZMETHOD1", "ZZMETHOD2"] {

@@ -6,11 +6,7 @@ use super::*;
 async fn organization_is_created_and_merchants_can_belong_to_it() {
     let server = TestServer::start();
     let reply = server
-        .admin(
-            Method::POST,
-            "/admin/v1/organizations",
-            Some(json!({ "name": "PT Aggregator Nusantara" })),
-        )
+        .admin_post("/admin/v1/organizations", json!({ "name": "PT Aggregator Nusantara" }))
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     let organization = &reply.body["data"];
@@ -21,10 +17,9 @@ async fn organization_is_created_and_merchants_can_belong_to_it() {
 
     let id = organization["id"].as_str().unwrap();
     let reply = server
-        .admin(
-            Method::POST,
+        .admin_post(
             "/admin/v1/merchants",
-            Some(json!({ "name": "Toko Anak", "settlement_type": "WALLET", "organization_id": id })),
+            json!({ "name": "Toko Anak", "settlement_type": "WALLET", "organization_id": id }),
         )
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
@@ -46,8 +41,7 @@ async fn organization_with_empty_name_is_400_invalid_body() {
 
 #[tokio::test]
 async fn disabled_bank_leaves_v1_banks_and_returns_with_the_same_id() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let banks = v1_banks(&server, &merchant.api_key).await;
     let bni = bank_by_code(&banks, "BNI").expect("BNI listed").clone();
 
@@ -74,17 +68,15 @@ async fn disabled_bank_leaves_v1_banks_and_returns_with_the_same_id() {
 
 #[tokio::test]
 async fn new_bank_needs_a_name_and_is_listed_once_added() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let reply = server.set_bank_enabled("SEABANK", true).await;
     assert_invalid_body_naming(&reply, "name");
     assert_eq!(v1_banks(&server, &merchant.api_key).await.len(), 10);
 
     let reply = server
-        .admin(
-            Method::PUT,
+        .admin_put(
             "/admin/v1/banks/SEABANK",
-            Some(json!({ "is_enabled": true, "name": "Bank Seabank Indonesia" })),
+            json!({ "is_enabled": true, "name": "Bank Seabank Indonesia" }),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
@@ -102,8 +94,7 @@ async fn new_bank_needs_a_name_and_is_listed_once_added() {
 
 #[tokio::test]
 async fn disabled_ewallet_is_omitted_from_v1_ewallets_at_once() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     // Fill the one-hour cache first.
     let codes = v1_ewallet_codes(&server, &merchant.api_key).await;
     assert!(codes.contains(&"OVO".to_string()), "{codes:?}");
@@ -133,8 +124,7 @@ async fn unknown_ewallet_code_is_404_ewallet_not_found() {
 
 #[tokio::test]
 async fn merchant_balance_disabled_bank_and_admin_api_survive_a_restart() {
-    let mut server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (mut server, merchant) = TestServer::start_with_merchant().await;
     server.credit(&merchant.id, 424242).await;
     let reply = server
         .patch_merchant(

@@ -58,21 +58,13 @@ async fn get_merchant(server: &TestServer, id: &str) -> Value {
 
 async fn put_public_key(server: &TestServer, id: &str, pem: &str) -> Reply {
     server
-        .admin(
-            Method::PUT,
-            &format!("/admin/v1/merchants/{id}/public-key"),
-            Some(json!({ "pem": pem })),
-        )
+        .admin_put(&format!("/admin/v1/merchants/{id}/public-key"), json!({ "pem": pem }))
         .await
 }
 
 async fn credit_reply(server: &TestServer, id: &str, body: Value) -> Reply {
     server
-        .admin(
-            Method::POST,
-            &format!("/admin/v1/merchants/{id}/wallet/credit"),
-            Some(body),
-        )
+        .admin_post(&format!("/admin/v1/merchants/{id}/wallet/credit"), body)
         .await
 }
 

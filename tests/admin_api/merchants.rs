@@ -139,10 +139,9 @@ async fn admin_request_with_wrong_bearer_token_is_401_unauthorized() {
 async fn creating_a_merchant_is_201_with_credentials_and_default_settings() {
     let server = TestServer::start();
     let reply = server
-        .admin(
-            Method::POST,
+        .admin_post(
             "/admin/v1/merchants",
-            Some(json!({ "name": "Toko Sinar Jaya", "settlement_type": "WALLET" })),
+            json!({ "name": "Toko Sinar Jaya", "settlement_type": "WALLET" }),
         )
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
@@ -251,8 +250,7 @@ async fn fee_and_limit_overrides_given_at_creation_are_applied() {
 
 #[tokio::test]
 async fn json_followed_by_anything_but_whitespace_is_400_and_changes_nothing() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let post = |path: String, body: &'static str| {
         server
             .client
@@ -295,11 +293,7 @@ async fn json_followed_by_anything_but_whitespace_is_400_and_changes_nothing() {
 async fn a_settlement_run_for_a_merchant_id_that_is_not_a_uuid_is_400_invalid_body() {
     let server = TestServer::start();
     let reply = server
-        .admin(
-            Method::POST,
-            "/admin/v1/settlements/run",
-            Some(json!({ "merchant_id": "bad" })),
-        )
+        .admin_post("/admin/v1/settlements/run", json!({ "merchant_id": "bad" }))
         .await;
     assert_invalid_body_naming(&reply, "merchant_id");
 }

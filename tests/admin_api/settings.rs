@@ -7,8 +7,7 @@ use rsa::pkcs8::{EncodePublicKey, LineEnding};
 
 #[tokio::test]
 async fn patching_some_fees_and_limits_keeps_the_other_fields() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let original = get_merchant(&server, &merchant.id).await;
 
     let reply = server
@@ -66,8 +65,7 @@ async fn patching_some_fees_and_limits_keeps_the_other_fields() {
 
 #[tokio::test]
 async fn default_notify_url_is_set_then_cleared_with_null() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let url = "https://merchant.example/webhooks/paygate";
 
     let reply = server
@@ -102,8 +100,7 @@ async fn default_notify_url_is_set_then_cleared_with_null() {
 
 #[tokio::test]
 async fn deactivated_merchant_gets_403_merchant_inactive_until_reactivated() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     assert_eq!(server.balance(&merchant.api_key).await, 0);
 
     let reply = server.patch_merchant(&merchant.id, json!({ "is_active": false })).await;
@@ -171,8 +168,7 @@ async fn public_key_is_accepted_as_spki_and_as_pkcs1_pem() {
 
 #[tokio::test]
 async fn public_key_under_2048_bits_or_garbage_is_400_invalid_body() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let small = new_rsa_public_key(1024).to_public_key_pem(LineEnding::LF).unwrap();
     let reply = put_public_key(&server, &merchant.id, &small).await;
     assert_invalid_body_naming(&reply, "pem");
@@ -194,8 +190,7 @@ async fn public_key_under_2048_bits_or_garbage_is_400_invalid_body() {
 
 #[tokio::test]
 async fn rotating_credentials_kills_the_old_api_key_at_once() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     assert_eq!(server.balance(&merchant.api_key).await, 0);
 
     let reply = server.rotate_credentials(&merchant.id).await;

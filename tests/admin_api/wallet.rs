@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test]
 async fn wallet_credit_returns_the_running_balance() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
 
     let reply = credit_reply(
         &server,
@@ -36,8 +35,7 @@ async fn wallet_credit_returns_the_running_balance() {
 
 #[tokio::test]
 async fn wallet_credit_of_zero_or_less_is_400_invalid_body() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     for amount in [0, -500] {
         let reply = credit_reply(
             &server,
@@ -68,8 +66,7 @@ async fn wallet_credit_to_a_manual_merchant_is_403_not_wallet_merchant() {
 
 #[tokio::test]
 async fn repeated_wallet_credit_idempotency_key_is_409_and_moves_no_money() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let body = json!({ "amount_minor": 70000, "reason": "top up", "idempotency_key": "credit-1" });
     let reply = credit_reply(&server, &merchant.id, body.clone()).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);

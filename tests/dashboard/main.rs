@@ -70,8 +70,7 @@ async fn send(mut request: reqwest::RequestBuilder, cookie: Option<&str>) -> (Re
 /// A server with a WALLET merchant funded with `funding`, and its owner
 /// (`owner@toko.example`) signed in: the server, the merchant, the session cookie.
 async fn funded_owner_signed_in(funding: i64) -> (TestServer, TestMerchant, String) {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     server.credit(&merchant.id, funding).await;
     create_user(&server, &merchant.id, "owner@toko.example").await;
     let session = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();
@@ -80,10 +79,9 @@ async fn funded_owner_signed_in(funding: i64) -> (TestServer, TestMerchant, Stri
 
 async fn create_user(server: &TestServer, merchant_id: &str, email: &str) -> Reply {
     server
-        .admin(
-            Method::POST,
+        .admin_post(
             &format!("/admin/v1/merchants/{merchant_id}/users"),
-            Some(json!({ "email": email, "password": PASSWORD })),
+            json!({ "email": email, "password": PASSWORD }),
         )
         .await
 }

@@ -5,8 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn settings_saved_in_the_dashboard_are_the_merchants() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     create_user(&server, &merchant.id, "owner@toko.example").await;
     let session = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();
     let (_, page) = get(&server, "/dashboard/developers", Some(&session)).await;

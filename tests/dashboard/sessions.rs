@@ -5,8 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn the_operator_makes_users_and_bad_ones_change_nothing() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let reply = create_user(&server, &merchant.id, "Ops@Toko.example").await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     assert_eq!(reply.body["data"]["email"], "ops@toko.example");
@@ -18,10 +17,9 @@ async fn the_operator_makes_users_and_bad_ones_change_nothing() {
         "EMAIL_TAKEN",
     );
     let short = server
-        .admin(
-            Method::POST,
+        .admin_post(
             &format!("/admin/v1/merchants/{}/users", merchant.id),
-            Some(json!({ "email": "short@toko.example", "password": "elevenchars" })),
+            json!({ "email": "short@toko.example", "password": "elevenchars" }),
         )
         .await;
     assert_v1_error(&short, 400, "INVALID_BODY");
@@ -48,8 +46,7 @@ async fn the_operator_makes_users_and_bad_ones_change_nothing() {
 
 #[tokio::test]
 async fn a_signed_in_user_sees_the_balance_the_api_shows_and_signs_out_for_good() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     server.credit(&merchant.id, 2_500_000).await;
     create_user(&server, &merchant.id, "owner@toko.example").await;
     // Not signed in: to the sign-in page.
@@ -89,8 +86,7 @@ async fn a_signed_in_user_sees_the_balance_the_api_shows_and_signs_out_for_good(
 
 #[tokio::test]
 async fn forms_without_their_csrf_token_are_refused_and_change_nothing() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     create_user(&server, &merchant.id, "owner@toko.example").await;
     // Sign-in without the form's token (a cross-site post).
     let (reply, _) = post_form(
@@ -133,8 +129,7 @@ async fn forms_without_their_csrf_token_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn ten_failed_sign_ins_lock_the_email_out_with_429() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     create_user(&server, &merchant.id, "owner@toko.example").await;
     for _ in 0..10 {
         let (status, _) = sign_in(&server, "owner@toko.example", "not the password!")
@@ -164,8 +159,7 @@ async fn ten_failed_sign_ins_lock_the_email_out_with_429() {
 
 #[tokio::test]
 async fn rotating_in_the_dashboard_kills_the_old_key_and_the_other_sessions() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     create_user(&server, &merchant.id, "owner@toko.example").await;
     create_user(&server, &merchant.id, "clerk@toko.example").await;
     let owner = sign_in(&server, "owner@toko.example", PASSWORD).await.unwrap();

@@ -35,8 +35,7 @@ async fn bank_ids(server: &TestServer, api_key: &str) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn banks_lists_exactly_the_ten_seeded_banks_with_their_fields() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let banks = bank_ids(&server, &merchant.api_key).await;
     let codes: Vec<&str> = banks.iter().map(|(code, _)| code.as_str()).collect();
     let mut expected = BANK_CODES.to_vec();
@@ -66,8 +65,7 @@ async fn bank_ids_are_stable_across_restarts_and_servers() {
 
 #[tokio::test]
 async fn ewallets_lists_the_seven_seeded_ewallets_sorted_by_sort_order() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let reply = server.get("/v1/ewallets", &merchant.api_key).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(reply.body["success"], json!(true));

@@ -11,7 +11,7 @@ mod disbursements;
 mod orders;
 mod transport;
 
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{json, Value};
 use support::legacy::*;
 use support::*;

@@ -5,8 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn order_create_and_query_in_legacy_shape() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let created = post(
         &server,
         "/api/order/create",
@@ -180,8 +179,7 @@ fn order_refusals(merchant: &TestMerchant) -> Vec<LegacyRefusal> {
 
 #[tokio::test]
 async fn order_errors_carry_the_exact_messages() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let good = order_body(&merchant, "E-1", 10000, "QRIS");
     for row in order_refusals(&merchant) {
         table::row(&row.name, async {
@@ -194,10 +192,9 @@ async fn order_errors_carry_the_exact_messages() {
     // No gateway for the payment type: the organization routes to none.
     let organization = "00000000-0000-4000-8000-000000000001";
     let routed = server
-        .admin(
-            Method::PUT,
+        .admin_put(
             &format!("/admin/v1/organizations/{organization}/vendors/BANK_TRANSFER"),
-            Some(json!({ "vendors": [] })),
+            json!({ "vendors": [] }),
         )
         .await;
     assert_eq!(routed.status, StatusCode::OK);
@@ -221,8 +218,7 @@ async fn order_errors_carry_the_exact_messages() {
 
 #[tokio::test]
 async fn one_id_string_in_both_apis_makes_two_orders() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let legacy = post(
         &server,
         "/api/order/create",

@@ -5,8 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn qris_order_has_every_field_a_valid_qris_and_a_readable_png() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let body = r#"{"merchant_order_id":"INV-001","amount_minor":2500050,"payment_method":"QRIS","customer_name":"Budi","customer_email":"budi@example.com","customer_phone":"+62 812-3456-7890","notify_url":"https://merchant.example/hook","return_url":"https://merchant.example/done","expire_minutes":15,"metadata":{"z":1,"a":[true,null],"nested":{"k":"v"},"f":1.50}}"#;
     let (reply, text) = post_raw(&server, "/v1/orders", &merchant.api_key, body, &[]).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{text}");
@@ -85,8 +84,7 @@ async fn qris_order_has_every_field_a_valid_qris_and_a_readable_png() {
 
 #[tokio::test]
 async fn an_empty_customer_name_is_null() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     for (id, name) in [("EMPTY-1", ""), ("EMPTY-2", "   ")] {
         let order = create_order(
             &server,
@@ -100,8 +98,7 @@ async fn an_empty_customer_name_is_null() {
 
 #[tokio::test]
 async fn bank_transfer_order_has_a_virtual_account_and_no_qris() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let order = create_order(
         &server,
         &merchant.api_key,
@@ -146,8 +143,7 @@ async fn bank_transfer_order_has_a_virtual_account_and_no_qris() {
 
 #[tokio::test]
 async fn every_invalid_body_is_refused_and_creates_nothing() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let long_id = "x".repeat(256);
     // Each row: its name, the field it changes in a valid QRIS body (left
     // out when `None`), and so the field the message must name.
@@ -205,8 +201,7 @@ async fn every_invalid_body_is_refused_and_creates_nothing() {
 
 #[tokio::test]
 async fn duplicate_merchant_order_id_is_409_with_the_existing_order() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let first = create_order(&server, &merchant.api_key, qris_body("DUP-1", 100_000)).await;
     let again = server
         .post("/v1/orders", &merchant.api_key, Some(qris_body("DUP-1", 999_999)))
@@ -221,8 +216,7 @@ async fn duplicate_merchant_order_id_is_409_with_the_existing_order() {
 
 #[tokio::test]
 async fn idempotency_key_replays_the_same_body_and_refuses_a_different_one() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let body = r#"{"merchant_order_id":"IK-1","amount_minor":50000,"payment_method":"QRIS","metadata":{"b":2,"a":1}}"#;
     let (first, first_text) = post_keyed(&server, &merchant.api_key, body).await;
     assert_eq!(first.status, StatusCode::CREATED, "{first_text}");
@@ -258,8 +252,7 @@ async fn idempotency_key_replays_the_same_body_and_refuses_a_different_one() {
 
 #[tokio::test]
 async fn x_signature_is_checked_and_can_be_mandatory() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let body = r#"{"merchant_order_id":"SIG-1","amount_minor":10000,"payment_method":"QRIS"}"#;
     let (bad, _) = post_signed(&server, &merchant.api_key, body, "wrong").await;
     assert_v1_error(&bad, 401, "INVALID_SIGNATURE");

@@ -5,8 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn reads_are_per_merchant_and_lists_paginate_and_filter() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let other = server.create_wallet_merchant().await;
     let mut refs = Vec::new();
     for i in 0..12 {
@@ -78,8 +77,7 @@ async fn reads_are_per_merchant_and_lists_paginate_and_filter() {
 
 #[tokio::test]
 async fn payment_credits_the_wallet_once_and_manual_merchants_wait_for_settlement() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let order = create_order(&server, &merchant.api_key, qris_body("PAY-1", 10_000_000)).await;
     let ref_code = order["ref_code"].as_str().unwrap();
     let paid = sandbox_order(
@@ -138,8 +136,7 @@ async fn payment_credits_the_wallet_once_and_manual_merchants_wait_for_settlemen
 
 #[tokio::test]
 async fn sandbox_expire_and_fail_end_pending_orders_only() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let a = create_order(&server, &merchant.api_key, qris_body("EXP-1", 10_000)).await;
     let b = create_order(&server, &merchant.api_key, qris_body("FAIL-1", 10_000)).await;
     let (a_ref, b_ref) = (a["ref_code"].as_str().unwrap(), b["ref_code"].as_str().unwrap());

@@ -97,8 +97,7 @@ async fn refunds_follow_the_refundable_amount_and_give_money_back_on_failure() {
 
 #[tokio::test]
 async fn a_refund_the_wallet_cannot_cover_is_refused() {
-    let server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (server, merchant) = TestServer::start_with_merchant().await;
     let order = create_order(&server, &merchant.api_key, qris_body("RF-IB", 1_000_000)).await;
     let ref_code = order["ref_code"].as_str().unwrap();
     pay(&server, &merchant.api_key, ref_code).await;

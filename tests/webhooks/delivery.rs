@@ -189,13 +189,7 @@ async fn disbursement_and_refund_changes_are_events_too() {
         .await;
     let ref_code = order.body["data"]["ref_code"].as_str().unwrap();
     pay(&server, &merchant, ref_code).await;
-    let refund = server
-        .refund(
-            &merchant.api_key,
-            ref_code,
-            json!({ "amount_minor": 100_000, "idempotency_key": "wh-rf" }),
-        )
-        .await;
+    let refund = server.refund_of(&merchant.api_key, ref_code, 100_000, "wh-rf").await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
     let got = wait_for(&receiver, "/default", 5).await;
     let mut events: Vec<String> = got[2..]
