@@ -5,9 +5,8 @@ use super::*;
 
 #[tokio::test]
 async fn bank_disbursement_is_201_pending_with_exactly_the_spec_fields_and_debits_request_plus_fee() {
-    let server = TestServer::start_with(SLOW);
     let funding = 10_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
     let bca = bank_id(&server, &merchant, "BCA").await;
 
     let reply = create(&server, &merchant, bank_body("dsb-bank-1", 1_000_000)).await;
@@ -60,9 +59,8 @@ async fn bank_disbursement_is_201_pending_with_exactly_the_spec_fields_and_debit
 
 #[tokio::test]
 async fn ewallet_disbursement_normalizes_the_phone_has_no_fee_and_omits_vendor_disbursement_id_at_creation() {
-    let server = TestServer::start_with(SLOW);
     let funding = 5_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
 
     let reply = create(
         &server,
@@ -108,8 +106,7 @@ async fn ewallet_disbursement_normalizes_the_phone_has_no_fee_and_omits_vendor_d
 
 #[tokio::test]
 async fn ewallet_phones_are_11_to_14_digits_after_normalization() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 5_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 5_000_000).await;
     // Valid once normalized: ^628[1-35-9][0-9]{7,10}$.
     for (key, phone, stored) in [
         ("p-11", "62812345678", "62812345678"),
@@ -149,9 +146,8 @@ async fn manual_merchant_disbursement_is_403_not_wallet_merchant_and_moves_nothi
 
 #[tokio::test]
 async fn repeated_idempotency_key_is_409_with_the_existing_disbursement_and_debits_once() {
-    let server = TestServer::start_with(SLOW);
     let funding = 10_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
     let first = create_ok(&server, &merchant, bank_body("dup-1", 1_000_000)).await;
     let id = first["id"].as_str().unwrap();
     let debited = funding - 1_000_000 - BANK_FEE;

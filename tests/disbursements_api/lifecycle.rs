@@ -6,9 +6,8 @@ use uuid::Uuid;
 
 #[tokio::test]
 async fn sandbox_vendor_completes_a_bank_disbursement_as_success_with_a_vendor_id() {
-    let server = TestServer::start_with(FAST);
     let funding = 10_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(FAST, funding).await;
     let created = create_ok(&server, &merchant, bank_body("life-ok", 2_000_000)).await;
     let id = created["id"].as_str().unwrap();
     let debited = funding - 2_000_000 - BANK_FEE;
@@ -36,9 +35,8 @@ async fn sandbox_vendor_completes_a_bank_disbursement_as_success_with_a_vendor_i
 
 #[tokio::test]
 async fn sandbox_failing_account_ends_failed_and_returns_the_full_amount_once() {
-    let server = TestServer::start_with(FAST);
     let funding = 10_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(FAST, funding).await;
     let entries_before = entries(&server).await;
     let body = bank_body_to("life-fail", "BCA", "0000000000", 3_000_000);
     let created = create_ok(&server, &merchant, body).await;
@@ -100,9 +98,8 @@ async fn another_merchants_disbursement_or_an_unknown_id_is_404_disbursement_not
 
 #[tokio::test]
 async fn sandbox_complete_failed_returns_the_money_and_a_second_complete_is_422_invalid_status() {
-    let server = TestServer::start_with(SLOW);
     let funding = 5_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
     let created = create_ok(&server, &merchant, bank_body("complete-fail", 1_000_000)).await;
     let id = created["id"].as_str().unwrap();
     wait_for(&server, &merchant, id, "ON_PROCESS").await;
@@ -127,9 +124,8 @@ async fn sandbox_complete_failed_returns_the_money_and_a_second_complete_is_422_
 
 #[tokio::test]
 async fn sandbox_complete_success_keeps_the_debit_and_an_unknown_status_is_400_invalid_body() {
-    let server = TestServer::start_with(SLOW);
     let funding = 5_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
     let first = create_ok(&server, &merchant, bank_body("complete-ok", 1_000_000)).await;
     let second = create_ok(
         &server,

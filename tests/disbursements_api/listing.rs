@@ -14,8 +14,7 @@ async fn create_several(server: &TestServer, merchant: &TestMerchant, n: usize) 
 
 #[tokio::test]
 async fn list_is_newest_first_with_integer_meta_and_pages_without_overlap() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 10_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 10_000_000).await;
     let other = funded_merchant(&server, 10_000_000).await;
     let created = create_several(&server, &merchant, 5).await;
     let newest_first: Vec<String> = created
@@ -94,8 +93,7 @@ async fn list_is_newest_first_with_integer_meta_and_pages_without_overlap() {
 
 #[tokio::test]
 async fn list_filters_by_status_and_created_range_and_refuses_bad_queries() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 10_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 10_000_000).await;
     let created = create_several(&server, &merchant, 5).await;
     let id = |i: usize| created[i]["id"].as_str().unwrap().to_string();
     for i in 0..5 {

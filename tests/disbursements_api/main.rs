@@ -158,10 +158,9 @@ async fn approve(server: &TestServer, id: &str) -> Reply {
 
 async fn reject(server: &TestServer, id: &str) -> Reply {
     server
-        .admin(
-            Method::POST,
+        .admin_post(
             &format!("/admin/v1/disbursements/{id}/reject"),
-            Some(json!({ "reason": "suspicious beneficiary" })),
+            json!({ "reason": "suspicious beneficiary" }),
         )
         .await
 }

@@ -120,8 +120,7 @@ fn body_refusals() -> Vec<Refusal> {
 
 #[tokio::test]
 async fn every_refusal_of_the_body_alone_has_its_status_and_code_and_moves_nothing() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 5_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 5_000_000).await;
     for row in body_refusals() {
         table::row(&row.name, async {
             let reply = assert_refused(&server, &merchant, row.body, row.status, row.code).await;
@@ -137,8 +136,7 @@ async fn every_refusal_of_the_body_alone_has_its_status_and_code_and_moves_nothi
 
 #[tokio::test]
 async fn malformed_json_is_400_invalid_body() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 5_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 5_000_000).await;
     for raw in [
         &br#"{"idempotency_key": "k", "channel": "BANK", "amount_minor": "#[..],
         &b"not json"[..],
@@ -153,8 +151,7 @@ async fn malformed_json_is_400_invalid_body() {
 
 #[tokio::test]
 async fn disabled_bank_is_422_bank_disabled_until_enabled_again() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 5_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 5_000_000).await;
     let bni = bank_id(&server, &merchant, "BNI").await;
     let reply = server.set_bank_enabled("BNI", false).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
@@ -176,8 +173,7 @@ async fn disabled_bank_is_422_bank_disabled_until_enabled_again() {
 
 #[tokio::test]
 async fn disabled_ewallet_is_422_ewallet_disabled() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 5_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 5_000_000).await;
     let reply = server.set_ewallet_enabled("LINKAJA", false).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let body = ewallet_body("linkaja-1", "LINKAJA", "081234567890", 1_000_000);
@@ -187,8 +183,7 @@ async fn disabled_ewallet_is_422_ewallet_disabled() {
 
 #[tokio::test]
 async fn dana_below_idr_20000_is_422_amount_below_minimum_and_exactly_20000_is_accepted() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 5_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 5_000_000).await;
     let body = ewallet_body("dana-1", "DANA", "081234567890", 1_999_900);
     assert_refused(&server, &merchant, body, 422, "AMOUNT_BELOW_MINIMUM").await;
     assert_eq!(server.balance(&merchant.api_key).await, 5_000_000);
@@ -248,15 +243,10 @@ async fn wallet_below_request_plus_fee_is_422_insufficient_balance() {
 
 #[tokio::test]
 async fn amount_over_the_per_transaction_limit_is_422_and_exactly_the_limit_is_accepted() {
-    let server = TestServer::start_with(SLOW);
     let funding = 5_000_000;
-    let merchant = funded_merchant(&server, funding).await;
-    patch_merchant(
-        &server,
-        &merchant.id,
-        json!({ "limits": { "per_transaction_minor": 1_000_000 } }),
-    )
-    .await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
+    let limits = json!({ "limits": { "per_transaction_minor": 1_000_000 } });
+    patch_merchant(&server, &merchant.id, limits).await;
 
     // The limit applies to the request amount, fee excluded.
     let body = bank_body("limit-1", 1_000_001);
@@ -273,9 +263,8 @@ async fn amount_over_the_per_transaction_limit_is_422_and_exactly_the_limit_is_a
 
 #[tokio::test]
 async fn default_per_transaction_limit_is_idr_50_million() {
-    let server = TestServer::start_with(SLOW);
     let funding = 6_000_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
     let body = bank_body("big-1", 5_000_000_001);
     assert_refused(&server, &merchant, body, 422, "AMOUNT_EXCEEDS_LIMIT").await;
     assert_eq!(server.balance(&merchant.api_key).await, funding);
@@ -283,9 +272,8 @@ async fn default_per_transaction_limit_is_idr_50_million() {
 
 #[tokio::test]
 async fn daily_limit_counts_the_days_requests_and_a_failed_one_frees_its_share() {
-    let server = TestServer::start_with(SLOW);
     let funding = 10_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
     patch_merchant(&server, &merchant.id, json!({ "limits": { "daily_minor": 3_000_000 } })).await;
 
     let first = create_ok(&server, &merchant, bank_body("day-1", 1_500_000)).await;

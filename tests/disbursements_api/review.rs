@@ -47,15 +47,10 @@ async fn amount_at_the_review_threshold_waits_in_review_until_approved_then_succ
 
 #[tokio::test]
 async fn review_threshold_is_inclusive_and_follows_the_merchants_patched_limit() {
-    let server = TestServer::start_with(FAST);
     let funding = 5_000_000;
-    let merchant = funded_merchant(&server, funding).await;
-    patch_merchant(
-        &server,
-        &merchant.id,
-        json!({ "limits": { "review_threshold_minor": 1_000_000 } }),
-    )
-    .await;
+    let (server, merchant) = funded_server(FAST, funding).await;
+    let limits = json!({ "limits": { "review_threshold_minor": 1_000_000 } });
+    patch_merchant(&server, &merchant.id, limits).await;
     let below = create_ok(
         &server,
         &merchant,
@@ -115,8 +110,7 @@ async fn rejecting_a_disbursement_in_review_returns_the_full_amount_exactly_once
 
 #[tokio::test]
 async fn approve_or_reject_with_a_non_uuid_is_400_invalid_id_and_unknown_is_404() {
-    let server = TestServer::start_with(SLOW);
-    let merchant = funded_merchant(&server, 5_000_000).await;
+    let (server, merchant) = funded_server(SLOW, 5_000_000).await;
     let created = create_ok(&server, &merchant, bank_body("not-review", 1_000_000)).await;
     let id = created["id"].as_str().unwrap();
     wait_for(&server, &merchant, id, "ON_PROCESS").await;

@@ -4,9 +4,8 @@ use super::*;
 
 #[tokio::test]
 async fn correct_x_signature_is_201_and_a_wrong_one_is_401_invalid_signature_creating_nothing() {
-    let server = TestServer::start_with(SLOW);
     let funding = 10_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
 
     let body = serde_json::to_vec(&bank_body("signed-1", 1_000_000)).unwrap();
     let signature = hmac_signature(&merchant.webhook_secret, &body);
@@ -47,9 +46,8 @@ async fn correct_x_signature_is_201_and_a_wrong_one_is_401_invalid_signature_cre
 
 #[tokio::test]
 async fn required_signature_refuses_an_unsigned_disbursement_with_401_invalid_signature() {
-    let server = TestServer::start_with(SLOW);
     let funding = 10_000_000;
-    let merchant = funded_merchant(&server, funding).await;
+    let (server, merchant) = funded_server(SLOW, funding).await;
     patch_merchant(&server, &merchant.id, json!({ "require_signature": true })).await;
 
     let body = serde_json::to_vec(&bank_body("must-sign", 1_000_000)).unwrap();
