@@ -5,14 +5,10 @@ use super::*;
 
 #[tokio::test]
 async fn signed_callbacks_pay_once_and_refunds_come_back_through_them() {
-    let (vendor_url, calls) = start_vendor().await;
-    let server = TestServer::start();
-    let (organization, merchant) = organization_with_merchant(&server).await;
+    let (vendor_url, calls, server, organization, merchant) = setup().await;
     add_vendor(&server, "v-ok", format!("{vendor_url}/ok"), true).await;
     route(&server, &organization, "QRIS", &["v-ok"]).await;
-    let created = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("C-1", "QRIS")))
-        .await;
+    let created = new_order(&server, &merchant, "C-1", "QRIS").await;
     let ref_code = created.body["data"]["ref_code"].as_str().unwrap().to_string();
     let paid = json!({ "type": "payment", "ref_code": ref_code, "status": "PAID", "vendor_rrn": "RRN000111222" });
 
@@ -36,13 +32,7 @@ async fn signed_callbacks_pay_once_and_refunds_come_back_through_them() {
     assert_eq!(order.body["data"]["vendor_rrn"], json!("RRN000111222"));
 
     // Refund: the vendor is asked, answers PENDING, then calls back FAILED.
-    let refund = server
-        .refund(
-            &merchant.api_key,
-            &ref_code,
-            json!({ "amount_minor": 400_000, "idempotency_key": "rf-1" }),
-        )
-        .await;
+    let refund = server.refund_of(&merchant.api_key, &ref_code, 400_000, "rf-1").await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
     let refund_id = refund.body["data"]["id"].as_str().unwrap().to_string();
     assert_eq!(server.balance(&merchant.api_key).await, net - 400_000);
@@ -85,9 +75,7 @@ async fn signed_callbacks_pay_once_and_refunds_come_back_through_them() {
 
     // Another vendor cannot confirm this vendor's orders.
     add_vendor(&server, "v-other", format!("{vendor_url}/ok"), true).await;
-    let other = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("C-2", "QRIS")))
-        .await;
+    let other = new_order(&server, &merchant, "C-2", "QRIS").await;
     let other_ref = other.body["data"]["ref_code"].as_str().unwrap();
     let hijack = callback(
         &server,
@@ -101,27 +89,17 @@ async fn signed_callbacks_pay_once_and_refunds_come_back_through_them() {
 
 #[tokio::test]
 async fn a_refund_the_vendor_took_is_not_asked_again_after_a_restart() {
-    let (vendor_url, calls) = start_vendor().await;
-    let mut server = TestServer::start();
-    let (organization, merchant) = organization_with_merchant(&server).await;
+    let (vendor_url, calls, mut server, organization, merchant) = setup().await;
     add_vendor(&server, "v-ok", format!("{vendor_url}/ok"), true).await;
     route(&server, &organization, "QRIS", &["v-ok"]).await;
-    let created = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("RS-1", "QRIS")))
-        .await;
+    let created = new_order(&server, &merchant, "RS-1", "QRIS").await;
     let ref_code = created.body["data"]["ref_code"].as_str().unwrap().to_string();
     let paid = json!({ "type": "payment", "ref_code": ref_code, "status": "PAID" });
     assert_eq!(
         callback(&server, "v-ok", paid, Some(SECRET)).await.status,
         StatusCode::OK
     );
-    let refund = server
-        .refund(
-            &merchant.api_key,
-            &ref_code,
-            json!({ "amount_minor": 2_000, "idempotency_key": "rs-1" }),
-        )
-        .await;
+    let refund = server.refund_of(&merchant.api_key, &ref_code, 2_000, "rs-1").await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
     let refund_id = refund.body["data"]["id"].as_str().unwrap().to_string();
     let reference = format!("rf-{refund_id}");
@@ -154,14 +132,10 @@ async fn a_refund_the_vendor_took_is_not_asked_again_after_a_restart() {
 
 #[tokio::test]
 async fn vendors_without_refunds_refuse_them() {
-    let (vendor_url, _calls) = start_vendor().await;
-    let server = TestServer::start();
-    let (organization, merchant) = organization_with_merchant(&server).await;
+    let (vendor_url, _calls, server, organization, merchant) = setup().await;
     add_vendor(&server, "v-norefund", format!("{vendor_url}/ok"), false).await;
     route(&server, &organization, "QRIS", &["v-norefund"]).await;
-    let created = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("N-1", "QRIS")))
-        .await;
+    let created = new_order(&server, &merchant, "N-1", "QRIS").await;
     let ref_code = created.body["data"]["ref_code"].as_str().unwrap();
     let paid = callback(
         &server,
@@ -172,22 +146,14 @@ async fn vendors_without_refunds_refuse_them() {
     .await;
     assert_eq!(paid.status, StatusCode::OK);
     let before = server.balance(&merchant.api_key).await;
-    let refund = server
-        .refund(
-            &merchant.api_key,
-            ref_code,
-            json!({ "amount_minor": 1_000, "idempotency_key": "nr" }),
-        )
-        .await;
+    let refund = server.refund_of(&merchant.api_key, ref_code, 1_000, "nr").await;
     assert_v1_error(&refund, 422, "REFUND_NOT_SUPPORTED");
     assert_eq!(server.balance(&merchant.api_key).await, before);
 }
 
 #[tokio::test]
 async fn a_refund_vendor_failure_of_unknown_outcome_is_asked_again_and_a_refusal_fails_it() {
-    let (vendor_url, calls) = start_vendor().await;
-    let server = TestServer::start();
-    let (organization, merchant) = organization_with_merchant(&server).await;
+    let (vendor_url, calls, server, organization, merchant) = setup().await;
     add_vendor(&server, "v-flaky", format!("{vendor_url}/flaky"), true).await;
     add_vendor(&server, "v-refuse", format!("{vendor_url}/refuse"), true).await;
 

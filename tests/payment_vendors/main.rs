@@ -107,10 +107,9 @@ async fn start_vendor() -> (String, Calls) {
 
 async fn add_vendor(server: &TestServer, name: &str, url: String, supports_refund: bool) {
     let reply = server
-        .admin(
-            Method::PUT,
+        .admin_put(
             &format!("/admin/v1/vendors/{name}"),
-            Some(json!({ "url": url, "secret": SECRET, "timeout_ms": 1_500, "supports_refund": supports_refund })),
+            json!({ "url": url, "secret": SECRET, "timeout_ms": 1_500, "supports_refund": supports_refund }),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
@@ -129,6 +128,22 @@ async fn callback(server: &TestServer, vendor: &str, body: Value, sign_with: Opt
     let bytes = body.to_string();
     let signature = sign_with.map(|secret| hmac_signature(secret, bytes.as_bytes()));
     vendor_callback(server, vendor, bytes, signature).await
+}
+
+/// `POST /v1/orders` of IDR 10,000 by `method` as `merchant`, with the id `id`.
+async fn new_order(server: &TestServer, merchant: &TestMerchant, id: &str, method: &str) -> Reply {
+    server
+        .post("/v1/orders", &merchant.api_key, Some(order_body(id, method)))
+        .await
+}
+
+/// What most tests start from: the scripted vendor (its base URL and call
+/// log), a server, and a WALLET merchant in an organization of its own.
+async fn setup() -> (String, Calls, TestServer, String, TestMerchant) {
+    let (vendor_url, calls) = start_vendor().await;
+    let server = TestServer::start();
+    let (organization, merchant) = organization_with_merchant(&server).await;
+    (vendor_url, calls, server, organization, merchant)
 }
 
 fn order_body(id: &str, method: &str) -> Value {
@@ -160,22 +175,15 @@ async fn paid_order_refunded(
     amount: i64,
 ) -> (String, Reply) {
     route(server, organization, "QRIS", &[vendor]).await;
-    let created = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body(id, "QRIS")))
-        .await;
+    let created = new_order(&server, &merchant, id, "QRIS").await;
     let ref_code = created.body["data"]["ref_code"].as_str().unwrap().to_string();
     let paid = json!({ "type": "payment", "ref_code": ref_code, "status": "PAID" });
     assert_eq!(
         callback(server, vendor, paid, Some(SECRET)).await.status,
         StatusCode::OK
     );
-    let refund = server
-        .refund(
-            &merchant.api_key,
-            &ref_code,
-            json!({ "amount_minor": amount, "idempotency_key": format!("{id}-refund") }),
-        )
-        .await;
+    let key = format!("{id}-refund");
+    let refund = server.refund_of(&merchant.api_key, &ref_code, amount, &key).await;
     assert_eq!(refund.status, StatusCode::CREATED, "{}", refund.body);
     (ref_code, refund)
 }

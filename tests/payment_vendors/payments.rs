@@ -5,9 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn vendors_are_tried_in_order_past_errors_and_timeouts() {
-    let (vendor_url, calls) = start_vendor().await;
-    let server = TestServer::start();
-    let (organization, merchant) = organization_with_merchant(&server).await;
+    let (vendor_url, calls, server, organization, merchant) = setup().await;
     add_vendor(&server, "v-broken", format!("{vendor_url}/broken"), true).await;
     add_vendor(&server, "v-slow", format!("{vendor_url}/slow"), true).await;
     add_vendor(&server, "v-garbage", format!("{vendor_url}/garbage"), true).await;
@@ -25,9 +23,7 @@ async fn vendors_are_tried_in_order_past_errors_and_timeouts() {
         json!(["v-broken", "v-slow", "v-garbage", "v-ok"])
     );
 
-    let created = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("F-1", "QRIS")))
-        .await;
+    let created = new_order(&server, &merchant, "F-1", "QRIS").await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let ref_code = created.body["data"]["ref_code"].as_str().unwrap().to_string();
     assert!(created.body["data"]["qris_string"].as_str().is_some());
@@ -49,13 +45,7 @@ async fn vendors_are_tried_in_order_past_errors_and_timeouts() {
 
     // Bank transfers take the vendor's virtual account.
     route(&server, &organization, "BANK_TRANSFER", &["v-ok"]).await;
-    let va = server
-        .post(
-            "/v1/orders",
-            &merchant.api_key,
-            Some(order_body("F-2", "BANK_TRANSFER")),
-        )
-        .await;
+    let va = new_order(&server, &merchant, "F-2", "BANK_TRANSFER").await;
     assert_eq!(va.status, StatusCode::CREATED, "{}", va.body);
     assert_eq!(
         va.body["data"]["virtual_account"],
@@ -65,36 +55,26 @@ async fn vendors_are_tried_in_order_past_errors_and_timeouts() {
 
 #[tokio::test]
 async fn all_vendors_failing_is_vendor_error_and_none_configured_is_no_vendor() {
-    let (vendor_url, _calls) = start_vendor().await;
-    let server = TestServer::start();
-    let (organization, merchant) = organization_with_merchant(&server).await;
+    let (vendor_url, _calls, server, organization, merchant) = setup().await;
     add_vendor(&server, "v-broken", format!("{vendor_url}/broken"), true).await;
     add_vendor(&server, "v-slow", format!("{vendor_url}/slow"), true).await;
     route(&server, &organization, "QRIS", &["v-broken", "v-slow"]).await;
-    let failed = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("E-1", "QRIS")))
-        .await;
+    let failed = new_order(&server, &merchant, "E-1", "QRIS").await;
     assert_v1_error(&failed, 503, "VENDOR_ERROR");
     // A vendor that refuses connections.
     add_vendor(&server, "v-closed", "http://127.0.0.1:9/nothing".into(), true).await;
     route(&server, &organization, "QRIS", &["v-closed"]).await;
-    let refused = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("E-1", "QRIS")))
-        .await;
+    let refused = new_order(&server, &merchant, "E-1", "QRIS").await;
     assert_v1_error(&refused, 503, "VENDOR_ERROR");
 
     route(&server, &organization, "QRIS", &[]).await;
-    let none = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("E-1", "QRIS")))
-        .await;
+    let none = new_order(&server, &merchant, "E-1", "QRIS").await;
     assert_v1_error(&none, 503, "NO_VENDOR");
     let list = server.get("/v1/orders", &merchant.api_key).await;
     assert_eq!(list.body["meta"]["total"], json!(0), "nothing was created");
     // The same id works once a vendor answers.
     route(&server, &organization, "QRIS", &["sandbox"]).await;
-    let created = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("E-1", "QRIS")))
-        .await;
+    let created = new_order(&server, &merchant, "E-1", "QRIS").await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
 }
 
@@ -167,28 +147,18 @@ async fn vendor_configuration_is_validated() {
 
 #[tokio::test]
 async fn oversized_vendor_answers_are_refused_and_the_next_vendor_tried() {
-    let (vendor_url, calls) = start_vendor().await;
-    let server = TestServer::start();
-    let (organization, merchant) = organization_with_merchant(&server).await;
+    let (vendor_url, calls, server, organization, merchant) = setup().await;
     add_vendor(&server, "v-huge", format!("{vendor_url}/huge"), true).await;
     add_vendor(&server, "v-longva", format!("{vendor_url}/longva"), true).await;
     add_vendor(&server, "v-ok", format!("{vendor_url}/ok"), true).await;
     route(&server, &organization, "QRIS", &["v-huge", "v-ok"]).await;
-    let created = server
-        .post("/v1/orders", &merchant.api_key, Some(order_body("H-1", "QRIS")))
-        .await;
+    let created = new_order(&server, &merchant, "H-1", "QRIS").await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let tried: Vec<String> = calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
     assert_eq!(tried, ["huge", "ok"]);
 
     route(&server, &organization, "BANK_TRANSFER", &["v-longva"]).await;
-    let refused = server
-        .post(
-            "/v1/orders",
-            &merchant.api_key,
-            Some(order_body("H-2", "BANK_TRANSFER")),
-        )
-        .await;
+    let refused = new_order(&server, &merchant, "H-2", "BANK_TRANSFER").await;
     assert_v1_error(&refused, 503, "VENDOR_ERROR");
     let list = server.get("/v1/orders", &merchant.api_key).await;
     assert_eq!(list.body["meta"]["total"], json!(1), "the refused order is not stored");
@@ -196,9 +166,7 @@ async fn oversized_vendor_answers_are_refused_and_the_next_vendor_tried() {
 
 #[tokio::test]
 async fn concurrent_repeats_of_one_order_ask_the_vendor_once() {
-    let (vendor_url, calls) = start_vendor().await;
-    let server = TestServer::start();
-    let (organization, merchant) = organization_with_merchant(&server).await;
+    let (vendor_url, calls, server, organization, merchant) = setup().await;
     add_vendor(&server, "v-unhurried", format!("{vendor_url}/unhurried"), true).await;
     route(&server, &organization, "QRIS", &["v-unhurried"]).await;
     let body = order_body("SAME-1", "QRIS");

@@ -115,10 +115,9 @@ async fn a_payout_route_names_only_payout_vendors_and_a_refused_route_is_left_un
     add_payout_vendor(&server, &acme).await;
     // A payment vendor, not a payout vendor.
     let reply = server
-        .admin(
-            Method::PUT,
+        .admin_put(
             "/admin/v1/vendors/payments-only",
-            Some(json!({ "url": "http://127.0.0.1:9/pay", "secret": "s3cret" })),
+            json!({ "url": "http://127.0.0.1:9/pay", "secret": "s3cret" }),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
