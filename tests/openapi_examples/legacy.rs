@@ -58,10 +58,9 @@ pub(super) async fn tour_legacy(server: &TestServer, tour: &mut Tour, merchant: 
     tour.keep(
         "admin_set_public_key",
         &server
-            .admin(
-                Method::PUT,
+            .admin_put(
                 &format!("/admin/v1/merchants/{}/public-key", merchant.id),
-                Some(json!({ "pem": pem })),
+                json!({ "pem": pem }),
             )
             .await,
     );

@@ -120,22 +120,11 @@ async fn tour() -> BTreeMap<String, Value> {
         .admin(Method::GET, &format!("/admin/v1/merchants/{}", merchant.id), None)
         .await;
     tour.keep("admin_get_merchant", &admin_merchant);
-    let credit = server
-        .admin(
-            Method::POST,
-            &format!("/admin/v1/merchants/{}/wallet/credit", merchant.id),
-            Some(json!({ "amount_minor": 50_000_000, "reason": "sandbox top-up", "idempotency_key": "top-up-1" })),
-        )
-        .await;
-    tour.keep("admin_credit_wallet", &credit);
-    let again = server
-        .admin(
-            Method::POST,
-            &format!("/admin/v1/merchants/{}/wallet/credit", merchant.id),
-            Some(json!({ "amount_minor": 50_000_000, "reason": "sandbox top-up", "idempotency_key": "top-up-1" })),
-        )
-        .await;
-    tour.keep("admin_credit_wallet", &again);
+    // A top-up, then the same one again (refused).
+    let credit = format!("/admin/v1/merchants/{}/wallet/credit", merchant.id);
+    let top_up = json!({ "amount_minor": 50_000_000, "reason": "sandbox top-up", "idempotency_key": "top-up-1" });
+    tour.keep("admin_credit_wallet", &server.admin_post(&credit, top_up.clone()).await);
+    tour.keep("admin_credit_wallet", &server.admin_post(&credit, top_up).await);
     orders::tour_orders(&server, &mut tour, &merchant).await;
     disbursements::tour_disbursements(&server, &mut tour, &merchant).await;
     operator::tour_operator(&server, &mut tour, &merchant).await;

@@ -20,21 +20,13 @@ pub(super) async fn tour_operator(server: &TestServer, tour: &mut Tour, merchant
     tour.keep(
         "admin_create_organization",
         &server
-            .admin(
-                Method::POST,
-                "/admin/v1/organizations",
-                Some(json!({ "name": "Toko Group" })),
-            )
+            .admin_post("/admin/v1/organizations", json!({ "name": "Toko Group" }))
             .await,
     );
     let manual = tour.keep(
         "admin_create_merchant",
         &server
-            .admin(
-                Method::POST,
-                "/admin/v1/merchants",
-                Some(json!({ "name": "Toko Maju", "settlement_type": "MANUAL", "settlement_bank": { "bank_short_code": "BCA", "account_number": "5550001111", "account_name": "Toko Maju" } })),
-            )
+            .admin_post("/admin/v1/merchants", json!({ "name": "Toko Maju", "settlement_type": "MANUAL", "settlement_bank": { "bank_short_code": "BCA", "account_number": "5550001111", "account_name": "Toko Maju" } }))
             .await,
     );
     let manual_id = manual["data"]["merchant"]["id"].as_str().unwrap().to_string();
@@ -63,11 +55,7 @@ pub(super) async fn tour_operator(server: &TestServer, tour: &mut Tour, merchant
     tour.keep(
         "admin_run_settlements",
         &server
-            .admin(
-                Method::POST,
-                "/admin/v1/settlements/run",
-                Some(json!({ "merchant_id": manual_id })),
-            )
+            .admin_post("/admin/v1/settlements/run", json!({ "merchant_id": manual_id }))
             .await,
     );
     tour.keep(

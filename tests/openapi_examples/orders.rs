@@ -55,34 +55,22 @@ pub(super) async fn tour_orders(server: &TestServer, tour: &mut Tour, merchant: 
     let pay = format!("/v1/sandbox/orders/{ref_code}/pay");
     tour.post(&server, "sandbox_pay", &pay, key, None).await;
     tour.post(&server, "sandbox_pay", &pay, key, None).await;
+    // A refund, then one of more than is left (refused).
+    let refund_path = format!("/v1/orders/{ref_code}/refund");
+    let first = json!({ "amount_minor": 500_000, "reason": "customer request", "idempotency_key": "refund-1" });
     let refund = tour
-        .post(
-            &server,
-            "create_refund",
-            &format!("/v1/orders/{ref_code}/refund"),
-            key,
-            Some(json!({ "amount_minor": 500_000, "reason": "customer request", "idempotency_key": "refund-1" })),
-        )
+        .post(&server, "create_refund", &refund_path, key, Some(first))
         .await;
-    tour.post(
-        &server,
-        "create_refund",
-        &format!("/v1/orders/{ref_code}/refund"),
-        key,
-        Some(json!({ "amount_minor": 900_000_000, "reason": "too much", "idempotency_key": "refund-2" })),
-    )
-    .await;
-    tour.get(&server, "list_refunds", &format!("/v1/orders/{ref_code}/refunds"), key)
+    let too_much = json!({ "amount_minor": 900_000_000, "reason": "too much", "idempotency_key": "refund-2" });
+    tour.post(&server, "create_refund", &refund_path, key, Some(too_much))
         .await;
+    let refunds = format!("/v1/orders/{ref_code}/refunds");
+    tour.get(&server, "list_refunds", &refunds, key).await;
     let refund_id = refund["data"]["id"].as_str().unwrap().to_string();
-    tour.post(
-        &server,
-        "sandbox_complete_refund",
-        &format!("/v1/sandbox/refunds/{refund_id}/complete"),
-        key,
-        Some(json!({ "status": "SUCCESS" })),
-    )
-    .await;
+    let complete = format!("/v1/sandbox/refunds/{refund_id}/complete");
+    let success = Some(json!({ "status": "SUCCESS" }));
+    tour.post(&server, "sandbox_complete_refund", &complete, key, success)
+        .await;
     let second = tour.post(&server, "create_order", "/v1/orders", key, Some(json!({ "merchant_order_id": "INV-1002", "amount_minor": 1_000_000, "payment_method": "BANK_TRANSFER" }))).await;
     let second_ref = second["data"]["ref_code"].as_str().unwrap().to_string();
     tour.post(
