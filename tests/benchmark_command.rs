@@ -3,17 +3,24 @@
 //! its baseline and phases) and passes its own checks, with the real binary
 //! the other tests start.
 
+mod support;
+
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+/// Asserts that `stdout` holds each of `expected`.
+fn assert_all_in(stdout: &str, expected: &[&str]) {
+    for part in expected {
+        assert!(stdout.contains(part), "no {part:?} in\n{stdout}");
+    }
+}
 
 /// Runs `paygate benchmark` with `args`; returns (exit success, stdout, stderr).
 /// A run still going after a minute is killed and counted as a failure.
 fn benchmark(args: &[&str]) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_paygate"))
-        .arg("benchmark")
+    let mut child = support::paygate("benchmark")
         .args(args)
-        .env("PAYGATE_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -59,7 +66,7 @@ fn a_small_benchmark_prints_its_figures_and_passes_every_check() {
         "50",
     ]);
     assert!(success, "benchmark failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    for figure in [
+    let figures = [
         "created       300 in ",
         " disbursements/s (process CPU ",
         "latency       p50 ",
@@ -73,10 +80,9 @@ fn a_small_benchmark_prints_its_figures_and_passes_every_check() {
         "last webhook  ",
         " MiB after creation, ",
         "listening again after ",
-    ] {
-        assert!(stdout.contains(figure), "no {figure:?} in\n{stdout}");
-    }
-    for check in [
+    ];
+    assert_all_in(&stdout, &figures);
+    let checks = [
         "ok    every creation answered 201: 300 of 300",
         "ok    every 201 found by GET: 300 of 300",
         "ok    every disbursement final and SUCCESS: 300 of 300",
@@ -84,9 +90,8 @@ fn a_small_benchmark_prints_its_figures_and_passes_every_check() {
         "ok    ledger verify: balanced true",
         "ok    final webhook received for every disbursement, signature checked: 300 of 300",
         "ok    every 201 found again with its status: 300 of 300",
-    ] {
-        assert!(stdout.contains(check), "no {check:?} in\n{stdout}");
-    }
+    ];
+    assert_all_in(&stdout, &checks);
     assert!(!stdout.contains("FAIL"), "{stdout}");
     assert!(stdout.contains("all 9 checks passed"), "{stdout}");
 
@@ -145,7 +150,7 @@ fn an_orders_paid_benchmark_in_two_phases_prints_its_baseline_and_each_phase() {
         "4",
     ]);
     assert!(success, "benchmark failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    for figure in [
+    let figures = [
         "200 paid orders (POST /v1/orders, then POST /v1/sandbox/orders/{ref_code}/pay) over 2 merchants, 2 phases,",
         "baseline (bare axum handlers in this process",
         "  requests      200 in ",
@@ -164,17 +169,15 @@ fn an_orders_paid_benchmark_in_two_phases_prints_its_baseline_and_each_phase() {
         "  ratio         ",
         "  floor         server ",
         " MiB after the last drain and 3 s idle: ",
-    ] {
-        assert!(stdout.contains(figure), "no {figure:?} in\n{stdout}");
-    }
-    for check in [
+    ];
+    assert_all_in(&stdout, &figures);
+    let checks = [
         "ok    every item answered 201, and 200 to its payment: 200 of 200",
         "ok    every order found by GET with its status (PAID once paid, else PENDING): 200 of 200 sampled of 200",
         "ok    each balance = funding - final amounts paid + orders paid in: 2 of 2 merchants",
         "ok    order.paid webhook received for every paid order, signature checked: 200 of 200",
         "ok    every order found by GET again with its status (PAID once paid, else PENDING): 200 of 200",
-    ] {
-        assert!(stdout.contains(check), "no {check:?} in\n{stdout}");
-    }
+    ];
+    assert_all_in(&stdout, &checks);
     assert!(stdout.contains("all 8 checks passed"), "{stdout}");
 }

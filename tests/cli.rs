@@ -3,6 +3,8 @@
 //! SIGTERM however soon after start stops it cleanly, and a second one
 //! stops it at once.
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -13,12 +15,10 @@ use std::time::{Duration, Instant};
 /// the settings: it is killed and counted as a success.
 fn serve(args: &[&str]) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_paygate"))
-        .arg("serve")
+    let mut child = support::paygate("serve")
         .args(["--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
         .args(args)
-        .env("PAYGATE_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
