@@ -240,14 +240,8 @@ async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     engine_setup::finish(engine).await
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
-
-    #[test]
-    fn orders_and_refunds_match_the_model_through_restarts(
-        ops in prop::collection::vec(op(), 1..50),
-        funding in 0i64..2_000_000,
-    ) {
-        engine_setup::on_two_workers(run(ops, funding))?;
-    }
-}
+engine_setup::model_property!(
+    orders_and_refunds_match_the_model_through_restarts,
+    1..50,
+    0i64..2_000_000
+);
