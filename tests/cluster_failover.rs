@@ -8,9 +8,6 @@
 mod payout_double;
 mod support;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::StatusCode as AxumStatus;
 use paygate_engine::cluster::test_postgres::TestPostgres;
 use payout_double::PayoutDouble;
 use reqwest::{Method, StatusCode};
@@ -20,41 +17,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::cluster::{node_args, start_cluster, wait_until_spread, NODE_IDS};
+use support::load::{final_event, paid_event, post_json, start_receiver};
 use support::TestServer;
 
 /// Merchants under load: enough that every node owns some of them.
 const MERCHANTS: usize = 9;
 /// The default organization, whose payout routing every merchant uses.
 const DEFAULT_ORGANIZATION: &str = "00000000-0000-4000-8000-000000000001";
-
-#[derive(Default)]
-struct Receiver {
-    delivered: Mutex<HashSet<(String, String)>>,
-}
-
-async fn receive(State(receiver): State<Arc<Receiver>>, body: Bytes) -> AxumStatus {
-    if let Ok(event) = serde_json::from_slice::<Value>(&body) {
-        if let (Some(id), Some(kind)) = (event["id"].as_str(), event["event"].as_str()) {
-            receiver
-                .delivered
-                .lock()
-                .unwrap()
-                .insert((id.to_string(), kind.to_string()));
-        }
-    }
-    AxumStatus::OK
-}
-
-async fn start_receiver() -> (String, Arc<Receiver>) {
-    let receiver = Arc::new(Receiver::default());
-    let app = axum::Router::new()
-        .route("/hook", axum::routing::post(receive))
-        .with_state(receiver.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, receiver)
-}
 
 /// What some node answered 201 (or 200 for a payment) to.
 #[derive(Default)]
@@ -69,16 +38,7 @@ struct Acknowledged {
 }
 
 async fn post(client: &reqwest::Client, base: &str, key: &str, path: &str, body: Value) -> Option<(StatusCode, Value)> {
-    let response = client
-        .post(format!("{base}{path}"))
-        .header("X-API-Key", key)
-        .json(&body)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .ok()?;
-    let status = response.status();
-    Some((status, response.json().await.ok()?))
+    post_json(client, base, key, path, body, Duration::from_secs(10)).await
 }
 
 /// One merchant's load until `stop`, each request to the next node in
@@ -131,7 +91,7 @@ async fn get(node: &TestServer, key: &str, path: &str) -> support::Reply {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_killed_under_load_loses_nothing_pays_nothing_twice_and_its_shards_move() {
     let Some(pg) = TestPostgres::start() else { return };
-    let (hook, receiver) = start_receiver().await;
+    let (hook, receiver) = start_receiver(false).await;
     let acme = PayoutDouble::start("acme", "/acme/api").await;
     let settler = acme.spawn_settler(0xC1A5, Duration::from_millis(150), 0.5);
     let extra = ["--webhook-retry-scale", "0.001", "--vendor-retry-scale", "0.02"];
@@ -250,45 +210,16 @@ async fn a_node_killed_under_load_loses_nothing_pays_nothing_twice_and_its_shard
     let mut wanted: HashSet<(String, String)> = HashSet::new();
     let deadline = Instant::now() + Duration::from_secs(90);
     for (n, (merchant, id)) in seen.disbursements.iter().enumerate() {
-        let status = loop {
-            let reply = get(live[n % 2], key(*merchant), &format!("/v1/disbursements/{id}")).await;
-            assert_eq!(reply.status, StatusCode::OK, "disbursement {id} lost: {}", reply.body);
-            let status = reply.body["data"]["status"].as_str().unwrap().to_string();
-            if status == "SUCCESS" || status == "FAILED" || Instant::now() > deadline {
-                break status;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        assert!(status == "SUCCESS" || status == "FAILED", "{id} still {status}");
-        wanted.insert((id.clone(), format!("disbursement.{}", status.to_lowercase())));
+        wanted.insert(final_event(live[n % 2], key(*merchant), id, deadline).await);
     }
     settler.abort();
     acme.assert_protocol_kept();
     for (merchant, reference) in &seen.paid {
-        let reply = get(live[0], key(*merchant), &format!("/v1/orders/{reference}")).await;
-        wanted.insert((
-            reply.body["data"]["id"].as_str().unwrap().to_string(),
-            "order.paid".into(),
-        ));
+        wanted.insert(paid_event(live[0], key(*merchant), reference).await);
     }
 
     // Every final event reaches the receiver.
-    loop {
-        let missing: Vec<_> = {
-            let delivered = receiver.delivered.lock().unwrap();
-            wanted.iter().filter(|w| !delivered.contains(*w)).cloned().collect()
-        };
-        if missing.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} events never delivered, e.g. {:?}",
-            missing.len(),
-            &missing[..missing.len().min(3)]
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    receiver.wait_for(&wanted, deadline).await;
 
     // Every wallet is what its ledger says, the same through both nodes.
     for merchant in &merchants {

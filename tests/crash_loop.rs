@@ -9,57 +9,16 @@
 
 mod support;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::StatusCode as AxumStatus;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::load::{final_event, paid_event, post_json, start_receiver};
 use support::TestServer;
 
 const CYCLES: usize = 20;
-
-/// What the flaky receiver saw answered 2xx: (resource id, event type).
-#[derive(Default)]
-struct Receiver {
-    requests: AtomicU64,
-    delivered: Mutex<HashSet<(String, String)>>,
-}
-
-async fn receive(State(receiver): State<Arc<Receiver>>, body: Bytes) -> AxumStatus {
-    // One request in four fails, picked by a multiplicative hash of the
-    // request's number rather than every fourth: a strict period lines up
-    // with the dispatcher's retry order, so the same event could take every
-    // failure until its retries run out.
-    let request = receiver.requests.fetch_add(1, Ordering::Relaxed);
-    if request.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62 == 3 {
-        return AxumStatus::INTERNAL_SERVER_ERROR;
-    }
-    if let Ok(event) = serde_json::from_slice::<Value>(&body) {
-        if let (Some(id), Some(kind)) = (event["id"].as_str(), event["event"].as_str()) {
-            receiver
-                .delivered
-                .lock()
-                .unwrap()
-                .insert((id.to_string(), kind.to_string()));
-        }
-    }
-    AxumStatus::OK
-}
-
-async fn start_receiver() -> (String, Arc<Receiver>) {
-    let receiver = Arc::new(Receiver::default());
-    let app = axum::Router::new()
-        .route("/hook", axum::routing::post(receive))
-        .with_state(receiver.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, receiver)
-}
 
 /// What the load saw acknowledged.
 #[derive(Default)]
@@ -71,16 +30,7 @@ struct Acknowledged {
 }
 
 async fn post(client: &reqwest::Client, base: &str, key: &str, path: &str, body: Value) -> Option<(StatusCode, Value)> {
-    let response = client
-        .post(format!("{base}{path}"))
-        .header("X-API-Key", key)
-        .json(&body)
-        .timeout(Duration::from_secs(5))
-        .send()
-        .await
-        .ok()?;
-    let status = response.status();
-    Some((status, response.json().await.ok()?))
+    post_json(client, base, key, path, body, Duration::from_secs(5)).await
 }
 
 /// One cycle's load until `stop`: disbursements (one in five to the
@@ -208,7 +158,7 @@ async fn get(server: &TestServer, key: &str, path: &str) -> support::Reply {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_sigkill_cycles_under_mixed_load_lose_nothing_and_deliver_every_event() {
-    let (hook, receiver) = start_receiver().await;
+    let (hook, receiver) = start_receiver(true).await;
     let mut server = TestServer::start_with(&[
         "--sandbox-disbursement-delay-ms",
         "300",
@@ -219,13 +169,7 @@ async fn twenty_sigkill_cycles_under_mixed_load_lose_nothing_and_deliver_every_e
         .create_merchant_with("WALLET", json!({ "default_notify_url": hook }))
         .await;
     let patch = json!({ "limits": { "rate_limit_per_second": 100_000, "rate_limit_burst": 100_000 } });
-    let reply = server
-        .admin(
-            Method::PATCH,
-            &format!("/admin/v1/merchants/{}", merchant.id),
-            Some(patch),
-        )
-        .await;
+    let reply = server.patch_merchant(&merchant.id, patch).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     server.credit(&merchant.id, 1_000_000_000_000).await;
     let seen = Arc::new(Mutex::new(Acknowledged::default()));
@@ -269,40 +213,12 @@ async fn twenty_sigkill_cycles_under_mixed_load_lose_nothing_and_deliver_every_e
     // waits longer), so an event is "never delivered" only past two.
     let deadline = Instant::now() + Duration::from_secs(120);
     for id in &seen.disbursements {
-        let status = loop {
-            let reply = get(&server, &merchant.api_key, &format!("/v1/disbursements/{id}")).await;
-            let status = reply.body["data"]["status"].as_str().unwrap().to_string();
-            if status == "SUCCESS" || status == "FAILED" || Instant::now() > deadline {
-                break status;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        assert!(status == "SUCCESS" || status == "FAILED", "{id} still {status}");
-        wanted.insert((id.clone(), format!("disbursement.{}", status.to_lowercase())));
+        wanted.insert(final_event(&server, &merchant.api_key, id, deadline).await);
     }
     for reference in &seen.paid {
-        let reply = get(&server, &merchant.api_key, &format!("/v1/orders/{reference}")).await;
-        wanted.insert((
-            reply.body["data"]["id"].as_str().unwrap().to_string(),
-            "order.paid".into(),
-        ));
+        wanted.insert(paid_event(&server, &merchant.api_key, reference).await);
     }
-    loop {
-        let missing: Vec<_> = {
-            let delivered = receiver.delivered.lock().unwrap();
-            wanted.iter().filter(|w| !delivered.contains(*w)).cloned().collect()
-        };
-        if missing.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} events never delivered, e.g. {:?}",
-            missing.len(),
-            &missing[..missing.len().min(3)]
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    receiver.wait_for(&wanted, deadline).await;
     assert!(server.balance(&merchant.api_key).await >= 0);
     assert_eq!(server.verify().await["balanced"], json!(true));
 }
