@@ -36,10 +36,9 @@ async fn epoch_of(leases: &Leases, shard: u16) -> (Option<String>, i64) {
 }
 
 async fn credit(node: &TestServer, merchant: &TestMerchant, amount: i64) -> support::Reply {
-    node.admin(
-        Method::POST,
+    node.admin_post(
         &format!("/admin/v1/merchants/{}/wallet/credit", merchant.id),
-        Some(json!({ "amount_minor": amount, "reason": "fault test" })),
+        json!({ "amount_minor": amount, "reason": "fault test" }),
     )
     .await
 }
@@ -175,13 +174,8 @@ async fn a_database_restart_under_load_costs_503s_loses_nothing_and_heals_by_its
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
                     let url = format!("{}/admin/v1/merchants/{id}/wallet/credit", bases[n as usize % 3]);
-                    let sent = client
-                        .post(url)
-                        .bearer_auth(support::ADMIN_TOKEN)
-                        .json(&json!({ "amount_minor": n, "reason": "load" }))
-                        .timeout(Duration::from_secs(20))
-                        .send()
-                        .await;
+                    let body = json!({ "amount_minor": n, "reason": "load" });
+                    let sent = support::load::post_as_admin(&client, url, &body, Duration::from_secs(20)).await;
                     let Ok(response) = sent else { continue };
                     let status = response.status();
                     let body: Value = response.json().await.unwrap_or(Value::Null);
@@ -297,13 +291,7 @@ async fn a_key_rotated_through_one_node_is_refused_by_every_node_at_once() {
     for node in &nodes {
         assert_eq!(node.balance(&merchant.api_key).await, 0);
     }
-    let reply = nodes[through]
-        .admin(
-            Method::POST,
-            &format!("/admin/v1/merchants/{}/rotate-credentials", merchant.id),
-            None,
-        )
-        .await;
+    let reply = nodes[through].rotate_credentials(&merchant.id).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let rotated_at = Instant::now();
     let new_key = reply.body["data"]["api_key"].as_str().unwrap().to_string();

@@ -13,6 +13,11 @@ use std::time::Duration;
 use support::cluster::{health, owner_of, start_cluster, wait_until_spread, NODE_IDS};
 use support::TestServer;
 
+/// Sends `request` as it is built: the raw answer, checked against nothing.
+async fn raw(request: reqwest::RequestBuilder) -> reqwest::Response {
+    request.send().await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
     let Some(pg) = TestPostgres::start() else { return };
@@ -69,12 +74,7 @@ async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
 
     // The checkout page, which names only the order, from every node.
     for node in &nodes {
-        let page = node
-            .client
-            .get(format!("{}/checkout/{order_id}", node.base))
-            .send()
-            .await
-            .unwrap();
+        let page = raw(node.request(Method::GET, &format!("/checkout/{order_id}"))).await;
         assert_eq!(page.status(), StatusCode::OK);
     }
 
@@ -84,20 +84,9 @@ async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
         .call(Method::GET, "/v1/balance", Some(&"0".repeat(64)), None)
         .await;
     support::assert_v1_error(&unknown, 401, "INVALID_API_KEY");
-    let legacy = nodes[other]
-        .client
-        .post(format!("{}/api/order/query", nodes[other].base))
-        .json(&json!({"clientId": merchant.client_id, "orderId": "nope", "signature": "x"}))
-        .send()
-        .await
-        .unwrap();
-    let through_owner = nodes[owner]
-        .client
-        .post(format!("{}/api/order/query", nodes[owner].base))
-        .json(&json!({"clientId": merchant.client_id, "orderId": "nope", "signature": "x"}))
-        .send()
-        .await
-        .unwrap();
+    let query = json!({"clientId": merchant.client_id, "orderId": "nope", "signature": "x"});
+    let legacy = raw(nodes[other].request(Method::POST, "/api/order/query").json(&query)).await;
+    let through_owner = raw(nodes[owner].request(Method::POST, "/api/order/query").json(&query)).await;
     assert_eq!(legacy.status(), through_owner.status());
     assert_eq!(legacy.text().await.unwrap(), through_owner.text().await.unwrap());
 
@@ -144,15 +133,7 @@ async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
 
     // An organization made through one node exists in every shard: merchants
     // of it are made wherever they land.
-    let reply = nodes[1]
-        .admin(
-            Method::POST,
-            "/admin/v1/organizations",
-            Some(json!({ "name": "Grup Nusantara" })),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
-    let organization = reply.body["data"]["id"].as_str().unwrap().to_string();
+    let organization = nodes[1].create_organization("Grup Nusantara").await;
     // A catalog change reaches every shard of every node within a second.
     let created_at = std::time::Instant::now();
     let mut shards = std::collections::BTreeSet::new();
@@ -287,10 +268,9 @@ async fn any_node_answers_as_the_owner_does_and_forged_forwarding_is_refused() {
 
 /// Creates a dashboard user of `merchant_id` through `node`.
 async fn user(node: &TestServer, merchant_id: &str, email: &str) -> support::Reply {
-    node.admin(
-        Method::POST,
+    node.admin_post(
         &format!("/admin/v1/merchants/{merchant_id}/users"),
-        Some(json!({ "email": email, "password": "a long enough password" })),
+        json!({ "email": email, "password": "a long enough password" }),
     )
     .await
 }

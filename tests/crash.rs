@@ -27,15 +27,49 @@ async fn credit_with_key(
     key: &str,
     amount: i64,
 ) -> Option<StatusCode> {
-    let response = client
-        .post(format!("{base}/admin/v1/merchants/{merchant_id}/wallet/credit"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({ "amount_minor": amount, "reason": "crash load", "idempotency_key": key }))
-        .timeout(Duration::from_secs(10))
-        .send()
+    let url = format!("{base}/admin/v1/merchants/{merchant_id}/wallet/credit");
+    let body = json!({ "amount_minor": amount, "reason": "crash load", "idempotency_key": key });
+    let response = load::post_as_admin(client, url, &body, Duration::from_secs(10))
         .await
         .ok()?;
     Some(response.status())
+}
+
+/// A load on `count` tasks sharing one client and `shared`: each runs
+/// `step(client, shared, worker, i)` (with clones of both) for i = 0, 1, ...
+/// until the returned flag is set (`stop_load`) or a step answers false
+/// (the server is gone).
+fn spawn_load<S, F, Fut>(count: usize, shared: S, step: F) -> (Arc<AtomicBool>, Vec<tokio::task::JoinHandle<()>>)
+where
+    S: Clone + Send + 'static,
+    F: Fn(reqwest::Client, S, usize, i64) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let client = reqwest::Client::new();
+    let workers = (0..count)
+        .map(|worker| {
+            let (stop, step, client, shared) = (stop.clone(), step.clone(), client.clone(), shared.clone());
+            tokio::spawn(async move {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    if !step(client.clone(), shared.clone(), worker, i).await {
+                        return;
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    (stop, workers)
+}
+
+/// Stops the load and waits for each of its tasks to end.
+async fn stop_load(stop: &AtomicBool, workers: Vec<tokio::task::JoinHandle<()>>) {
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.await.unwrap();
+    }
 }
 
 fn append_torn_tail(data_dir: &std::path::Path) {
@@ -54,35 +88,23 @@ fn append_torn_tail(data_dir: &std::path::Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_credit_survives_sigkill_and_retries_land_exactly_once() {
-    let mut server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (mut server, merchant) = TestServer::start_with_merchant().await;
     let attempts: Arc<Mutex<Vec<Attempt>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let client = reqwest::Client::new();
-
-    let mut workers = Vec::new();
-    for worker in 0..16 {
-        let (attempts, stop, client) = (attempts.clone(), stop.clone(), client.clone());
-        let (base, merchant_id) = (server.base.clone(), merchant.id.clone());
-        workers.push(tokio::spawn(async move {
-            let mut i = 0i64;
-            while !stop.load(Ordering::Relaxed) {
-                let key = format!("crash-{worker}-{i}");
-                let amount = 1 + (worker as i64 * 31 + i) % 97;
-                let status = credit_with_key(&client, &base, &merchant_id, &key, amount).await;
-                let acknowledged = status == Some(StatusCode::OK);
-                attempts.lock().unwrap().push(Attempt {
-                    key,
-                    amount,
-                    acknowledged,
-                });
-                if status.is_none() {
-                    return; // the server is gone
-                }
-                i += 1;
-            }
-        }));
-    }
+    let shared = (attempts.clone(), server.base.clone(), merchant.id.clone());
+    let (stop, workers) = spawn_load(16, shared, |client, (attempts, base, merchant_id), worker, i| {
+        async move {
+            let key = format!("crash-{worker}-{i}");
+            let amount = 1 + (worker as i64 * 31 + i) % 97;
+            let status = credit_with_key(&client, &base, &merchant_id, &key, amount).await;
+            let acknowledged = status == Some(StatusCode::OK);
+            attempts.lock().unwrap().push(Attempt {
+                key,
+                amount,
+                acknowledged,
+            });
+            status.is_some() // None: the server is gone
+        }
+    });
     // Let the load run, then kill the server while requests are in flight.
     let acknowledged_before_kill = loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -92,10 +114,7 @@ async fn every_acknowledged_credit_survives_sigkill_and_retries_land_exactly_onc
         }
     };
     server.kill();
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        worker.await.unwrap();
-    }
+    stop_load(&stop, workers).await;
     append_torn_tail(&server.data_dir);
     server.restart();
 
@@ -117,6 +136,7 @@ async fn every_acknowledged_credit_survives_sigkill_and_retries_land_exactly_onc
     );
 
     // Every acknowledged key is already there: 409. Unacknowledged ones may or may not be.
+    let client = reqwest::Client::new();
     for attempt in &attempts {
         let status = credit_with_key(&client, &server.base, &merchant.id, &attempt.key, attempt.amount)
             .await
@@ -146,8 +166,7 @@ async fn every_acknowledged_credit_survives_sigkill_and_retries_land_exactly_onc
 
 #[tokio::test]
 async fn a_journal_with_a_corrupted_last_record_opens_without_it() {
-    let mut server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (mut server, merchant) = TestServer::start_with_merchant().await;
     assert_eq!(server.credit(&merchant.id, 500).await, 500);
     assert_eq!(server.credit(&merchant.id, 700).await, 1200);
     server.kill();
@@ -200,62 +219,41 @@ async fn every_acknowledged_disbursement_survives_sigkill_and_the_wallet_balance
     let mut server = TestServer::start_with(&["--sandbox-disbursement-delay-ms", "100"]);
     let merchant = server.create_wallet_merchant().await;
     let limits = json!({ "limits": { "rate_limit_per_second": 100000, "rate_limit_burst": 100000 } });
-    let reply = server
-        .admin(
-            Method::PATCH,
-            &format!("/admin/v1/merchants/{}", merchant.id),
-            Some(limits),
-        )
-        .await;
+    let reply = server.patch_merchant(&merchant.id, limits).await;
     assert_eq!(reply.status, StatusCode::OK);
     let funding = 1_000_000_000_000i64;
     server.credit(&merchant.id, funding).await;
 
     let sent: Arc<Mutex<Vec<SentDisbursement>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let client = reqwest::Client::new();
-    let mut workers = Vec::new();
-    for worker in 0..12 {
-        let (sent, stop, client) = (sent.clone(), stop.clone(), client.clone());
-        let (base, api_key) = (server.base.clone(), merchant.api_key.clone());
-        workers.push(tokio::spawn(async move {
-            let mut i = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let key = format!("dsb-{worker}-{i}");
-                // Every fifth goes to the sandbox's failing account.
-                let account = if i % 5 == 0 { "0000000000" } else { "1234567890" };
-                let body = json!({
-                    "idempotency_key": key, "channel": "BANK", "bank_short_code": "BCA",
-                    "account_number": account, "account_name": "Budi", "amount_minor": 100_000 + i,
-                });
-                let response = client
-                    .post(format!("{base}/v1/disbursements"))
-                    .header("X-API-Key", &api_key)
-                    .json(&body)
-                    .timeout(Duration::from_secs(10))
-                    .send()
-                    .await;
-                let acknowledged_id = match response {
-                    Ok(r) if r.status() == StatusCode::CREATED => {
-                        let value: serde_json::Value = r.json().await.unwrap();
-                        Some(value["data"]["id"].as_str().unwrap().to_string())
-                    }
-                    Ok(r) => panic!("unexpected status {}", r.status()),
-                    Err(_) => None,
-                };
-                let gone = acknowledged_id.is_none();
-                sent.lock().unwrap().push(SentDisbursement {
-                    key,
-                    body,
-                    acknowledged_id,
-                });
-                if gone {
-                    return;
+    let shared = (sent.clone(), server.base.clone(), merchant.api_key.clone());
+    let (stop, workers) = spawn_load(12, shared, |client, (sent, base, api_key), worker, i| {
+        async move {
+            let key = format!("dsb-{worker}-{i}");
+            // Every fifth goes to the sandbox's failing account.
+            let account = if i % 5 == 0 { "0000000000" } else { "1234567890" };
+            let body = json!({
+                "idempotency_key": key, "channel": "BANK", "bank_short_code": "BCA",
+                "account_number": account, "account_name": "Budi", "amount_minor": 100_000 + i,
+            });
+            let url = format!("{base}/v1/disbursements");
+            let response = load::post_as(&client, url, &api_key, &body, Duration::from_secs(10)).await;
+            let acknowledged_id = match response {
+                Ok(r) if r.status() == StatusCode::CREATED => {
+                    let value: serde_json::Value = r.json().await.unwrap();
+                    Some(value["data"]["id"].as_str().unwrap().to_string())
                 }
-                i += 1;
-            }
-        }));
-    }
+                Ok(r) => panic!("unexpected status {}", r.status()),
+                Err(_) => None,
+            };
+            let gone = acknowledged_id.is_none();
+            sent.lock().unwrap().push(SentDisbursement {
+                key,
+                body,
+                acknowledged_id,
+            });
+            !gone
+        }
+    });
     loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if sent
@@ -270,10 +268,7 @@ async fn every_acknowledged_disbursement_survives_sigkill_and_the_wallet_balance
         }
     }
     server.kill();
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        worker.await.unwrap();
-    }
+    stop_load(&stop, workers).await;
     server.restart();
 
     // Every acknowledged disbursement is there; retrying the others lands each once.
@@ -344,8 +339,7 @@ fn storage_snapshot(data_dir: &std::path::Path) -> Option<u64> {
 /// newer, writes no snapshot of its own, and every change is there.
 #[tokio::test]
 async fn a_clean_stop_leaves_storage_the_next_start_need_not_read_through() {
-    let mut server = TestServer::start();
-    let merchant = server.create_wallet_merchant().await;
+    let (mut server, merchant) = TestServer::start_with_merchant().await;
     server.credit(&merchant.id, 1_500_000).await;
     let while_running = storage_snapshot(&server.data_dir);
     server.stop();

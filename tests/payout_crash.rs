@@ -84,13 +84,8 @@ async fn send_disbursements(base: String, api_key: String, cycle: u64, worker: u
                 "ewallet_phone": "081298765432", "amount_minor": amount,
             })
         };
-        let response = client
-            .post(format!("{base}/v1/disbursements"))
-            .header("X-API-Key", &api_key)
-            .json(&body)
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await;
+        let url = format!("{base}/v1/disbursements");
+        let response = support::load::post_as(&client, url, &api_key, &body, Duration::from_secs(5)).await;
         let Ok(response) = response else {
             return sent; // killed
         };
@@ -155,15 +150,7 @@ async fn payouts_through_sigkills_are_taken_at_most_once_and_end_in_the_vendors_
     let mut rng = StdRng::seed_from_u64(seed ^ 0xC1C1E);
 
     let mut server = TestServer::start_with(ARGS);
-    let reply = server
-        .admin(
-            Method::POST,
-            "/admin/v1/organizations",
-            Some(json!({ "name": "Crash Org" })),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
-    let organization = reply.body["data"]["id"].as_str().unwrap().to_string();
+    let organization = server.create_organization("Crash Org").await;
     let limits = json!({ "rate_limit_per_second": 100_000, "rate_limit_burst": 100_000 });
     let merchant = server
         .create_merchant_with("WALLET", json!({ "organization_id": organization, "limits": limits }))
@@ -174,10 +161,9 @@ async fn payouts_through_sigkills_are_taken_at_most_once_and_end_in_the_vendors_
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     for channel in ["BANK", "EWALLET"] {
         let reply = server
-            .admin(
-                Method::PUT,
+            .admin_put(
                 &format!("/admin/v1/organizations/{organization}/payout-vendors/{channel}"),
-                Some(json!({ "vendors": ["acme"] })),
+                json!({ "vendors": ["acme"] }),
             )
             .await;
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
