@@ -11,7 +11,7 @@
 
 use crate::config::RepairArgs;
 use anyhow::{bail, Context};
-use paygate_engine::store::journal::list_segments;
+use paygate_engine::list_segments;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 

@@ -153,7 +153,7 @@ impl RunningServer {
             let state_dir = engine.operations().state_dir();
             drop(engine);
             let started = std::time::Instant::now();
-            let snapshot = move || paygate_engine::store::snapshot_closed_state(&state_dir);
+            let snapshot = move || paygate_engine::snapshot_closed_state(&state_dir);
             match tokio::task::spawn_blocking(snapshot).await {
                 Ok(Ok(())) => tracing::info!(
                     elapsed_ms = started.elapsed().as_millis() as u64,
