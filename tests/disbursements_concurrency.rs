@@ -144,7 +144,7 @@ async fn a_failed_disbursement_frees_its_share_of_the_daily_limit() {
         .await;
     assert_v1_error(&third, 422, "DAILY_LIMIT_EXCEEDED");
     let id = first.body["data"]["id"].as_str().unwrap();
-    let failed = server.complete_disbursement(&merchant.api_key, &id, "FAILED").await;
+    let failed = server.complete_disbursement(&merchant.api_key, id, "FAILED").await;
     assert_eq!(failed.status, StatusCode::OK, "{}", failed.body);
     let retry = server
         .post("/v1/disbursements", &merchant.api_key, Some(bank_body("c", AMOUNT)))

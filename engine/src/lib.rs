@@ -67,11 +67,11 @@ mod storage_health;
 pub mod store;
 // Without `internals`, what only the benches and tests call goes unused;
 // with it (every test and bench build) the store is linted as public.
+pub mod input;
 #[cfg(not(feature = "internals"))]
 #[allow(dead_code, unused_imports)]
 mod store;
 mod timers;
-pub mod input;
 pub mod vendor;
 pub mod webhooks;
 
@@ -84,7 +84,7 @@ pub use merchants::Merchants;
 pub use merchants::{HistoryPage, HistoryQuery, LedgerReport, MerchantPatch, NewMerchant, HISTORY_LIMIT_MAX};
 pub use money::MinorUnits;
 pub use operations::Operations;
+pub use orders::Orders;
 pub use store::journal::list_segments;
 pub use store::snapshot_closed_state;
-pub use orders::Orders;
 pub use webhooks::Webhooks;

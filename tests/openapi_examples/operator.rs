@@ -5,11 +5,11 @@ use super::*;
 pub(super) async fn tour_operator(server: &TestServer, tour: &mut Tour, merchant: &TestMerchant) {
     let key = Some(merchant.api_key.as_str());
     // Webhooks, settlements.
-    tour.get(&server, "list_deliveries", "/v1/webhooks/deliveries", key)
+    tour.get(server, "list_deliveries", "/v1/webhooks/deliveries", key)
         .await;
-    tour.get(&server, "list_settlements", "/v1/settlements", key).await;
+    tour.get(server, "list_settlements", "/v1/settlements", key).await;
     tour.get(
-        &server,
+        server,
         "get_settlement",
         "/v1/settlements/00000000-0000-4000-8000-000000000000",
         key,

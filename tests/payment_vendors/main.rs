@@ -175,7 +175,7 @@ async fn paid_order_refunded(
     amount: i64,
 ) -> (String, Reply) {
     route(server, organization, "QRIS", &[vendor]).await;
-    let created = new_order(&server, &merchant, id, "QRIS").await;
+    let created = new_order(server, merchant, id, "QRIS").await;
     let ref_code = created.body["data"]["ref_code"].as_str().unwrap().to_string();
     let paid = json!({ "type": "payment", "ref_code": ref_code, "status": "PAID" });
     assert_eq!(

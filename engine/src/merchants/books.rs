@@ -6,11 +6,11 @@ use super::Merchants;
 use crate::actors::{MerchantMsg, PostReceipt};
 use crate::domain::SettlementType;
 use crate::error::EngineError;
+use crate::input::validate_idempotency_key;
 use crate::ledger::{self, Account, EntryProposal, LedgerError, MerchantBook};
 use crate::limits;
 use crate::money::MinorUnits;
 use crate::store::Store;
-use crate::input::validate_idempotency_key;
 use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 
