@@ -141,21 +141,21 @@ impl<'a> AccountFields<'a> {
         }
         Ok(match self.channel()? {
             Channel::Bank => {
+                let missing = || {
+                    EngineError::MissingBankInfo(
+                        "bank_short_code, account_number and account_name are required for BANK".into(),
+                    )
+                };
                 let (Some(code), Some(number), Some(name)) = (
                     present(self.bank_short_code).and_then(CatalogCode::parse),
                     present(self.account_number),
                     present(self.account_name),
                 ) else {
-                    return Err(EngineError::MissingBankInfo(
-                        "bank_short_code, account_number and account_name are required for BANK".into(),
-                    ));
+                    return Err(missing());
                 };
                 let account_number = AccountNumber::parse(number)?;
-                let account_name = HolderName::parse(name)?.ok_or_else(|| {
-                    EngineError::MissingBankInfo(
-                        "bank_short_code, account_number and account_name are required for BANK".into(),
-                    )
-                })?;
+                // `present` took the blank name already; `parse` sees a name.
+                let account_name = HolderName::parse(name)?.ok_or_else(missing)?;
                 Payee::Bank {
                     bank_short_code: code,
                     account_number,

@@ -4,17 +4,16 @@
 
 use super::LegacySuccessBody;
 use super::{check_x_signature, wib, LegacyBody, LegacyError, LegacyOk};
+use crate::commands::{key_and_amount, AccountFields};
 use crate::error::ErrorKind;
 use crate::openapi::names::DisbursementStatusName;
 use crate::openapi::values::NonBlankText;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use paygate_engine::disbursements::{NewDisbursement, Payee};
+use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::{Destination, Disbursement, Source};
-use paygate_engine::input::{
-    AccountNumber, CatalogCode, EwalletPhone, HolderName, HttpUrl, IdempotencyKey, PositiveAmount,
-};
+use paygate_engine::input::HttpUrl;
 use paygate_engine::EngineError;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -120,31 +119,22 @@ impl LegacyRequest {
         existing.source == Source::Legacy && same_account && existing.request_amount.get() == self.amount_minor
     }
 
-    /// The disbursement it asks for, every value checked.
+    /// The disbursement it asks for, every value checked as V1's are.
     fn command(&self) -> Result<NewDisbursement, EngineError> {
-        let payee = match &self.account_name {
-            Some(name) => Payee::Bank {
-                bank_short_code: CatalogCode::parse(&self.code).ok_or_else(|| {
-                    EngineError::MissingBankInfo(
-                        "bank_short_code, account_number and account_name are required for BANK".into(),
-                    )
-                })?,
-                account_number: AccountNumber::parse(&self.account_number)?,
-                account_name: HolderName::parse(name)?.ok_or_else(|| {
-                    EngineError::MissingBankInfo(
-                        "bank_short_code, account_number and account_name are required for BANK".into(),
-                    )
-                })?,
-            },
-            None => Payee::Ewallet {
-                provider: CatalogCode::parse(&self.code).ok_or(EngineError::MissingEwalletInfo)?,
-                phone: EwalletPhone::parse(&self.account_number)?,
-            },
+        let bank = self.account_name.is_some();
+        let fields = AccountFields {
+            channel: Some(if bank { "BANK" } else { "EWALLET" }),
+            bank_short_code: bank.then_some(self.code.as_str()),
+            account_number: bank.then_some(self.account_number.as_str()),
+            account_name: self.account_name.as_deref(),
+            ewallet_provider: (!bank).then_some(self.code.as_str()),
+            ewallet_phone: (!bank).then_some(self.account_number.as_str()),
         };
+        let (idempotency_key, amount) = key_and_amount(Some(self.order_id.clone()), Some(self.amount_minor))?;
         Ok(NewDisbursement {
-            idempotency_key: IdempotencyKey::parse(self.order_id.clone())?,
-            amount: PositiveAmount::parse(self.amount_minor)?,
-            payee,
+            idempotency_key,
+            amount,
+            payee: fields.payee(None)?,
             notify_url: self
                 .notify_url
                 .clone()
