@@ -284,31 +284,36 @@ pub async fn sandbox_pay(
     Ok(Data(order_view(&order, &state.config.public_url)))
 }
 
-/// POST /v1/sandbox/orders/{ref_code}/expire.
-#[utoipa::path(post, path = "/v1/sandbox/orders/{ref_code}/expire", tag = "Sandbox", operation_id = "sandbox_expire",
-    summary = "Expire an order (sandbox)", security(("api_key" = [])), params(RefCode),
-    responses((status = 200, description = "The order, EXPIRED.", body = DataBody<OrderView>)))]
-pub async fn sandbox_expire(
-    _sandbox: SandboxOnly,
-    State(state): State<AppState>,
-    V1Merchant(merchant): V1Merchant,
-    Path(ref_code): Path<String>,
-) -> Result<Data<OrderView>, V1Error> {
-    end_in_sandbox(&state, merchant.id, &ref_code, SandboxEnd::Expire).await
+/// Declares a sandbox route that ends an order without a payment: the
+/// routes differ only in their path, wording and the end they ask for, so
+/// each is one line below and the handler is written once.
+macro_rules! sandbox_end_route {
+    ($(#[$doc:meta])* $name:ident, $path:literal, $summary:literal, $answer:literal, $end:expr) => {
+        $(#[$doc])*
+        #[utoipa::path(post, path = $path, tag = "Sandbox", operation_id = stringify!($name),
+            summary = $summary, security(("api_key" = [])), params(RefCode),
+            responses((status = 200, description = $answer, body = DataBody<OrderView>)))]
+        pub async fn $name(
+            _sandbox: SandboxOnly,
+            State(state): State<AppState>,
+            V1Merchant(merchant): V1Merchant,
+            Path(ref_code): Path<String>,
+        ) -> Result<Data<OrderView>, V1Error> {
+            end_in_sandbox(&state, merchant.id, &ref_code, $end).await
+        }
+    };
 }
 
-/// POST /v1/sandbox/orders/{ref_code}/fail.
-#[utoipa::path(post, path = "/v1/sandbox/orders/{ref_code}/fail", tag = "Sandbox", operation_id = "sandbox_fail",
-    summary = "Fail an order (sandbox)", security(("api_key" = [])), params(RefCode),
-    responses((status = 200, description = "The order, FAILED.", body = DataBody<OrderView>)))]
-pub async fn sandbox_fail(
-    _sandbox: SandboxOnly,
-    State(state): State<AppState>,
-    V1Merchant(merchant): V1Merchant,
-    Path(ref_code): Path<String>,
-) -> Result<Data<OrderView>, V1Error> {
-    end_in_sandbox(&state, merchant.id, &ref_code, SandboxEnd::Fail).await
-}
+sandbox_end_route!(
+    /// POST /v1/sandbox/orders/{ref_code}/expire.
+    sandbox_expire, "/v1/sandbox/orders/{ref_code}/expire", "Expire an order (sandbox)",
+    "The order, EXPIRED.", SandboxEnd::Expire
+);
+sandbox_end_route!(
+    /// POST /v1/sandbox/orders/{ref_code}/fail.
+    sandbox_fail, "/v1/sandbox/orders/{ref_code}/fail", "Fail an order (sandbox)",
+    "The order, FAILED.", SandboxEnd::Fail
+);
 
 /// How the sandbox ends an order without a payment.
 enum SandboxEnd {
