@@ -21,8 +21,8 @@ use axum::http::{Request, StatusCode};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paygate_api::{router, ApiConfig, AppState, Mode};
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::LimitsPatch;
 use paygate_engine::vendor::SandboxPayoutVendor;
+use paygate_engine::LimitField;
 use paygate_engine::{Engine, EngineConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -51,11 +51,10 @@ async fn open_engine(dir: &std::path::Path) -> (Engine, Uuid, String) {
     // would be refused as Busy.
     config.disbursements_open_max = usize::MAX;
     let engine = support::open_engine(config).await;
-    let limits = LimitsPatch {
-        rate_limit_per_second: Some(1_000_000),
-        rate_limit_burst: Some(1_000_000),
-        ..support::no_daily_limit()
-    };
+    let limits = support::no_daily_limit(&[
+        (LimitField::RateLimitPerSecond, 1_000_000),
+        (LimitField::RateLimitBurst, 1_000_000),
+    ]);
     let (id, api_key) = support::wallet_merchant(&engine, "bench".into(), limits, Some("bench funding")).await;
     (engine, id, api_key)
 }

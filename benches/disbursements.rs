@@ -69,7 +69,7 @@ async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uu
     }
     let engine = support::open_engine(config).await;
     let name = |index| format!("bench-{index}");
-    let limits = support::no_daily_limit();
+    let limits = support::no_daily_limit(&[]);
     let ids = support::wallet_merchants(&engine, merchants, name, limits, Some("bench funding")).await;
     (engine, ids)
 }

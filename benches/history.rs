@@ -9,9 +9,9 @@
 //! Run: `cargo bench --bench history` (see BENCHMARKS.md).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use paygate_engine::domain::LimitsPatch;
 use paygate_engine::ledger::statement::LineId;
 use paygate_engine::ledger::{self, EntryProposal};
+use paygate_engine::LimitOverrides;
 use paygate_engine::{EngineConfig, HistoryQuery, MinorUnits};
 use std::time::Duration;
 
@@ -39,7 +39,8 @@ fn history_pages(c: &mut Criterion) {
     let total = entries();
     let (engine, merchant_id) = runtime.block_on(async {
         let engine = support::open_engine(EngineConfig::new(dir.path())).await;
-        let (merchant_id, _) = support::wallet_merchant(&engine, "history".into(), LimitsPatch::default(), None).await;
+        let (merchant_id, _) =
+            support::wallet_merchant(&engine, "history".into(), LimitOverrides::default(), None).await;
         let mut posted = 0u64;
         while posted < total {
             let n = POST_BATCH.min((total - posted) as usize);

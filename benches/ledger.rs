@@ -5,8 +5,8 @@
 //! Run: `cargo bench --bench ledger` (see BENCHMARKS.md).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use paygate_engine::domain::LimitsPatch;
 use paygate_engine::ledger::{self, EntryProposal};
+use paygate_engine::LimitOverrides;
 use paygate_engine::{Engine, EngineConfig, MinorUnits};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ fn proposal(key: u64) -> EntryProposal {
 async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uuid>) {
     let engine = support::open_engine(EngineConfig::new(dir)).await;
     let name = |index| format!("bench-{index}");
-    let ids = support::wallet_merchants(&engine, merchants, name, LimitsPatch::default(), None).await;
+    let ids = support::wallet_merchants(&engine, merchants, name, LimitOverrides::default(), None).await;
     (engine, ids)
 }
 

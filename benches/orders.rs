@@ -7,9 +7,10 @@
 //! Run: `cargo bench --bench orders` (see BENCHMARKS.md).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use paygate_engine::domain::{LimitsPatch, PaymentMethod};
+use paygate_engine::domain::PaymentMethod;
 use paygate_engine::input::{CustomerPhone, IdempotencyKey};
 use paygate_engine::orders::{Customer, NewOrder};
+use paygate_engine::LimitOverrides;
 use paygate_engine::{Engine, EngineConfig};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
@@ -29,7 +30,7 @@ async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uu
     config.sandbox_refund_delay = Some(Duration::from_secs(3600));
     let engine = support::open_engine(config).await;
     let name = |index| format!("Toko Bench {index}");
-    let ids = support::wallet_merchants(&engine, merchants, name, LimitsPatch::default(), None).await;
+    let ids = support::wallet_merchants(&engine, merchants, name, LimitOverrides::default(), None).await;
     (engine, ids)
 }
 

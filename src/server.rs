@@ -221,11 +221,7 @@ fn load_or_create_admin_token(data_dir: &Path) -> anyhow::Result<String> {
 async fn create_demo_merchant(engine: &Engine, settings: &Settings) -> anyhow::Result<()> {
     let (merchant, credentials) = engine
         .merchants()
-        .create_merchant(NewMerchant {
-            name: "Demo Merchant".into(),
-            settlement_type: Some(SettlementType::Wallet),
-            ..Default::default()
-        })
+        .create_merchant(NewMerchant::new("Demo Merchant", SettlementType::Wallet))
         .await?;
     engine
         .merchants()

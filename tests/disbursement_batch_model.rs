@@ -9,9 +9,9 @@
 #[path = "engine_setup/mod.rs"]
 mod engine_setup;
 use paygate_engine::disbursements::{BatchAnswer, NewDisbursement};
-use paygate_engine::domain::LimitsPatch;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::{Engine, EngineError};
+use paygate_engine::{LimitField, LimitOverrides};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
@@ -99,10 +99,8 @@ fn requests(items: &[Item]) -> Vec<Result<NewDisbursement, EngineError>> {
 async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
-    let limits = LimitsPatch {
-        per_transaction_minor: Some(PER_TRANSACTION),
-        ..Default::default()
-    };
+    let limits =
+        LimitOverrides::parse([(LimitField::PerTransactionMinor, Some(PER_TRANSACTION))]).expect("valid limits");
     let id = engine_setup::wallet_merchant(&engine, "m", limits, Some(funding))
         .await
         .id;

@@ -11,10 +11,11 @@ mod statement_check;
 #[path = "engine_setup/mod.rs"]
 mod engine_setup;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{DisbursementStatus, LimitsPatch};
+use paygate_engine::domain::DisbursementStatus;
 use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::{Engine, EngineError};
+use paygate_engine::{LimitField, LimitOverrides};
 use proptest::prelude::*;
 use std::path::Path;
 use uuid::Uuid;
@@ -77,11 +78,11 @@ fn bank(key: u16, amount: i64) -> NewDisbursement {
 async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
-    let limits = LimitsPatch {
-        per_transaction_minor: Some(PER_TRANSACTION),
-        review_threshold_minor: Some(REVIEW_THRESHOLD),
-        ..Default::default()
-    };
+    let limits = LimitOverrides::parse([
+        (LimitField::PerTransactionMinor, Some(PER_TRANSACTION)),
+        (LimitField::ReviewThresholdMinor, Some(REVIEW_THRESHOLD)),
+    ])
+    .expect("valid limits");
     let id = engine_setup::wallet_merchant(&engine, "m", limits, Some(funding))
         .await
         .id;

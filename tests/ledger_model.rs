@@ -141,11 +141,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     for index in 0..MERCHANTS {
         let (merchant, _) = engine
             .merchants()
-            .create_merchant(NewMerchant {
-                name: format!("m{index}"),
-                settlement_type: Some(SettlementType::Wallet),
-                ..Default::default()
-            })
+            .create_merchant(NewMerchant::new(format!("m{index}"), SettlementType::Wallet))
             .await
             .unwrap();
         ids.push(merchant.id);

@@ -7,8 +7,10 @@
 #[path = "engine_setup/mod.rs"]
 mod engine_setup;
 
+use paygate_engine::LimitOverrides;
+
 use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::{LimitsPatch, OrderStatus, PaymentMethod};
+use paygate_engine::domain::{OrderStatus, PaymentMethod};
 use paygate_engine::orders::NewOrder;
 use paygate_engine::{Engine, EngineConfig, EngineError};
 use std::sync::Arc;
@@ -26,7 +28,7 @@ async fn past_the_bound_on_live_order_actors_order_work_is_busy_until_some_stop(
     config.sandbox_refund_delay = Some(Duration::from_secs(3));
     config.order_actors_live_max = 2;
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-    let merchant = engine_setup::wallet_merchant(&engine, "bounded", LimitsPatch::default(), None).await;
+    let merchant = engine_setup::wallet_merchant(&engine, "bounded", LimitOverrides::default(), None).await;
     let mut orders = Vec::new();
     for n in 0..3 {
         orders.push(engine.orders().create_order(merchant.id, order(n)).await.unwrap().0);
@@ -96,7 +98,7 @@ async fn refunds_right_after_payment_all_settle_and_no_actor_stays() {
     let mut config = EngineConfig::new(dir.path());
     config.sandbox_refund_delay = Some(Duration::from_millis(20));
     let engine = Arc::new(Engine::open(config, Arc::new(SystemClock)).await.unwrap());
-    let merchant = engine_setup::wallet_merchant(&engine, "busy refunds", LimitsPatch::default(), None).await;
+    let merchant = engine_setup::wallet_merchant(&engine, "busy refunds", LimitOverrides::default(), None).await;
     let mut orders = Vec::new();
     for n in 0..200 {
         orders.push(engine.orders().create_order(merchant.id, order(n)).await.unwrap().0);

@@ -11,10 +11,11 @@ mod statement_check;
 #[path = "engine_setup/mod.rs"]
 mod engine_setup;
 use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::{LimitsPatch, OrderStatus, PaymentMethod, RefundStatus};
+use paygate_engine::domain::{OrderStatus, PaymentMethod, RefundStatus};
 use paygate_engine::ledger::statement::LineType;
 use paygate_engine::ledger::LedgerError;
 use paygate_engine::orders::NewOrder;
+use paygate_engine::LimitOverrides;
 use paygate_engine::{Engine, EngineConfig, EngineError};
 use proptest::prelude::*;
 use std::path::Path;
@@ -98,7 +99,7 @@ fn status_for(amount: i64, refunded: i64) -> OrderStatus {
 async fn run(ops: Vec<Op>, funding: i64) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open(dir.path()).await;
-    let merchant = engine_setup::wallet_merchant(&engine, "m", LimitsPatch::default(), Some(funding)).await;
+    let merchant = engine_setup::wallet_merchant(&engine, "m", LimitOverrides::default(), Some(funding)).await;
     let id = merchant.id;
     let fees = merchant.fees.clone();
     let mut wallet = funding;

@@ -40,7 +40,7 @@ async fn fill(dir: std::path::PathBuf, count: u64, merchants: usize) {
     config.payout_vendor = Some(Arc::new(SandboxPayoutVendor { delay: Duration::ZERO }));
     let engine = support::open_engine(config).await;
     let name = |index| format!("history-{index}");
-    let limits = support::no_daily_limit();
+    let limits = support::no_daily_limit(&[]);
     let ids = support::wallet_merchants(&engine, merchants, name, limits, Some("history funding")).await;
     let ids = Arc::new(ids);
     let next = Arc::new(AtomicU64::new(0));

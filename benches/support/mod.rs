@@ -9,9 +9,10 @@ use criterion::measurement::WallTime;
 use criterion::BenchmarkGroup;
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{LimitsPatch, SettlementType};
+use paygate_engine::domain::SettlementType;
 use paygate_engine::store::journal::{self, Journal};
 use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use paygate_engine::{LimitField, LimitOverrides};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -49,12 +50,11 @@ pub async fn open_engine(config: EngineConfig) -> Engine {
     Engine::open(config, Arc::new(SystemClock)).await.unwrap()
 }
 
-/// Limits with a daily total no bench reaches.
-pub fn no_daily_limit() -> LimitsPatch {
-    LimitsPatch {
-        daily_minor: Some(FUNDING_MINOR),
-        ..Default::default()
-    }
+/// Limits with a daily total no bench reaches, and `more`.
+pub fn no_daily_limit(more: &[(LimitField, i64)]) -> LimitOverrides {
+    let daily = (LimitField::DailyMinor, Some(FUNDING_MINOR));
+    LimitOverrides::parse(std::iter::once(daily).chain(more.iter().map(|&(field, value)| (field, Some(value)))))
+        .expect("valid limits")
 }
 
 /// Creates a WALLET merchant named `name` with `limits`; with
@@ -63,14 +63,12 @@ pub fn no_daily_limit() -> LimitsPatch {
 pub async fn wallet_merchant(
     engine: &Engine,
     name: String,
-    limits: LimitsPatch,
+    limits: LimitOverrides,
     funding_reason: Option<&str>,
 ) -> (Uuid, String) {
     let new = NewMerchant {
-        name,
-        settlement_type: Some(SettlementType::Wallet),
         limits,
-        ..Default::default()
+        ..NewMerchant::new(name, SettlementType::Wallet)
     };
     let (merchant, credentials) = engine.merchants().create_merchant(new).await.unwrap();
     if let Some(reason) = funding_reason {
@@ -89,7 +87,7 @@ pub async fn wallet_merchants(
     engine: &Engine,
     count: usize,
     name: impl Fn(usize) -> String,
-    limits: LimitsPatch,
+    limits: LimitOverrides,
     funding_reason: Option<&str>,
 ) -> Vec<Uuid> {
     let mut ids = Vec::with_capacity(count);

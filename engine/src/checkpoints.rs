@@ -251,11 +251,7 @@ pub(crate) mod tests {
     pub(crate) async fn funded_merchant(engine: &Engine, name: &str, funding: i64) -> Uuid {
         let (merchant, _) = engine
             .merchants()
-            .create_merchant(NewMerchant {
-                name: name.into(),
-                settlement_type: Some(SettlementType::Wallet),
-                ..Default::default()
-            })
+            .create_merchant(NewMerchant::new(name, SettlementType::Wallet))
             .await
             .unwrap();
         engine

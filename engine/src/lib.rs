@@ -81,7 +81,10 @@ pub use disbursements::Disbursements;
 pub use engine::{CatalogPublisher, Engine, EngineConfig, ShardJournal};
 pub use error::EngineError;
 pub use merchants::Merchants;
-pub use merchants::{HistoryPage, HistoryQuery, LedgerReport, MerchantPatch, NewMerchant, HISTORY_LIMIT_MAX};
+pub use merchants::{
+    FeeField, FeeOverrides, HistoryPage, HistoryQuery, LedgerReport, LimitField, LimitOverrides, NewMerchant,
+    SettingChange, HISTORY_LIMIT_MAX,
+};
 pub use money::MinorUnits;
 pub use operations::Operations;
 pub use orders::Orders;

@@ -1,6 +1,8 @@
 //! Merchant actors: idle ones stop and come back from storage on demand with
 //! the same book; concurrent writers to one merchant never overspend.
 
+use paygate_engine::{LimitField, LimitOverrides};
+
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::SettlementType;
 use paygate_engine::ledger::{self, Account, LedgerError};
@@ -15,11 +17,7 @@ async fn engine_with_idle_timeout(dir: &std::path::Path, idle: Duration) -> Engi
 }
 
 async fn wallet_merchant(engine: &Engine) -> uuid::Uuid {
-    let new = NewMerchant {
-        name: "m".into(),
-        settlement_type: Some(SettlementType::Wallet),
-        ..Default::default()
-    };
+    let new = NewMerchant::new("m", SettlementType::Wallet);
     engine.merchants().create_merchant(new).await.unwrap().0.id
 }
 
@@ -186,7 +184,7 @@ async fn one_idempotency_key_moves_money_once_under_concurrency() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn merchant_actors_forget_old_disbursements_and_still_find_them() {
     use paygate_engine::disbursements::NewDisbursement;
-    use paygate_engine::domain::{DisbursementStatus, LimitsPatch};
+    use paygate_engine::domain::DisbursementStatus;
     let dir = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(dir.path());
     config.payout_vendor = Some(Arc::new(paygate_engine::vendor::SandboxPayoutVendor {
@@ -194,13 +192,8 @@ async fn merchant_actors_forget_old_disbursements_and_still_find_them() {
     }));
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
     let new = NewMerchant {
-        name: "m".into(),
-        settlement_type: Some(SettlementType::Wallet),
-        limits: LimitsPatch {
-            daily_minor: Some(i64::MAX / 4),
-            ..Default::default()
-        },
-        ..Default::default()
+        limits: LimitOverrides::parse([(LimitField::DailyMinor, Some(i64::MAX / 4))]).expect("valid limits"),
+        ..NewMerchant::new("m", SettlementType::Wallet)
     };
     let merchant = engine.merchants().create_merchant(new).await.unwrap().0.id;
     engine

@@ -31,11 +31,7 @@ async fn orders_due_while_stopped_are_expired_at_start_and_the_sweep_expires_the
     let engine = open(dir.path(), clock.clone()).await;
     let merchant = engine
         .merchants()
-        .create_merchant(NewMerchant {
-            name: "m".into(),
-            settlement_type: Some(SettlementType::Wallet),
-            ..Default::default()
-        })
+        .create_merchant(NewMerchant::new("m", SettlementType::Wallet))
         .await
         .unwrap()
         .0

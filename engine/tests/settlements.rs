@@ -22,14 +22,12 @@ async fn open(dir: &std::path::Path, clock: Arc<ManualClock>) -> Engine {
 
 async fn manual_merchant(engine: &Engine, account_number: &str) -> Uuid {
     let new = NewMerchant {
-        name: "Toko Manual".into(),
-        settlement_type: Some(SettlementType::Manual),
         settlement_bank: Some(SettlementBank {
             bank_short_code: "BCA".into(),
             account_number: account_number.into(),
             account_name: "Toko Manual".into(),
         }),
-        ..Default::default()
+        ..NewMerchant::new("Toko Manual", SettlementType::Manual)
     };
     engine.merchants().create_merchant(new).await.unwrap().0.id
 }

@@ -7,8 +7,9 @@ use axum::body::Body;
 use axum::http::Request;
 use libfuzzer_sys::fuzz_target;
 use paygate_api::{router, ApiConfig, AppState, Mode};
+use paygate_engine::{LimitField, LimitOverrides};
 use paygate_engine::clock::SystemClock;
-use paygate_engine::domain::{LimitsPatch, SettlementType};
+use paygate_engine::domain::SettlementType;
 use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
 use std::sync::{Arc, OnceLock};
 use tower::ServiceExt;
@@ -41,14 +42,8 @@ fn world() -> &'static World {
             let (merchant, credentials) = engine
                 .merchants()
                 .create_merchant(NewMerchant {
-                    name: "fuzz".into(),
-                    settlement_type: Some(SettlementType::Wallet),
-                    limits: LimitsPatch {
-                        rate_limit_per_second: Some(1_000_000),
-                        rate_limit_burst: Some(1_000_000),
-                        ..Default::default()
-                    },
-                    ..Default::default()
+                    limits: LimitOverrides::parse([(LimitField::RateLimitPerSecond, Some(1_000_000)), (LimitField::RateLimitBurst, Some(1_000_000))]).expect("valid limits"),
+                    ..NewMerchant::new("fuzz", SettlementType::Wallet)
                 })
                 .await
                 .expect("merchant");

@@ -7,10 +7,8 @@ use super::*;
 async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(dir.path(), RefusingVendor(SANDBOX)).await;
-    let limits = LimitsPatch {
-        review_threshold_minor: Some(REVIEW_THRESHOLD),
-        ..Default::default()
-    };
+    let limits =
+        LimitOverrides::parse([(LimitField::ReviewThresholdMinor, Some(REVIEW_THRESHOLD))]).expect("valid limits");
     let merchant_id = engine_setup::wallet_merchant(&engine, "handoff", limits, Some(FUNDING))
         .await
         .id;
@@ -109,7 +107,7 @@ async fn concurrent_disbursements_are_each_handed_over_once_in_shared_records() 
 async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(dir.path(), SANDBOX).await;
-    let merchant = engine_setup::wallet_merchant(&engine, "gone", LimitsPatch::default(), Some(FUNDING)).await;
+    let merchant = engine_setup::wallet_merchant(&engine, "gone", LimitOverrides::default(), Some(FUNDING)).await;
     // The merchant actor is live (the credit), so one poll sends the request.
     let mut call = Box::pin(engine.disbursements().create_disbursement(merchant.id, request(1)));
     assert!(futures::poll!(&mut call).is_pending());
@@ -137,7 +135,7 @@ async fn a_disbursement_whose_caller_stopped_waiting_is_still_handed_over() {
 async fn a_hand_over_that_panics_does_not_stop_later_ones() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(dir.path(), PanickingVendor(SANDBOX)).await;
-    let merchant = engine_setup::wallet_merchant(&engine, "panics", LimitsPatch::default(), Some(FUNDING)).await;
+    let merchant = engine_setup::wallet_merchant(&engine, "panics", LimitOverrides::default(), Some(FUNDING)).await;
     // request(7) goes to the failing account, on which this vendor panics.
     let panicked = engine
         .disbursements()

@@ -13,7 +13,7 @@
 use futures::future::BoxFuture;
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, LimitsPatch};
+use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus};
 use paygate_engine::input::IdempotencyKey;
 use paygate_engine::store::journal;
 use paygate_engine::store::record::JournalRecord;
@@ -21,6 +21,7 @@ use paygate_engine::vendor::{
     AccountCheck, Inquiry, PayoutReport, PayoutStatus, PayoutVendor, SandboxPayoutVendor, Submission,
 };
 use paygate_engine::{Engine, EngineConfig, EngineError};
+use paygate_engine::{LimitField, LimitOverrides};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -234,7 +235,7 @@ async fn handoffs_finished(engine: &Engine) -> usize {
 
 /// A WALLET merchant named `name` with `FUNDING` in its wallet; returns its id.
 async fn wallet_merchant(engine: &Engine, name: &str) -> Uuid {
-    engine_setup::wallet_merchant(engine, name, LimitsPatch::default(), Some(FUNDING))
+    engine_setup::wallet_merchant(engine, name, LimitOverrides::default(), Some(FUNDING))
         .await
         .id
 }

@@ -93,7 +93,7 @@ async fn past_the_bound_on_open_disbursements_creation_is_busy_until_some_end() 
     config.payout_vendor = Some(Arc::new(SANDBOX));
     config.disbursements_open_max = 5;
     let engine = Engine::open(config, Arc::new(SystemClock)).await.unwrap();
-    let merchant = engine_setup::wallet_merchant(&engine, "bounded", LimitsPatch::default(), Some(FUNDING)).await;
+    let merchant = engine_setup::wallet_merchant(&engine, "bounded", LimitOverrides::default(), Some(FUNDING)).await;
     let mut made = Vec::new();
     for n in 0..5 {
         made.push(

@@ -3,9 +3,11 @@
 //! property case (a balanced ledger, then a clean shutdown).
 #![allow(dead_code)]
 
+use paygate_engine::LimitOverrides;
+
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{LimitsPatch, MerchantRecord, SettlementType};
+use paygate_engine::domain::{MerchantRecord, SettlementType};
 use paygate_engine::input::{IdempotencyKey, PositiveAmount};
 use paygate_engine::orders::{NewRefund, RefundReason};
 use paygate_engine::vendor::SandboxPayoutVendor;
@@ -18,14 +20,17 @@ use std::time::Duration;
 
 /// A WALLET merchant named `name` with `limits` over the defaults; with
 /// `funding`, its wallet credited that much.
-pub async fn wallet_merchant(engine: &Engine, name: &str, limits: LimitsPatch, funding: Option<i64>) -> MerchantRecord {
+pub async fn wallet_merchant(
+    engine: &Engine,
+    name: &str,
+    limits: LimitOverrides,
+    funding: Option<i64>,
+) -> MerchantRecord {
     let (merchant, _) = engine
         .merchants()
         .create_merchant(NewMerchant {
-            name: name.into(),
-            settlement_type: Some(SettlementType::Wallet),
             limits,
-            ..Default::default()
+            ..NewMerchant::new(name, SettlementType::Wallet)
         })
         .await
         .unwrap();

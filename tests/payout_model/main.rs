@@ -14,9 +14,10 @@ mod vendor;
 use futures::future::BoxFuture;
 use paygate_engine::clock::SystemClock;
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, LimitsPatch, SettlementType};
+use paygate_engine::domain::{Destination, Disbursement, DisbursementStatus, SettlementType};
 use paygate_engine::vendor::{AccountCheck, Inquiry, PayoutReport, PayoutStatus, PayoutVendor, Submission};
 use paygate_engine::{Engine, EngineConfig, MinorUnits, NewMerchant};
+use paygate_engine::{LimitField, LimitOverrides};
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
 use std::collections::{HashMap, VecDeque};
@@ -327,13 +328,9 @@ fn run(case: Case, tally: &Mutex<Tally>) -> Result<(), TestCaseError> {
         let (merchant, _) = engine
             .merchants()
             .create_merchant(NewMerchant {
-                name: "m".into(),
-                settlement_type: Some(SettlementType::Wallet),
-                limits: LimitsPatch {
-                    review_threshold_minor: Some(AMOUNT_MAX),
-                    ..Default::default()
-                },
-                ..Default::default()
+                limits: LimitOverrides::parse([(LimitField::ReviewThresholdMinor, Some(AMOUNT_MAX))])
+                    .expect("valid limits"),
+                ..NewMerchant::new("m", SettlementType::Wallet)
             })
             .await
             .expect("merchant created");

@@ -1,6 +1,7 @@
 //! Admin merchant routes: create, read, patch, public key, rotation, wallet credit.
 
 use super::parse_id;
+use super::settings::{FeesPatch, LimitsPatch};
 use crate::error::V1Error;
 use crate::extract::{Admin, V1Json};
 use crate::openapi::names::SettlementTypeName;
@@ -8,8 +9,9 @@ use crate::openapi::values::{HttpUrlText, IdempotencyKeyText, NameText};
 use crate::wire::{merchant_view, Created, Data, DataBody, MerchantView};
 use crate::AppState;
 use axum::extract::{Path, State};
-use paygate_engine::domain::{Credentials, FeesPatch, LimitsPatch, SettlementBank, SettlementType};
-use paygate_engine::{MerchantPatch, MinorUnits, NewMerchant};
+use paygate_engine::domain::{Credentials, SettlementBank, SettlementType};
+use paygate_engine::input::HttpUrl;
+use paygate_engine::{EngineError, MinorUnits, NewMerchant, SettingChange};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -83,20 +85,17 @@ pub async fn create_merchant(
     _admin: Admin,
     V1Json(body): V1Json<CreateMerchant>,
 ) -> Result<Created<CreatedMerchantView>, V1Error> {
-    let (merchant, credentials) = state
-        .engine
-        .merchants()
-        .create_merchant(NewMerchant {
-            name: body.name,
-            settlement_type: Some(body.settlement_type),
-            organization_id: body.organization_id,
-            settlement_bank: body.settlement_bank,
-            fees: body.fees,
-            limits: body.limits,
-            default_notify_url: body.default_notify_url,
-            require_signature: body.require_signature,
-        })
-        .await?;
+    let new = NewMerchant {
+        name: body.name,
+        settlement_type: body.settlement_type,
+        organization_id: body.organization_id,
+        settlement_bank: body.settlement_bank,
+        fees: body.fees.overrides()?,
+        limits: body.limits.overrides()?,
+        default_notify_url: notify_url(body.default_notify_url)?,
+        require_signature: body.require_signature,
+    };
+    let (merchant, credentials) = state.engine.merchants().create_merchant(new).await?;
     Ok(Created(CreatedMerchantView {
         merchant: merchant_view(&merchant),
         credentials: credentials_view(&credentials),
@@ -151,16 +150,37 @@ pub async fn update_merchant(
     Path(id): Path<String>,
     V1Json(body): V1Json<UpdateMerchant>,
 ) -> Result<Data<MerchantView>, V1Error> {
-    let patch = MerchantPatch {
-        fees: body.fees,
-        limits: body.limits,
-        default_notify_url: body.default_notify_url,
-        is_active: body.is_active,
-        require_signature: body.require_signature,
-        settlement_bank: body.settlement_bank,
-    };
-    let merchant = state.engine.merchants().update_merchant(parse_id(&id)?, patch).await?;
+    let merchants = state.engine.merchants();
+    let id = parse_id(&id)?;
+    // An unknown merchant is refused as such before its changes are read.
+    merchants.merchant(id).ok_or(EngineError::MerchantNotFound)?;
+    let merchant = merchants.update_merchant(id, body.changes()?).await?;
     Ok(Data(merchant_view(&merchant)))
+}
+
+impl UpdateMerchant {
+    /// The changes named, each checked, in the order their refusals take.
+    fn changes(self) -> Result<Vec<SettingChange>, EngineError> {
+        let mut changes = Vec::new();
+        if let Some(fees) = self.fees {
+            changes.push(SettingChange::Fees(fees.overrides()?));
+        }
+        if let Some(limits) = self.limits {
+            changes.push(SettingChange::Limits(limits.overrides()?));
+        }
+        if let Some(url) = self.default_notify_url {
+            changes.push(SettingChange::DefaultNotifyUrl(notify_url(url)?));
+        }
+        changes.extend(self.is_active.map(SettingChange::Active));
+        changes.extend(self.require_signature.map(SettingChange::RequireSignature));
+        changes.extend(self.settlement_bank.map(SettingChange::SettlementBank));
+        Ok(changes)
+    }
+}
+
+/// A `default_notify_url` as sent, checked as a URL.
+fn notify_url(url: Option<String>) -> Result<Option<HttpUrl>, EngineError> {
+    url.map(|url| HttpUrl::parse("default_notify_url", url)).transpose()
 }
 
 /// Body of `PUT /admin/v1/merchants/{id}/public-key`.

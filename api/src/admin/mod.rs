@@ -5,6 +5,7 @@ mod catalog;
 mod disbursements;
 mod ledger;
 mod merchants;
+mod settings;
 mod settlements;
 mod vendors;
 

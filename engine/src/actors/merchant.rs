@@ -7,9 +7,7 @@ use crate::actors::registry::ActorRegistry;
 use crate::bloom::GrowingBloom;
 use crate::clock::SharedClock;
 use crate::domain::disbursement::lifecycle::DisbursementEvent;
-use crate::domain::{
-    Beneficiary, Disbursement, DisbursementRequest, MerchantRecord, MerchantSettings, StoredCredentials,
-};
+use crate::domain::{Beneficiary, Disbursement, DisbursementRequest, MerchantRecord, StoredCredentials};
 use crate::error::EngineError;
 use crate::ledger::{Entry, EntryKind, EntryProposal, LedgerError, MerchantBook};
 use crate::limits;
@@ -47,11 +45,18 @@ pub struct PostReceipt {
     pub wallet_balance: MinorUnits,
 }
 
+/// Settings changes, checked before they reach the actor: applying them
+/// to the record as the actor holds it cannot fail.
+pub trait SettingsChange: std::fmt::Debug + Send + Sync {
+    /// Writes the changes into `record`.
+    fn apply_to(&self, record: &mut MerchantRecord);
+}
+
 /// A change of a merchant's record.
 #[derive(Clone, Debug)]
 pub enum MerchantChange {
     /// Fees, limits, flags, URLs.
-    Settings(MerchantSettings),
+    Settings(Arc<dyn SettingsChange>),
     /// A validated PEM public key.
     PublicKey(String),
     /// New credentials (rotation).
@@ -371,7 +376,7 @@ async fn handle_message(
         MerchantMsg::Change { change, reply } => {
             let mut next = state.profile.clone();
             match change {
-                MerchantChange::Settings(settings) => settings.apply_to(&mut next),
+                MerchantChange::Settings(changes) => changes.apply_to(&mut next),
                 MerchantChange::PublicKey(pem) => next.public_key_pem = Some(pem),
                 MerchantChange::Credentials(credentials) => next.credentials = credentials,
             }

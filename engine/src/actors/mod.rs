@@ -10,6 +10,6 @@ pub mod registry;
 pub use handle::{MerchantActorSettings, MerchantHandle};
 pub use merchant::{
     BatchDraft, BatchOutcome, BeneficiaryChange, CreatedDisbursements, MerchantChange, MerchantMsg, OrderCommand,
-    OrderOutcome, PostReceipt, SettlementDraft,
+    OrderOutcome, PostReceipt, SettingsChange, SettlementDraft,
 };
 pub use registry::ActorRegistry;

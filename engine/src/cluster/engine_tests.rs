@@ -37,11 +37,7 @@ async fn a_new_owner_recovers_every_acknowledged_change_and_the_old_one_writes_n
     );
     let a = open_on_shard(dir_a.path(), ShardRecords::new(database.clone(), "a"), 1).await;
 
-    let new = NewMerchant {
-        name: "Toko Shard".into(),
-        settlement_type: Some(SettlementType::Wallet),
-        ..Default::default()
-    };
+    let new = NewMerchant::new("Toko Shard", SettlementType::Wallet);
     let (merchant, _) = a.merchants().create_merchant(new).await.unwrap();
     a.merchants()
         .credit_wallet(merchant.id, MinorUnits::new(5_000_000), "funding", None)

@@ -18,10 +18,7 @@ pub use beneficiary::{Beneficiary, VerificationStatus};
 pub use catalog::{Bank, Catalog, Ewallet, Organization, PaymentVendorConfig, VendorKind, VendorRouting};
 pub use changes::{DisbursementChanges, OrderChanges, RefundChanges};
 pub use disbursement::{Channel, Destination, Disbursement, DisbursementRequest, DisbursementStatus, Source};
-pub use merchant::{
-    Credentials, Fees, FeesPatch, Limits, LimitsPatch, MerchantRecord, MerchantSettings, SettlementBank,
-    SettlementType, StoredCredentials,
-};
+pub use merchant::{Credentials, Fees, Limits, MerchantRecord, SettlementBank, SettlementType, StoredCredentials};
 pub use order::{FeeSplit, Order, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};
 pub use settlement::{Settlement, SettlementStatus};
 pub use user::MerchantUser;

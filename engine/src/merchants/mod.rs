@@ -5,10 +5,9 @@
 use crate::actors::{MerchantChange, MerchantMsg};
 use crate::core::Core;
 use crate::domain::catalog::DEFAULT_ORGANIZATION_ID;
-use crate::domain::{
-    Credentials, FeesPatch, LimitsPatch, MerchantRecord, MerchantSettings, SettlementBank, SettlementType,
-};
+use crate::domain::{Credentials, MerchantRecord, SettlementBank, SettlementType};
 use crate::error::EngineError;
+use crate::input::HttpUrl;
 use crate::limits;
 use crate::store::record::JournalRecord;
 use std::sync::Arc;
@@ -16,47 +15,49 @@ use uuid::Uuid;
 
 mod books;
 mod history;
+mod settings;
 mod users;
 
 pub use books::LedgerReport;
 pub use history::{HistoryPage, HistoryQuery, HISTORY_LIMIT_MAX};
+pub use settings::{FeeField, FeeOverrides, LimitField, LimitOverrides, SettingChange};
 
 /// A new merchant as an admin describes it (`POST /admin/v1/merchants`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct NewMerchant {
     /// Display name.
     pub name: String,
     /// WALLET or MANUAL.
-    pub settlement_type: Option<SettlementType>,
+    pub settlement_type: SettlementType,
     /// Defaults to the platform's own organization.
     pub organization_id: Option<Uuid>,
     /// Payout destination.
     pub settlement_bank: Option<SettlementBank>,
-    /// Fee overrides.
-    pub fees: FeesPatch,
-    /// Limit overrides.
-    pub limits: LimitsPatch,
+    /// Fees other than the defaults.
+    pub fees: FeeOverrides,
+    /// Limits other than the defaults.
+    pub limits: LimitOverrides,
     /// Webhook URL.
-    pub default_notify_url: Option<String>,
+    pub default_notify_url: Option<HttpUrl>,
     /// Makes `X-Signature` mandatory.
     pub require_signature: bool,
 }
 
-/// An admin change of a merchant, before validation.
-#[derive(Clone, Debug, Default)]
-pub struct MerchantPatch {
-    /// Fee overrides.
-    pub fees: Option<FeesPatch>,
-    /// Limit overrides.
-    pub limits: Option<LimitsPatch>,
-    /// `Some(None)` clears it.
-    pub default_notify_url: Option<Option<String>>,
-    /// Activate or deactivate.
-    pub is_active: Option<bool>,
-    /// Require `X-Signature`.
-    pub require_signature: Option<bool>,
-    /// Payout destination.
-    pub settlement_bank: Option<SettlementBank>,
+impl NewMerchant {
+    /// A merchant of the default organization with the default fees and
+    /// limits, no payout destination and no webhook URL.
+    pub fn new(name: impl Into<String>, settlement_type: SettlementType) -> NewMerchant {
+        NewMerchant {
+            name: name.into(),
+            settlement_type,
+            organization_id: None,
+            settlement_bank: None,
+            fees: FeeOverrides::default(),
+            limits: LimitOverrides::default(),
+            default_notify_url: None,
+            require_signature: false,
+        }
+    }
 }
 
 /// The merchants handle: merchants, their money, history and users; cheap to clone.
@@ -101,9 +102,6 @@ impl Merchants {
         if name.is_empty() || name.chars().count() > limits::NAME_CHARS_MAX {
             return Err(EngineError::invalid("name", "must be 1 to 255 characters"));
         }
-        let settlement_type = new
-            .settlement_type
-            .ok_or_else(|| EngineError::invalid("settlement_type", "must be WALLET or MANUAL"))?;
         let organization_id = new.organization_id.unwrap_or(DEFAULT_ORGANIZATION_ID);
         if !self.core.store().catalog().organizations.contains_key(&organization_id) {
             return Err(EngineError::invalid("organization_id", "no such organization"));
@@ -111,16 +109,8 @@ impl Merchants {
         if let Some(bank) = &new.settlement_bank {
             self.validate_settlement_bank(bank)?;
         }
-        let fees = new
-            .fees
-            .apply_to(&Default::default())
-            .map_err(|(f, r)| EngineError::invalid(f, r))?;
-        let limits = new
-            .limits
-            .apply_to(&Default::default())
-            .map_err(|(f, r)| EngineError::invalid(f, r))?;
         if let Some(url) = &new.default_notify_url {
-            self.core.validate_notify_url("default_notify_url", url)?;
+            self.core.validate_notify_url("default_notify_url", url.as_str())?;
         }
         // In a cluster a merchant's id decides its shard, and its API key
         // and client id route to it: all three fall in this engine's shard.
@@ -142,11 +132,11 @@ impl Merchants {
             id,
             organization_id,
             name,
-            settlement_type,
+            settlement_type: new.settlement_type,
             settlement_bank: new.settlement_bank,
-            fees,
-            limits,
-            default_notify_url: new.default_notify_url,
+            fees: new.fees.applied_to(&Default::default()),
+            limits: new.limits.applied_to(&Default::default()),
+            default_notify_url: new.default_notify_url.map(HttpUrl::into_string),
             is_active: true,
             require_signature: new.require_signature,
             credentials: credentials.to_stored(),
@@ -180,43 +170,29 @@ impl Merchants {
         Ok(())
     }
 
-    /// Applies an admin change to a merchant's settings.
+    /// Applies changes to a merchant's settings, all or none; what no
+    /// change names keeps its value.
     pub async fn update_merchant(
         &self,
         merchant_id: Uuid,
-        patch: MerchantPatch,
+        changes: Vec<SettingChange>,
     ) -> Result<MerchantRecord, EngineError> {
         self.core.ensure_writable()?;
-        let current = self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
-        let fees = match &patch.fees {
-            Some(p) => Some(p.apply_to(&current.fees).map_err(|(f, r)| EngineError::invalid(f, r))?),
-            None => None,
-        };
-        // Limits are validated against the current ones here and re-applied
-        // as a whole in the actor; concurrent admin PATCHes are last-writer-wins.
-        let limits = match &patch.limits {
-            Some(p) => Some(
-                p.apply_to(&current.limits)
-                    .map_err(|(f, r)| EngineError::invalid(f, r))?,
-            ),
-            None => None,
-        };
-        if let Some(Some(url)) = &patch.default_notify_url {
-            self.core.validate_notify_url("default_notify_url", url)?;
+        self.core.merchant(merchant_id).ok_or(EngineError::MerchantNotFound)?;
+        for change in &changes {
+            match change {
+                SettingChange::DefaultNotifyUrl(Some(url)) => {
+                    self.core.validate_notify_url("default_notify_url", url.as_str())?
+                }
+                SettingChange::SettlementBank(bank) => self.validate_settlement_bank(bank)?,
+                _ => {}
+            }
         }
-        if let Some(bank) = &patch.settlement_bank {
-            self.validate_settlement_bank(bank)?;
-        }
-        let settings = MerchantSettings {
-            fees,
-            limits,
-            default_notify_url: patch.default_notify_url,
-            is_active: patch.is_active,
-            require_signature: patch.require_signature,
-            settlement_bank: patch.settlement_bank,
-        };
-        self.change_merchant(merchant_id, MerchantChange::Settings(settings))
-            .await
+        self.change_merchant(
+            merchant_id,
+            MerchantChange::Settings(Arc::new(settings::SettingChanges(changes))),
+        )
+        .await
     }
 
     async fn change_merchant(&self, merchant_id: Uuid, change: MerchantChange) -> Result<MerchantRecord, EngineError> {

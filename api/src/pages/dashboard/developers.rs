@@ -12,7 +12,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{html, Markup};
 use paygate_engine::domain::{Credentials, MerchantRecord};
-use paygate_engine::MerchantPatch;
+use paygate_engine::input::HttpUrl;
+use paygate_engine::SettingChange;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -166,16 +167,23 @@ pub async fn save_settings(
     DashboardForm(signed_in, form): DashboardForm<SettingsForm>,
 ) -> Response {
     let url = form.default_notify_url.trim();
-    let patch = MerchantPatch {
-        default_notify_url: Some((!url.is_empty()).then(|| url.to_string())),
-        require_signature: Some(form.require_signature.is_some()),
-        ..Default::default()
+    let url = (!url.is_empty())
+        .then(|| HttpUrl::parse("default_notify_url", url))
+        .transpose();
+    let saved = match url {
+        Ok(url) => {
+            let changes = vec![
+                SettingChange::DefaultNotifyUrl(url),
+                SettingChange::RequireSignature(form.require_signature.is_some()),
+            ];
+            state
+                .engine
+                .merchants()
+                .update_merchant(signed_in.session.merchant_id, changes)
+                .await
+        }
+        Err(refused) => Err(refused),
     };
-    let saved = state
-        .engine
-        .merchants()
-        .update_merchant(signed_in.session.merchant_id, patch)
-        .await;
     back_or_refused(&state, &signed_in, saved, "Not saved")
 }
 
