@@ -101,22 +101,13 @@ pub async fn get_disbursement(
     Ok(Data(disbursement_view(&disbursement)).into_response())
 }
 
-/// GET /v1/disbursements: newest first, paginated, filterable.
-#[utoipa::path(get, path = "/v1/disbursements", tag = "Disbursements", operation_id = "list_disbursements",
+status_list_route! {
+    /// GET /v1/disbursements: newest first, paginated, filterable.
+    list_disbursements: GET "/v1/disbursements", tag = "Disbursements",
     summary = "List disbursements", description = "Newest first. `status` is a disbursement status.",
-    security(("api_key" = [])), params(ListQuery<DisbursementStatusName>),
-    responses((status = 200, description = "A page of disbursements.", body = PageBody<DisbursementView>)))]
-pub async fn list_disbursements(
-    State(state): State<AppState>,
-    V1Merchant(merchant): V1Merchant,
-    query: ListQuery<DisbursementStatusName>,
-) -> Result<Response, V1Error> {
-    let (items, total) =
-        state
-            .engine
-            .disbursements()
-            .list_disbursements(merchant.id, &query.filter(), query.page, query.limit)?;
-    Ok(query.page(&items, total, disbursement_view).into_response())
+    params(ListQuery<DisbursementStatusName>), answer = ("A page of disbursements.", PageBody<DisbursementView>),
+    listed_by = disbursements().list_disbursements,
+    shown_by = |_: &AppState, disbursement| disbursement_view(disbursement),
 }
 
 /// Body of the sandbox completion.

@@ -1,5 +1,41 @@
 //! The V1 merchant API routes (under `/v1/`): authenticated by `X-API-Key`.
 
+/// Declares a `GET` list route paginated and filtered by [`ListQuery`]: the
+/// orders', disbursements' and settlements' lists differ only in their
+/// path, wording, status names, the engine's list and the item's view, so
+/// each names just those. The attribute's types (`ListQuery`, `PageBody`,
+/// the names and the view) are the caller's, as the document names them.
+///
+/// [`ListQuery`]: pagination::ListQuery
+macro_rules! status_list_route {
+    (
+        $(#[$doc:meta])*
+        $name:ident: GET $path:literal, tag = $tag:literal,
+        summary = $summary:literal, description = $description:literal,
+        params(ListQuery<$names:ident>), answer = ($answer:literal, PageBody<$view:ident>),
+        listed_by = $service:ident().$list:ident, shown_by = $show:expr $(,)?
+    ) => {
+        $(#[$doc])*
+        #[utoipa::path(get, path = $path, tag = $tag, operation_id = stringify!($name),
+            summary = $summary, description = $description,
+            security(("api_key" = [])), params(ListQuery<$names>),
+            responses((status = 200, description = $answer, body = PageBody<$view>)))]
+        pub async fn $name(
+            axum::extract::State(state): axum::extract::State<$crate::AppState>,
+            $crate::extract::V1Merchant(merchant): $crate::extract::V1Merchant,
+            query: $crate::v1::pagination::ListQuery<$names>,
+        ) -> Result<axum::response::Response, $crate::error::V1Error> {
+            let (items, total) = state
+                .engine
+                .$service()
+                .$list(merchant.id, &query.filter(), query.page, query.limit)?;
+            let show = $show;
+            // A response at once: a view may borrow the items listed here.
+            Ok(axum::response::IntoResponse::into_response(query.page(&items, total, |item| show(&state, item))))
+        }
+    };
+}
+
 mod balance;
 mod beneficiaries;
 mod catalog;

@@ -8,7 +8,7 @@ use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, 
 use crate::openapi::names::OrderStatusName;
 use crate::openapi::names::PaymentMethodName;
 use crate::openapi::values::{CustomerPhoneText, EmailText, HttpUrlText, IdempotencyKeyText};
-use crate::wire::{order_view, refund_view, Created, Data, DataBody, OrderView, Page, PageBody, RefundView};
+use crate::wire::{order_view, refund_view, Created, Data, DataBody, OrderView, PageBody, RefundView};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -148,22 +148,13 @@ pub async fn get_order(
     Ok(Data(order_view(&order, &state.config.public_url)))
 }
 
-/// GET /v1/orders: newest first, paginated, filterable.
-#[utoipa::path(get, path = "/v1/orders", tag = "Orders", operation_id = "list_orders",
+status_list_route! {
+    /// GET /v1/orders: newest first, paginated, filterable.
+    list_orders: GET "/v1/orders", tag = "Orders",
     summary = "List orders", description = "Newest first. `status` is an order status.",
-    security(("api_key" = [])), params(ListQuery<OrderStatusName>),
-    responses((status = 200, description = "A page of orders.", body = PageBody<OrderView>)))]
-pub async fn list_orders(
-    State(state): State<AppState>,
-    V1Merchant(merchant): V1Merchant,
-    query: ListQuery<OrderStatusName>,
-) -> Result<Page<OrderView>, V1Error> {
-    let (items, total) = state
-        .engine
-        .orders()
-        .list_orders(merchant.id, &query.filter(), query.page, query.limit)?;
-    let public_url = &state.config.public_url;
-    Ok(query.page(&items, total, |order| order_view(order, public_url)))
+    params(ListQuery<OrderStatusName>), answer = ("A page of orders.", PageBody<OrderView>),
+    listed_by = orders().list_orders,
+    shown_by = |state: &AppState, order| order_view(order, &state.config.public_url),
 }
 
 /// GET /v1/orders/{ref_code}/qr.png: the QRIS as a PNG, no key needed (the

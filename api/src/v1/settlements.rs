@@ -5,27 +5,18 @@ use super::pagination::ListQuery;
 use crate::error::V1Error;
 use crate::extract::V1Merchant;
 use crate::openapi::names::SettlementStatusName;
-use crate::wire::{settlement_view, Data, DataBody, Page, PageBody, SettlementView};
+use crate::wire::{settlement_view, Data, DataBody, PageBody, SettlementView};
 use crate::AppState;
 use axum::extract::{Path, State};
 use uuid::Uuid;
 
-/// GET /v1/settlements: newest first, paginated.
-#[utoipa::path(get, path = "/v1/settlements", tag = "Settlements", operation_id = "list_settlements",
+status_list_route! {
+    /// GET /v1/settlements: newest first, paginated.
+    list_settlements: GET "/v1/settlements", tag = "Settlements",
     summary = "List settlements", description = "Newest first. `status` is a settlement status.",
-    security(("api_key" = [])), params(ListQuery<SettlementStatusName>),
-    responses((status = 200, description = "A page of settlements.", body = PageBody<SettlementView>)))]
-pub async fn list_settlements(
-    State(state): State<AppState>,
-    V1Merchant(merchant): V1Merchant,
-    query: ListQuery<SettlementStatusName>,
-) -> Result<Page<SettlementView>, V1Error> {
-    let (items, total) =
-        state
-            .engine
-            .orders()
-            .list_settlements(merchant.id, &query.filter(), query.page, query.limit)?;
-    Ok(query.page(&items, total, settlement_view))
+    params(ListQuery<SettlementStatusName>), answer = ("A page of settlements.", PageBody<SettlementView>),
+    listed_by = orders().list_settlements,
+    shown_by = |_: &AppState, settlement| settlement_view(settlement),
 }
 
 /// GET /v1/settlements/{id}: 400 `INVALID_ID`, 404 `NOT_FOUND` (also another merchant's).
