@@ -17,30 +17,17 @@ use serde::{Deserialize, Serialize};
 use serde_with::serde_as;
 use uuid::Uuid;
 
-/// Layout 1 of [`Account`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Account")]
-pub(crate) enum AccountV1 {
-    Wallet,
-    PendingSettlement,
-    VendorClearing,
-    MdrRevenue,
-    PlatformFeeRevenue,
-    AggregatorFeeRevenue,
-    DisbursementFeeRevenue,
-    PayoutClearing,
-    RefundClearing,
-    Funding,
+super::enum_layout! {
+    /// Layout 1 of [`Account`].
+    AccountV1 for Account {
+        Wallet = 0, PendingSettlement = 1, VendorClearing = 2, MdrRevenue = 3, PlatformFeeRevenue = 4,
+        AggregatorFeeRevenue = 5, DisbursementFeeRevenue = 6, PayoutClearing = 7, RefundClearing = 8, Funding = 9,
+    }
 }
 
-/// Layout 1 of [`Side`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Side")]
-pub(crate) enum SideV1 {
-    Debit,
-    Credit,
+super::enum_layout! {
+    /// Layout 1 of [`Side`].
+    SideV1 for Side { Debit = 0, Credit = 1 }
 }
 
 /// Layout 1 of [`Posting`].
@@ -56,28 +43,17 @@ pub(crate) struct PostingV1 {
     amount: MinorUnits,
 }
 
-/// Layout 1 of [`EntryKind`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "EntryKind")]
-pub(crate) enum EntryKindV1 {
-    WalletCredit,
-    WalletDebit,
-    Reversal,
-    Disbursement,
-    OrderPayment,
-    Refund,
-    Settlement,
+super::enum_layout! {
+    /// Layout 1 of [`EntryKind`].
+    EntryKindV1 for EntryKind {
+        WalletCredit = 0, WalletDebit = 1, Reversal = 2, Disbursement = 3, OrderPayment = 4, Refund = 5,
+        Settlement = 6,
+    }
 }
 
-/// Layout 1 of [`ResourceKind`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "ResourceKind")]
-pub(crate) enum ResourceKindV1 {
-    Order,
-    Refund,
-    Disbursement,
+super::enum_layout! {
+    /// Layout 1 of [`ResourceKind`].
+    ResourceKindV1 for ResourceKind { Order = 0, Refund = 1, Disbursement = 2 }
 }
 
 /// Layout 1 of [`EntryResource`].
@@ -121,13 +97,9 @@ pub(crate) struct MerchantBookV1 {
     balances: [i64; 10],
 }
 
-/// Layout 1 of [`SettlementType`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "SettlementType")]
-pub(crate) enum SettlementTypeV1 {
-    Wallet,
-    Manual,
+super::enum_layout! {
+    /// Layout 1 of [`SettlementType`].
+    SettlementTypeV1 for SettlementType { Wallet = 0, Manual = 1 }
 }
 
 /// Layout 1 of [`Fees`].
@@ -235,17 +207,9 @@ pub(crate) struct OrganizationV1 {
     created_at_ms: i64,
 }
 
-/// Layout 1 of [`VendorKind`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "VendorKind")]
-pub(crate) enum VendorKindV1 {
-    Sandbox,
-    Http {
-        url: String,
-        secret: String,
-        timeout_ms: u64,
-    },
+super::enum_layout! {
+    /// Layout 1 of [`VendorKind`].
+    VendorKindV1 for VendorKind { Sandbox = 0, Http { url: String, secret: String, timeout_ms: u64 } = 1 }
 }
 
 /// Layout 1 of [`PaymentVendorConfig`].
@@ -294,16 +258,9 @@ pub(crate) struct MerchantUserV1 {
     created_at_ms: i64,
 }
 
-/// Layout 1 of [`SettlementStatus`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "SettlementStatus")]
-pub(crate) enum SettlementStatusV1 {
-    Pending,
-    Processing,
-    Paid,
-    Failed,
-    Cancelled,
+super::enum_layout! {
+    /// Layout 1 of [`SettlementStatus`].
+    SettlementStatusV1 for SettlementStatus { Pending = 0, Processing = 1, Paid = 2, Failed = 3, Cancelled = 4 }
 }
 
 /// Layout 1 of [`Settlement`].
@@ -350,15 +307,10 @@ pub(crate) struct SettlementV1 {
 }
 
 super::layout_of! {
-    Account => AccountV1,
-    Side => SideV1,
     Posting => PostingV1,
-    EntryKind => EntryKindV1,
-    ResourceKind => ResourceKindV1,
     EntryResource => EntryResourceV1,
     Entry => EntryV1,
     MerchantBook => MerchantBookV1,
-    SettlementType => SettlementTypeV1,
     Fees => FeesV1,
     Limits => LimitsV1,
     SettlementBank => SettlementBankV1,
@@ -367,11 +319,9 @@ super::layout_of! {
     Bank => BankV1,
     Ewallet => EwalletV1,
     Organization => OrganizationV1,
-    VendorKind => VendorKindV1,
     PaymentVendorConfig => PaymentVendorConfigV1,
     VendorRouting => VendorRoutingV1,
     PayoutRouting => PayoutRoutingV1,
     MerchantUser => MerchantUserV1,
-    SettlementStatus => SettlementStatusV1,
     Settlement => SettlementV1,
 }

@@ -2,9 +2,10 @@
 //! and sled values hold, declared apart from the domain structs.
 //!
 //! Each stored type has its layouts here, layout 1 first, each a serde
-//! remote mirror of the domain type (`accounts.rs`, `resources.rs`);
-//! webhook events, whose layout 2 names their resource instead of copying
-//! it, are `events.rs`. A
+//! remote mirror of the domain type, or for an enum of plain variants an
+//! `enum_layout!` that gives each variant its stored index (`accounts.rs`,
+//! `resources.rs`); webhook events, whose layout 2 names their resource
+//! instead of copying it, are `events.rs`. A
 //! mirror names every field, so adding, removing or retyping a domain field
 //! does not compile until the stored side says how it is kept: a new layout
 //! (read beside the old ones, converted into the domain type) or a change
@@ -146,6 +147,119 @@ macro_rules! layout_of {
         }
     )*};
 }
+
+/// Declares the layout of an enum whose variants carry plain values or
+/// none, as serde's derive wrote it: a variant is its stored index (the
+/// `u32` bincode encodes a variant by), then its values in order. The index
+/// stands beside each variant, so it cannot move with the order of a
+/// declaration, and the exhaustive `match` on the domain type does not
+/// compile until a new variant is given one. A newtype variant names its
+/// value, only for the two directions to bind it by.
+///
+/// ```text
+/// enum_layout! {
+///     /// Layout 1 of [`Thing`].
+///     ThingV1 for Thing { Plain = 0, Coded(code: String) = 1, Account { bank: String, number: String } = 2 }
+/// }
+/// ```
+macro_rules! enum_layout {
+    (
+        $(#[$doc:meta])*
+        $layout:ident for $domain:ident {
+            $( $variant:ident $( ( $value:ident : $value_ty:ty ) )? $( { $($field:ident : $field_ty:ty),+ $(,)? } )?
+                = $index:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$doc])*
+        pub(crate) struct $layout;
+
+        impl ::serde_with::SerializeAs<$domain> for $layout {
+            fn serialize_as<S: ::serde::Serializer>(value: &$domain, serializer: S) -> Result<S::Ok, S::Error> {
+                match value {$(
+                    $crate::store::stored::enum_layout!(@pattern $domain $variant $(($value))? $({ $($field)+ })?) =>
+                        $crate::store::stored::enum_layout!(
+                            @serialize serializer $layout $index $variant $(($value))? $({ $($field)+ })?
+                        ),
+                )+}
+            }
+        }
+
+        impl<'de> ::serde_with::DeserializeAs<'de, $domain> for $layout {
+            fn deserialize_as<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<$domain, D::Error> {
+                const VARIANTS: &[&str] = &[$(stringify!($variant)),+];
+                struct Variants;
+                impl<'de> ::serde::de::Visitor<'de> for Variants {
+                    type Value = $domain;
+
+                    fn expecting(&self, formatter: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                        write!(formatter, "variant index 0 <= i < {}", VARIANTS.len())
+                    }
+
+                    fn visit_enum<A: ::serde::de::EnumAccess<'de>>(self, data: A) -> Result<$domain, A::Error> {
+                        let (index, variant): (u32, A::Variant) = data.variant()?;
+                        match index {
+                            $( $index => $crate::store::stored::enum_layout!(
+                                @deserialize variant $layout $domain $variant $(($value : $value_ty))?
+                                    $({ $($field : $field_ty),+ })?
+                            ), )+
+                            other => Err(::serde::de::Error::invalid_value(
+                                ::serde::de::Unexpected::Unsigned(other.into()),
+                                &self,
+                            )),
+                        }
+                    }
+                }
+                deserializer.deserialize_enum(stringify!($layout), VARIANTS, Variants)
+            }
+        }
+    };
+    (@pattern $domain:ident $variant:ident) => { $domain::$variant };
+    (@pattern $domain:ident $variant:ident ($value:ident)) => { $domain::$variant($value) };
+    (@pattern $domain:ident $variant:ident { $($field:ident)+ }) => { $domain::$variant { $($field),+ } };
+    (@serialize $serializer:ident $layout:ident $index:literal $variant:ident) => {
+        $serializer.serialize_unit_variant(stringify!($layout), $index, stringify!($variant))
+    };
+    (@serialize $serializer:ident $layout:ident $index:literal $variant:ident ($value:ident)) => {
+        $serializer.serialize_newtype_variant(stringify!($layout), $index, stringify!($variant), $value)
+    };
+    (@serialize $serializer:ident $layout:ident $index:literal $variant:ident { $($field:ident)+ }) => {{
+        use ::serde::ser::SerializeStructVariant;
+        const FIELDS: &[&str] = &[$(stringify!($field)),+];
+        let mut fields =
+            $serializer.serialize_struct_variant(stringify!($layout), $index, stringify!($variant), FIELDS.len())?;
+        $( fields.serialize_field(stringify!($field), $field)?; )+
+        fields.end()
+    }};
+    (@deserialize $access:ident $layout:ident $domain:ident $variant:ident) => {
+        ::serde::de::VariantAccess::unit_variant($access).map(|()| $domain::$variant)
+    };
+    (@deserialize $access:ident $layout:ident $domain:ident $variant:ident ($value:ident : $value_ty:ty)) => {
+        ::serde::de::VariantAccess::newtype_variant::<$value_ty>($access).map($domain::$variant)
+    };
+    (@deserialize $access:ident $layout:ident $domain:ident $variant:ident { $($field:ident : $field_ty:ty),+ }) => {{
+        struct Fields;
+        impl<'de> ::serde::de::Visitor<'de> for Fields {
+            type Value = $domain;
+
+            fn expecting(&self, formatter: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                formatter.write_str(concat!("struct variant ", stringify!($layout), "::", stringify!($variant)))
+            }
+
+            fn visit_seq<A: ::serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<$domain, A::Error> {
+                let mut read = 0;
+                $( let $field = {
+                    read += 1;
+                    seq.next_element::<$field_ty>()?
+                        .ok_or_else(|| ::serde::de::Error::invalid_length(read - 1, &self))?
+                }; )+
+                Ok($domain::$variant { $($field),+ })
+            }
+        }
+        ::serde::de::VariantAccess::struct_variant($access, &[$(stringify!($field)),+], Fields)
+    }};
+}
+
+pub(crate) use enum_layout;
 
 /// `Stored` for types with one layout so far.
 macro_rules! stored_in_layout_1 {

@@ -14,52 +14,29 @@ use serde::{Deserialize, Serialize};
 use serde_with::serde_as;
 use uuid::Uuid;
 
-/// Layout 1 of [`Channel`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Channel")]
-pub(crate) enum ChannelV1 {
-    Bank,
-    Ewallet,
+super::enum_layout! {
+    /// Layout 1 of [`Channel`].
+    ChannelV1 for Channel { Bank = 0, Ewallet = 1 }
 }
 
-/// Layout 1 of [`DisbursementStatus`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "DisbursementStatus")]
-pub(crate) enum DisbursementStatusV1 {
-    Pending,
-    InReview,
-    OnProcess,
-    Success,
-    Failed,
-    Rejected,
+super::enum_layout! {
+    /// Layout 1 of [`DisbursementStatus`].
+    DisbursementStatusV1 for DisbursementStatus {
+        Pending = 0, InReview = 1, OnProcess = 2, Success = 3, Failed = 4, Rejected = 5,
+    }
 }
 
-/// Layout 1 of [`Source`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Source")]
-pub(crate) enum SourceV1 {
-    Api,
-    Legacy,
+super::enum_layout! {
+    /// Layout 1 of [`Source`].
+    SourceV1 for Source { Api = 0, Legacy = 1 }
 }
 
-/// Layout 1 of [`Destination`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Destination")]
-pub(crate) enum DestinationV1 {
-    Bank {
-        bank_short_code: String,
-        bank_id: Uuid,
-        account_number: String,
-        account_name: String,
-    },
-    Ewallet {
-        provider: String,
-        phone: String,
-    },
+super::enum_layout! {
+    /// Layout 1 of [`Destination`].
+    DestinationV1 for Destination {
+        Bank { bank_short_code: String, bank_id: Uuid, account_number: String, account_name: String } = 0,
+        Ewallet { provider: String, phone: String } = 1,
+    }
 }
 
 /// Layout 1 of [`Disbursement`].
@@ -96,36 +73,21 @@ pub(crate) struct DisbursementV1 {
     updated_at_ms: i64,
 }
 
-/// Layout 1 of [`PaymentMethod`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "PaymentMethod")]
-pub(crate) enum PaymentMethodV1 {
-    Qris,
-    BankTransfer,
+super::enum_layout! {
+    /// Layout 1 of [`PaymentMethod`].
+    PaymentMethodV1 for PaymentMethod { Qris = 0, BankTransfer = 1 }
 }
 
-/// Layout 1 of [`OrderStatus`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "OrderStatus")]
-pub(crate) enum OrderStatusV1 {
-    Pending,
-    Paid,
-    PartiallyRefunded,
-    Refunded,
-    Expired,
-    Failed,
+super::enum_layout! {
+    /// Layout 1 of [`OrderStatus`].
+    OrderStatusV1 for OrderStatus {
+        Pending = 0, Paid = 1, PartiallyRefunded = 2, Refunded = 3, Expired = 4, Failed = 5,
+    }
 }
 
-/// Layout 1 of [`RefundStatus`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "RefundStatus")]
-pub(crate) enum RefundStatusV1 {
-    Pending,
-    Success,
-    Failed,
+super::enum_layout! {
+    /// Layout 1 of [`RefundStatus`].
+    RefundStatusV1 for RefundStatus { Pending = 0, Success = 1, Failed = 2 }
 }
 
 /// Layout 1 of [`VirtualAccount`].
@@ -243,38 +205,21 @@ pub(crate) enum BatchItemV1 {
     Refused(#[serde_as(as = "BatchRefusalV1")] BatchRefusal),
 }
 
-/// Layout 1 of [`BatchRefusal`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "BatchRefusal")]
-pub(crate) enum BatchRefusalV1 {
-    Invalid { field: String, reason: String },
-    BankNotFound,
-    BankDisabled,
-    EwalletNotFound,
-    EwalletDisabled,
-    MissingBankInfo(String),
-    MissingEwalletInfo,
-    AmountBelowMinimum(String),
-    BeneficiaryNotFound,
-    NoVendor,
-    InsufficientBalance,
-    AmountOverflow,
-    AmountExceedsLimit,
-    DailyLimitExceeded,
-    Duplicate(Uuid),
-    NotWalletMerchant,
-    Internal,
+super::enum_layout! {
+    /// Layout 1 of [`BatchRefusal`].
+    BatchRefusalV1 for BatchRefusal {
+        Invalid { field: String, reason: String } = 0,
+        BankNotFound = 1, BankDisabled = 2, EwalletNotFound = 3, EwalletDisabled = 4,
+        MissingBankInfo(fields: String) = 5, MissingEwalletInfo = 6, AmountBelowMinimum(channel: String) = 7,
+        BeneficiaryNotFound = 8, NoVendor = 9, InsufficientBalance = 10, AmountOverflow = 11,
+        AmountExceedsLimit = 12, DailyLimitExceeded = 13, Duplicate(disbursement_id: Uuid) = 14,
+        NotWalletMerchant = 15, Internal = 16,
+    }
 }
 
-/// Layout 1 of [`VerificationStatus`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "VerificationStatus")]
-pub(crate) enum VerificationStatusV1 {
-    Pending,
-    Verified,
-    Failed,
+super::enum_layout! {
+    /// Layout 1 of [`VerificationStatus`].
+    VerificationStatusV1 for VerificationStatus { Pending = 0, Verified = 1, Failed = 2 }
 }
 
 /// Layout 1 of [`Beneficiary`].
@@ -338,22 +283,13 @@ pub(crate) struct WebhookAttemptV1 {
 }
 
 super::layout_of! {
-    Channel => ChannelV1,
-    DisbursementStatus => DisbursementStatusV1,
-    Source => SourceV1,
-    Destination => DestinationV1,
     Disbursement => DisbursementV1,
-    PaymentMethod => PaymentMethodV1,
-    OrderStatus => OrderStatusV1,
-    RefundStatus => RefundStatusV1,
     VirtualAccount => VirtualAccountV1,
     FeeSplit => FeeSplitV1,
     Order => OrderV1,
     Refund => RefundV1,
     DisbursementBatch => DisbursementBatchV1,
     BatchItem => BatchItemV1,
-    BatchRefusal => BatchRefusalV1,
-    VerificationStatus => VerificationStatusV1,
     Beneficiary => BeneficiaryV1,
     EventDelivery => EventDeliveryV1,
     EventDeliveryVersion => EventDeliveryVersionV1,

@@ -517,6 +517,27 @@ fn journal_records_of_format_5_read_as_layout_1() {
     }
 }
 
+/// An `enum_layout!` variant is written as the index declared beside it,
+/// and an index no variant has is refused, not read as another.
+#[test]
+fn an_enum_layout_writes_the_declared_index_and_refuses_an_unknown_one() {
+    use serde_with::de::DeserializeAsWrap;
+    use serde_with::ser::SerializeAsWrap;
+    let config = bincode::config::standard();
+    let read = |bytes: &[u8]| {
+        bincode::serde::decode_from_slice::<DeserializeAsWrap<Account, AccountV1>, _>(bytes, config)
+            .map(|(account, _)| account.into_inner())
+    };
+    for (index, account) in Account::ALL.into_iter().enumerate() {
+        let written = bincode::serde::encode_to_vec(SerializeAsWrap::<Account, AccountV1>::new(&account), config)
+            .expect("encodes");
+        assert_eq!(written, [index as u8], "{account:?}");
+        assert_eq!(read(&written).expect("decodes"), account);
+    }
+    let refused = read(&[10]).expect_err("no account has index 10").to_string();
+    assert!(refused.contains("variant index 0 <= i < 10"), "{refused}");
+}
+
 /// A layout this build does not know is refused by name, not misread.
 #[test]
 fn a_newer_layout_is_refused() {
