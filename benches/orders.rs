@@ -8,7 +8,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paygate_engine::domain::PaymentMethod;
-use paygate_engine::input::{CustomerPhone, IdempotencyKey};
+use paygate_engine::input::IdempotencyKey;
 use paygate_engine::orders::{Customer, NewOrder};
 use paygate_engine::LimitOverrides;
 use paygate_engine::{Engine, EngineConfig};
@@ -35,13 +35,9 @@ async fn open_engine(dir: &std::path::Path, merchants: usize) -> (Engine, Vec<Uu
 }
 
 fn order(key: u64) -> NewOrder {
-    let phone = CustomerPhone::parse("081234567890").expect("a valid phone");
     let idempotency_key = IdempotencyKey::parse(format!("idem-{key}")).expect("a valid key");
     NewOrder {
-        customer: Customer {
-            phone: Some(phone),
-            ..Customer::default()
-        },
+        customer: Customer::parse(None, None, Some("081234567890")).expect("a valid customer"),
         idempotency: Some((idempotency_key, [7; 32])),
         ..NewOrder::new(&format!("INV-{key}"), 2_500_000, PaymentMethod::Qris).expect("a valid order")
     }

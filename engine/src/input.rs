@@ -262,16 +262,55 @@ impl EmailAddress {
     }
 }
 
+/// The creation times a list admits, both ends included, Unix ms; an end
+/// not given is the extreme of its side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreatedBetween {
+    from_ms: i64,
+    to_ms: i64,
+}
+
+impl CreatedBetween {
+    /// Every creation time.
+    pub const ANY: CreatedBetween = CreatedBetween {
+        from_ms: i64::MIN,
+        to_ms: i64::MAX,
+    };
+
+    /// At or after `from_ms` and at or before `to_ms`, each when given.
+    pub fn new(from_ms: Option<i64>, to_ms: Option<i64>) -> CreatedBetween {
+        CreatedBetween {
+            from_ms: from_ms.unwrap_or(i64::MIN),
+            to_ms: to_ms.unwrap_or(i64::MAX),
+        }
+    }
+
+    /// At or after `from_ms`.
+    pub fn since(from_ms: i64) -> CreatedBetween {
+        CreatedBetween::new(Some(from_ms), None)
+    }
+
+    /// Whether a creation at `at_ms` is in.
+    pub fn contains(&self, at_ms: i64) -> bool {
+        (self.from_ms..=self.to_ms).contains(&at_ms)
+    }
+
+    /// The same times as a half-open range `[from, to)` of the times a
+    /// resource can have (never before the epoch), as the stored time
+    /// indexes are read.
+    pub fn half_open(&self) -> (i64, i64) {
+        (self.from_ms.max(0), self.to_ms.saturating_add(1))
+    }
+}
+
 /// The filters of a list (`GET /v1/orders`, `/v1/disbursements`,
-/// `/v1/settlements`): each optional, for "any".
+/// `/v1/settlements`).
 #[derive(Clone, Debug)]
 pub struct ListFilter<S> {
-    /// Only this status.
+    /// Only this status; any when `None`.
     pub status: Option<S>,
-    /// Created at or after, Unix ms.
-    pub created_from_ms: Option<i64>,
-    /// Created at or before, Unix ms.
-    pub created_to_ms: Option<i64>,
+    /// Only created in this window.
+    pub created: CreatedBetween,
 }
 
 // Not derived: a derive would ask `S: Default`, and no status has a default.
@@ -279,8 +318,7 @@ impl<S> Default for ListFilter<S> {
     fn default() -> Self {
         ListFilter {
             status: None,
-            created_from_ms: None,
-            created_to_ms: None,
+            created: CreatedBetween::ANY,
         }
     }
 }
@@ -308,6 +346,15 @@ mod tests {
         assert_eq!(CatalogCode::parse(" "), None);
         assert_eq!(EwalletPhone::parse("0812-3456-7890").unwrap().as_str(), "6281234567890");
         assert!(EwalletPhone::parse("0841234567").is_err());
+    }
+
+    #[test]
+    fn a_window_includes_both_ends_and_reads_as_a_half_open_range() {
+        let window = CreatedBetween::new(Some(10), Some(20));
+        assert!(!window.contains(9) && window.contains(10) && window.contains(20) && !window.contains(21));
+        assert_eq!(window.half_open(), (10, 21));
+        assert_eq!(CreatedBetween::ANY.half_open(), (0, i64::MAX));
+        assert!(CreatedBetween::since(5).contains(i64::MAX) && !CreatedBetween::since(5).contains(4));
     }
 
     proptest::proptest! {

@@ -204,8 +204,7 @@ impl Orders {
         let kept: Vec<Settlement> = all
             .into_iter()
             .filter(|s| filter.status.is_none_or(|status| s.status == status))
-            .filter(|s| filter.created_from_ms.is_none_or(|from| s.created_at_ms >= from))
-            .filter(|s| filter.created_to_ms.is_none_or(|to| s.created_at_ms <= to))
+            .filter(|s| filter.created.contains(s.created_at_ms))
             .collect();
         let total = kept.len();
         Ok((kept.into_iter().skip(offset).take(limit).collect(), total))

@@ -28,13 +28,35 @@ pub struct AttemptOutcome {
     pub manual: bool,
 }
 
+/// Which attempts by how they ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Delivery {
+    /// Every attempt.
+    #[default]
+    Any,
+    /// Attempts the endpoint took.
+    Delivered,
+    /// Attempts that failed.
+    Failed,
+}
+
+impl Delivery {
+    fn admits(self, delivered: bool) -> bool {
+        match self {
+            Delivery::Any => true,
+            Delivery::Delivered => delivered,
+            Delivery::Failed => !delivered,
+        }
+    }
+}
+
 /// Filters of `GET /v1/webhooks/deliveries`.
 #[derive(Clone, Debug, Default)]
 pub struct AttemptFilter {
-    /// One event's attempts.
+    /// One event's attempts; every event's when `None`.
     pub event_id: Option<Uuid>,
-    /// Only delivered (or only failed) attempts.
-    pub delivered: Option<bool>,
+    /// How they ended.
+    pub delivery: Delivery,
 }
 
 /// The webhooks handle: the outbox of events and delivery attempts; cheap to clone.
@@ -133,10 +155,7 @@ impl Webhooks {
         Ok(self.core.store().merchant_webhook_attempts(
             &merchant_id,
             self.core.webhook_retention_cutoff_ms().unwrap_or(i64::MIN),
-            |a| {
-                filter.event_id.is_none_or(|id| a.event_id == id)
-                    && filter.delivered.is_none_or(|delivered| a.delivered == delivered)
-            },
+            |a| filter.event_id.is_none_or(|id| a.event_id == id) && filter.delivery.admits(a.delivered),
             offset,
             limit,
         )?)

@@ -5,7 +5,7 @@ use crate::error::V1Error;
 use crate::wire::Page;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use paygate_engine::input::ListFilter;
+use paygate_engine::input::{CreatedBetween, ListFilter};
 use std::collections::HashMap;
 
 /// Largest page served.
@@ -63,8 +63,7 @@ impl<N: StatusNames> ListQuery<N> {
     {
         ListFilter {
             status: self.status.clone(),
-            created_from_ms: self.created_from_ms,
-            created_to_ms: self.created_to_ms,
+            created: CreatedBetween::new(self.created_from_ms, self.created_to_ms),
         }
     }
 

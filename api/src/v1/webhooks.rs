@@ -8,7 +8,7 @@ use crate::wire::{timestamp, Data, DataBody, Page, PageBody};
 use crate::AppState;
 use axum::extract::{Path, Query, State};
 use paygate_engine::domain::WebhookAttempt;
-use paygate_engine::webhooks::AttemptFilter;
+use paygate_engine::webhooks::{AttemptFilter, Delivery};
 use serde::Serialize;
 use std::collections::HashMap;
 use utoipa::ToSchema;
@@ -76,13 +76,13 @@ pub async fn list_deliveries(
         None => None,
         Some(id) => Some(Uuid::parse_str(id).map_err(|_| V1Error::invalid_query("event_id: must be a UUID"))?),
     };
-    let delivered = match raw.get("delivered").map(String::as_str) {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
+    let delivery = match raw.get("delivered").map(String::as_str) {
+        None => Delivery::Any,
+        Some("true") => Delivery::Delivered,
+        Some("false") => Delivery::Failed,
         Some(_) => return Err(V1Error::invalid_query("delivered: must be true or false")),
     };
-    let filter = AttemptFilter { event_id, delivered };
+    let filter = AttemptFilter { event_id, delivery };
     let (items, total) =
         state
             .engine

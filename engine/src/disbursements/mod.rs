@@ -293,8 +293,7 @@ impl Disbursements {
         page: usize,
         limit: usize,
     ) -> Result<(Vec<Disbursement>, usize), EngineError> {
-        let from = filter.created_from_ms.unwrap_or(0);
-        let to = filter.created_to_ms.map_or(i64::MAX, |t| t.saturating_add(1));
+        let (from, to) = filter.created.half_open();
         let offset = page.saturating_sub(1).saturating_mul(limit);
         let status = filter.status;
         Ok(self.core.store().merchant_disbursements(

@@ -129,15 +129,16 @@ impl ExpireMinutes {
     }
 }
 
-/// What the merchant says of the payer; each part optional.
+/// What the merchant says of the payer, checked: each part optional, and
+/// made only by [`Customer::parse`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Customer {
     /// At most 255 characters; a blank name is none.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// An email address.
-    pub email: Option<EmailAddress>,
+    pub(crate) email: Option<EmailAddress>,
     /// A phone, normalized to `62…`.
-    pub phone: Option<CustomerPhone>,
+    pub(crate) phone: Option<CustomerPhone>,
 }
 
 impl Customer {

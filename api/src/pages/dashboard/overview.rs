@@ -11,6 +11,7 @@ use axum::response::Response;
 use maud::{html, Markup};
 use paygate_engine::domain::disbursement::wib_day;
 use paygate_engine::domain::SettlementType;
+use paygate_engine::input::CreatedBetween;
 use paygate_engine::orders::OrderFilter;
 
 /// Days the chart covers, today included.
@@ -29,7 +30,7 @@ fn paid_by_day(state: &AppState, merchant_id: uuid::Uuid, now_ms: i64) -> (Vec<(
     // An order is paid after it is made: one made a day before the window
     // may still have been paid inside it.
     let filter = OrderFilter {
-        created_from_ms: Some(now_ms - (CHART_DAYS as i64 + 1) * 86_400_000),
+        created: CreatedBetween::since(now_ms - (CHART_DAYS as i64 + 1) * 86_400_000),
         ..Default::default()
     };
     let mut read = 0;
