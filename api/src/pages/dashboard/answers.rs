@@ -1,6 +1,8 @@
 //! What the dashboard's routes answer, declared once per kind of route for
 //! the API document: a signed-in page, a form whose outcome is shown in
-//! place, and a form that goes back to its page.
+//! place, and a form that goes back to its page; and once each, the answers
+//! routes of other kinds share (from the extractors they share, or the
+//! resource they show), beside their own.
 
 use utoipa::IntoResponses;
 
@@ -45,3 +47,20 @@ pub enum RedirectingFormAnswers {
     #[response(status = 403, content_type = "text/html")]
     BadToken(String),
 }
+
+/// Not signed in: to the sign-in page.
+#[derive(IntoResponses)]
+#[response(status = 303)]
+pub struct SignInAnswer;
+
+/// The form's token is missing or wrong.
+#[derive(IntoResponses)]
+#[response(status = 403, content_type = "text/html")]
+#[allow(dead_code)]
+pub struct BadTokenAnswer(String);
+
+/// No such order of this merchant.
+#[derive(IntoResponses)]
+#[response(status = 404, content_type = "text/html")]
+#[allow(dead_code)]
+pub struct OrderNotFoundAnswer(String);

@@ -3,6 +3,7 @@
 //! session yet to hold one); ten failures for an email within 15 minutes
 //! answer 429 with `Retry-After` until the oldest ages out.
 
+use super::answers::BadTokenAnswer;
 use super::session::{random_token, tokens_match, SESSION_COOKIE, SIGN_IN_COOKIE};
 use super::{cookie, forbidden, layout, page_response, set_cookie, DashboardForm, WithCsrf};
 use crate::AppState;
@@ -95,7 +96,7 @@ pub async fn sign_in_page(State(state): State<AppState>) -> Response {
         (status = 303, description = "Signed in: to the overview."),
         (status = 400, description = "Not a sign-in form.", content_type = "text/html", body = String),
         (status = 401, description = "Wrong email or password.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
+        BadTokenAnswer,
         (status = 429, description = "Too many failed sign-ins for this email (a page), or too many unauthenticated \
             requests from this address (the V1 error envelope).",
             content((String = "text/html"), (crate::error::ErrorBody = "application/json")),
@@ -148,7 +149,7 @@ pub async fn sign_in(
     request_body(content = CsrfForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "Signed out (or not signed in): to the sign-in page."),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
+        BadTokenAnswer,
     ))]
 pub async fn sign_out(State(state): State<AppState>, DashboardForm(signed_in, _): DashboardForm<CsrfForm>) -> Response {
     state.sessions.end(&signed_in.token);

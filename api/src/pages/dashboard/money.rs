@@ -3,7 +3,7 @@
 //! text or an uploaded file). Each reads and acts through the engine
 //! calls the V1 routes use.
 
-use super::answers::{PageAnswers, RedirectingFormAnswers, ShownFormAnswers};
+use super::answers::{PageAnswers, RedirectingFormAnswers, ShownFormAnswers, SignInAnswer};
 use super::{forbidden, layout, page_response, rupiah, DashboardForm, SignedIn, WithCsrf};
 use crate::commands::AccountFields;
 use crate::wire::timestamp;
@@ -119,7 +119,7 @@ pub async fn history_page(
     summary = "Export the balance history as CSV", security(()),
     responses(
         (status = 200, description = "The newest lines, as `GET /v1/balance/history` with `Accept: text/csv`.", content_type = "text/csv", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
+        SignInAnswer,
     ))]
 pub async fn history_export(State(state): State<AppState>, signed_in: SignedIn) -> Response {
     let mut lines = Vec::new();

@@ -2,7 +2,7 @@
 //! with its status timeline, refunds, webhook deliveries and a refund form
 //! (through the engine's own refund call, as `POST /v1/orders/{ref}/refund`).
 
-use super::answers::PageAnswers;
+use super::answers::{BadTokenAnswer, OrderNotFoundAnswer, PageAnswers, SignInAnswer};
 use super::{layout, page_response, rupiah, DashboardForm, SignedIn, WithCsrf};
 use crate::wire::timestamp;
 use crate::AppState;
@@ -256,8 +256,8 @@ fn detail(
     params(("ref_code" = String, Path, description = "The order's ref code.")),
     responses(
         (status = 200, description = "The order, its timeline, refunds and webhooks.", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to the sign-in page."),
-        (status = 404, description = "No such order of this merchant.", content_type = "text/html", body = String),
+        SignInAnswer,
+        OrderNotFoundAnswer,
     ))]
 pub async fn order_page(State(state): State<AppState>, signed_in: SignedIn, Path(ref_code): Path<String>) -> Response {
     detail(&state, &signed_in, &ref_code, StatusCode::OK, None)
@@ -271,8 +271,8 @@ pub async fn order_page(State(state): State<AppState>, signed_in: SignedIn, Path
     responses(
         (status = 303, description = "Refund requested: back to the order."),
         (status = 400, description = "Not refunded: the page says why.", content_type = "text/html", body = String),
-        (status = 403, description = "The form's token is missing or wrong.", content_type = "text/html", body = String),
-        (status = 404, description = "No such order of this merchant.", content_type = "text/html", body = String),
+        BadTokenAnswer,
+        OrderNotFoundAnswer,
     ))]
 pub async fn refund(
     State(state): State<AppState>,
