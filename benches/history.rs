@@ -68,11 +68,7 @@ fn history_pages(c: &mut Criterion) {
         ("middle", Some(cursor(total / 2))),
         ("oldest_page", Some(cursor(PAGE as u64 + 1))),
     ] {
-        let query = HistoryQuery {
-            starting_after,
-            limit: PAGE,
-            ..Default::default()
-        };
+        let query = HistoryQuery::page(starting_after, PAGE);
         group.bench_function(name, |b| {
             b.iter(|| {
                 let page = engine.merchants().balance_history(merchant_id, &query).unwrap();

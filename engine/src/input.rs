@@ -285,6 +285,16 @@ impl CreatedBetween {
         }
     }
 
+    /// At or after `from_ms` and before `before_ms`, each when given.
+    pub fn before(from_ms: Option<i64>, before_ms: Option<i64>) -> CreatedBetween {
+        CreatedBetween::new(from_ms, before_ms.map(|before| before.saturating_sub(1)))
+    }
+
+    /// The earliest time in, `i64::MIN` when unbounded.
+    pub fn from_ms(&self) -> i64 {
+        self.from_ms
+    }
+
     /// At or after `from_ms`.
     pub fn since(from_ms: i64) -> CreatedBetween {
         CreatedBetween::new(Some(from_ms), None)
@@ -355,6 +365,8 @@ mod tests {
         assert_eq!(window.half_open(), (10, 21));
         assert_eq!(CreatedBetween::ANY.half_open(), (0, i64::MAX));
         assert!(CreatedBetween::since(5).contains(i64::MAX) && !CreatedBetween::since(5).contains(4));
+        let before = CreatedBetween::before(None, Some(20));
+        assert!(before.contains(19) && !before.contains(20));
     }
 
     proptest::proptest! {

@@ -13,11 +13,7 @@ use uuid::Uuid;
 pub fn walk(engine: &Engine, merchant_id: Uuid, page: usize) -> Result<Vec<StatementLine>, TestCaseError> {
     let mut lines: Vec<StatementLine> = Vec::new();
     loop {
-        let query = HistoryQuery {
-            starting_after: lines.last().map(|line| line.id),
-            limit: page,
-            ..Default::default()
-        };
+        let query = HistoryQuery::page(lines.last().map(|line| line.id), page);
         let got = engine
             .merchants()
             .balance_history(merchant_id, &query)

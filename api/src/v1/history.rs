@@ -13,6 +13,7 @@ use axum::http::header::{ACCEPT, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use paygate_engine::input::CreatedBetween;
 use paygate_engine::ledger::statement::{LineId, LineType, StatementLine};
 use paygate_engine::ledger::ResourceKind;
 use paygate_engine::{EngineError, HistoryQuery, HISTORY_LIMIT_MAX};
@@ -70,8 +71,7 @@ pub async fn balance_history(
             ),
         },
         limit: positive(&query, "limit", HISTORY_LIMIT_DEFAULT)?.min(HISTORY_LIMIT_MAX),
-        created_from_ms: instant(&query, "created_from")?,
-        created_to_ms: instant(&query, "created_to")?,
+        created: CreatedBetween::before(instant(&query, "created_from")?, instant(&query, "created_to")?),
         line_type: match query.get("type") {
             None => None,
             Some(raw) => Some(LineType::parse(raw).ok_or_else(|| {

@@ -6,6 +6,7 @@
 use super::Merchants;
 use crate::domain::SettlementType;
 use crate::error::EngineError;
+use crate::input::CreatedBetween;
 use crate::ledger::statement::{lines_of, LineId, LineType, StatementLine};
 use uuid::Uuid;
 
@@ -18,17 +19,16 @@ pub const HISTORY_LIMIT_MAX: usize = 100;
 const CLOCK_STEP_SLACK_MS: i64 = 60_000;
 
 /// Which lines, from where.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct HistoryQuery {
-    /// Lines older than this one (a line id of an earlier page).
+    /// Lines older than this one (a line id of an earlier page); from the
+    /// newest when `None`.
     pub starting_after: Option<LineId>,
     /// At most this many (1..=100).
     pub limit: usize,
-    /// Created at or after, Unix ms.
-    pub created_from_ms: Option<i64>,
-    /// Created before, Unix ms.
-    pub created_to_ms: Option<i64>,
-    /// Only lines of this type.
+    /// Only lines created in this window.
+    pub created: CreatedBetween,
+    /// Only lines of this type; every type when `None`.
     pub line_type: Option<LineType>,
 }
 
@@ -42,10 +42,18 @@ pub struct HistoryPage {
 }
 
 impl HistoryQuery {
+    /// Up to `limit` lines of every type and time, after `starting_after`.
+    pub fn page(starting_after: Option<LineId>, limit: usize) -> HistoryQuery {
+        HistoryQuery {
+            starting_after,
+            limit,
+            created: CreatedBetween::ANY,
+            line_type: None,
+        }
+    }
+
     fn admits(&self, line: &StatementLine) -> bool {
-        self.line_type.is_none_or(|t| t == line.line_type)
-            && self.created_from_ms.is_none_or(|from| line.created_at_ms >= from)
-            && self.created_to_ms.is_none_or(|to| line.created_at_ms < to)
+        self.line_type.is_none_or(|t| t == line.line_type) && self.created.contains(line.created_at_ms)
     }
 }
 
@@ -88,10 +96,8 @@ impl Merchants {
             let Some(line) = pending.pop() else {
                 match entries.next().transpose()? {
                     Some(entry) => {
-                        let floor = query
-                            .created_from_ms
-                            .map(|from| from.saturating_sub(CLOCK_STEP_SLACK_MS));
-                        if floor.is_some_and(|floor| entry.created_at_ms < floor) {
+                        let floor = query.created.from_ms().saturating_sub(CLOCK_STEP_SLACK_MS);
+                        if entry.created_at_ms < floor {
                             return Ok(HistoryPage { lines, has_more: false });
                         }
                         pending = lines_of(&entry);

@@ -54,13 +54,7 @@ pub async fn history_page(
         .ok()
         .and_then(|Query(c)| c.after)
         .and_then(|raw| LineId::parse(&raw));
-    let query = HistoryQuery {
-        starting_after: after,
-        limit: PAGE_SIZE,
-        created_from_ms: None,
-        created_to_ms: None,
-        line_type: None,
-    };
+    let query = HistoryQuery::page(after, PAGE_SIZE);
     let page = match state
         .engine
         .merchants()
@@ -125,13 +119,7 @@ pub async fn history_export(State(state): State<AppState>, signed_in: SignedIn) 
     let mut lines = Vec::new();
     let mut after = None;
     while lines.len() < EXPORT_LINES_MAX {
-        let query = HistoryQuery {
-            starting_after: after,
-            limit: paygate_engine::HISTORY_LIMIT_MAX,
-            created_from_ms: None,
-            created_to_ms: None,
-            line_type: None,
-        };
+        let query = HistoryQuery::page(after, paygate_engine::HISTORY_LIMIT_MAX);
         let Ok(page) = state
             .engine
             .merchants()
