@@ -49,10 +49,8 @@ pub struct ListQuery<N: StatusNames = AnyStatus> {
     pub limit: usize,
     /// Only this status.
     pub status: Option<N::Status>,
-    /// Created at or after, Unix ms.
-    pub created_from_ms: Option<i64>,
-    /// Created at or before, Unix ms.
-    pub created_to_ms: Option<i64>,
+    /// `created_from` and `created_to`, both included.
+    pub created: CreatedBetween,
 }
 
 impl<N: StatusNames> ListQuery<N> {
@@ -63,7 +61,7 @@ impl<N: StatusNames> ListQuery<N> {
     {
         ListFilter {
             status: self.status.clone(),
-            created: CreatedBetween::new(self.created_from_ms, self.created_to_ms),
+            created: self.created,
         }
     }
 
@@ -133,8 +131,7 @@ impl<S: Send + Sync, N: StatusNames> FromRequestParts<S> for ListQuery<N> {
         Ok(ListQuery {
             page: positive(&query, "page", 1)?,
             limit: positive(&query, "limit", PAGE_LIMIT_DEFAULT)?.min(PAGE_LIMIT_MAX),
-            created_from_ms: instant(&query, "created_from")?,
-            created_to_ms: instant(&query, "created_to")?,
+            created: CreatedBetween::new(instant(&query, "created_from")?, instant(&query, "created_to")?),
             status: query
                 .get("status")
                 .map(|raw| N::parse(raw).ok_or_else(|| V1Error::invalid_query(format!("status: not {}", N::WHAT))))
