@@ -23,11 +23,21 @@ super::enum_layout! {
         Wallet = 0, PendingSettlement = 1, VendorClearing = 2, MdrRevenue = 3, PlatformFeeRevenue = 4,
         AggregatorFeeRevenue = 5, DisbursementFeeRevenue = 6, PayoutClearing = 7, RefundClearing = 8, Funding = 9,
     }
-}
-
-super::enum_layout! {
     /// Layout 1 of [`Side`].
     SideV1 for Side { Debit = 0, Credit = 1 }
+    /// Layout 1 of [`EntryKind`].
+    EntryKindV1 for EntryKind {
+        WalletCredit = 0, WalletDebit = 1, Reversal = 2, Disbursement = 3, OrderPayment = 4, Refund = 5,
+        Settlement = 6,
+    }
+    /// Layout 1 of [`ResourceKind`].
+    ResourceKindV1 for ResourceKind { Order = 0, Refund = 1, Disbursement = 2 }
+    /// Layout 1 of [`SettlementType`].
+    SettlementTypeV1 for SettlementType { Wallet = 0, Manual = 1 }
+    /// Layout 1 of [`VendorKind`].
+    VendorKindV1 for VendorKind { Sandbox = 0, Http { url: String, secret: String, timeout_ms: u64 } = 1 }
+    /// Layout 1 of [`SettlementStatus`].
+    SettlementStatusV1 for SettlementStatus { Pending = 0, Processing = 1, Paid = 2, Failed = 3, Cancelled = 4 }
 }
 
 /// Layout 1 of [`Posting`].
@@ -41,19 +51,6 @@ pub(crate) struct PostingV1 {
     side: Side,
     #[serde_as(as = "MinorUnitsV1")]
     amount: MinorUnits,
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`EntryKind`].
-    EntryKindV1 for EntryKind {
-        WalletCredit = 0, WalletDebit = 1, Reversal = 2, Disbursement = 3, OrderPayment = 4, Refund = 5,
-        Settlement = 6,
-    }
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`ResourceKind`].
-    ResourceKindV1 for ResourceKind { Order = 0, Refund = 1, Disbursement = 2 }
 }
 
 /// Layout 1 of [`EntryResource`].
@@ -95,11 +92,6 @@ pub(crate) struct MerchantBookV1 {
     merchant_id: Uuid,
     last_seq: u64,
     balances: [i64; 10],
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`SettlementType`].
-    SettlementTypeV1 for SettlementType { Wallet = 0, Manual = 1 }
 }
 
 /// Layout 1 of [`Fees`].
@@ -207,11 +199,6 @@ pub(crate) struct OrganizationV1 {
     created_at_ms: i64,
 }
 
-super::enum_layout! {
-    /// Layout 1 of [`VendorKind`].
-    VendorKindV1 for VendorKind { Sandbox = 0, Http { url: String, secret: String, timeout_ms: u64 } = 1 }
-}
-
 /// Layout 1 of [`PaymentVendorConfig`].
 #[serde_as]
 #[derive(Serialize, Deserialize)]
@@ -256,11 +243,6 @@ pub(crate) struct MerchantUserV1 {
     email: String,
     password_hash: String,
     created_at_ms: i64,
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`SettlementStatus`].
-    SettlementStatusV1 for SettlementStatus { Pending = 0, Processing = 1, Paid = 2, Failed = 3, Cancelled = 4 }
 }
 
 /// Layout 1 of [`Settlement`].

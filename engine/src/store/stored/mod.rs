@@ -160,11 +160,16 @@ macro_rules! layout_of {
 /// enum_layout! {
 ///     /// Layout 1 of [`Thing`].
 ///     ThingV1 for Thing { Plain = 0, Coded(code: String) = 1, Account { bank: String, number: String } = 2 }
+///     /// Layout 1 of [`Kind`].
+///     KindV1 for Kind { One = 0, Other = 1 }
 /// }
 /// ```
 macro_rules! enum_layout {
+    ($( $(#[$doc:meta])* $layout:ident for $domain:ident $variants:tt )+) => {
+        $( $crate::store::stored::enum_layout!(@one $(#[$doc])* $layout for $domain $variants); )+
+    };
     (
-        $(#[$doc:meta])*
+        @one $(#[$doc:meta])*
         $layout:ident for $domain:ident {
             $( $variant:ident $( ( $value:ident : $value_ty:ty ) )? $( { $($field:ident : $field_ty:ty),+ $(,)? } )?
                 = $index:literal ),+ $(,)?

@@ -17,26 +17,36 @@ use uuid::Uuid;
 super::enum_layout! {
     /// Layout 1 of [`Channel`].
     ChannelV1 for Channel { Bank = 0, Ewallet = 1 }
-}
-
-super::enum_layout! {
     /// Layout 1 of [`DisbursementStatus`].
     DisbursementStatusV1 for DisbursementStatus {
         Pending = 0, InReview = 1, OnProcess = 2, Success = 3, Failed = 4, Rejected = 5,
     }
-}
-
-super::enum_layout! {
     /// Layout 1 of [`Source`].
     SourceV1 for Source { Api = 0, Legacy = 1 }
-}
-
-super::enum_layout! {
     /// Layout 1 of [`Destination`].
     DestinationV1 for Destination {
         Bank { bank_short_code: String, bank_id: Uuid, account_number: String, account_name: String } = 0,
         Ewallet { provider: String, phone: String } = 1,
     }
+    /// Layout 1 of [`PaymentMethod`].
+    PaymentMethodV1 for PaymentMethod { Qris = 0, BankTransfer = 1 }
+    /// Layout 1 of [`OrderStatus`].
+    OrderStatusV1 for OrderStatus {
+        Pending = 0, Paid = 1, PartiallyRefunded = 2, Refunded = 3, Expired = 4, Failed = 5,
+    }
+    /// Layout 1 of [`RefundStatus`].
+    RefundStatusV1 for RefundStatus { Pending = 0, Success = 1, Failed = 2 }
+    /// Layout 1 of [`BatchRefusal`].
+    BatchRefusalV1 for BatchRefusal {
+        Invalid { field: String, reason: String } = 0,
+        BankNotFound = 1, BankDisabled = 2, EwalletNotFound = 3, EwalletDisabled = 4,
+        MissingBankInfo(fields: String) = 5, MissingEwalletInfo = 6, AmountBelowMinimum(channel: String) = 7,
+        BeneficiaryNotFound = 8, NoVendor = 9, InsufficientBalance = 10, AmountOverflow = 11,
+        AmountExceedsLimit = 12, DailyLimitExceeded = 13, Duplicate(disbursement_id: Uuid) = 14,
+        NotWalletMerchant = 15, Internal = 16,
+    }
+    /// Layout 1 of [`VerificationStatus`].
+    VerificationStatusV1 for VerificationStatus { Pending = 0, Verified = 1, Failed = 2 }
 }
 
 /// Layout 1 of [`Disbursement`].
@@ -71,23 +81,6 @@ pub(crate) struct DisbursementV1 {
     wib_day: i64,
     created_at_ms: i64,
     updated_at_ms: i64,
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`PaymentMethod`].
-    PaymentMethodV1 for PaymentMethod { Qris = 0, BankTransfer = 1 }
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`OrderStatus`].
-    OrderStatusV1 for OrderStatus {
-        Pending = 0, Paid = 1, PartiallyRefunded = 2, Refunded = 3, Expired = 4, Failed = 5,
-    }
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`RefundStatus`].
-    RefundStatusV1 for RefundStatus { Pending = 0, Success = 1, Failed = 2 }
 }
 
 /// Layout 1 of [`VirtualAccount`].
@@ -203,23 +196,6 @@ pub(crate) struct DisbursementBatchV1 {
 pub(crate) enum BatchItemV1 {
     Created(Uuid),
     Refused(#[serde_as(as = "BatchRefusalV1")] BatchRefusal),
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`BatchRefusal`].
-    BatchRefusalV1 for BatchRefusal {
-        Invalid { field: String, reason: String } = 0,
-        BankNotFound = 1, BankDisabled = 2, EwalletNotFound = 3, EwalletDisabled = 4,
-        MissingBankInfo(fields: String) = 5, MissingEwalletInfo = 6, AmountBelowMinimum(channel: String) = 7,
-        BeneficiaryNotFound = 8, NoVendor = 9, InsufficientBalance = 10, AmountOverflow = 11,
-        AmountExceedsLimit = 12, DailyLimitExceeded = 13, Duplicate(disbursement_id: Uuid) = 14,
-        NotWalletMerchant = 15, Internal = 16,
-    }
-}
-
-super::enum_layout! {
-    /// Layout 1 of [`VerificationStatus`].
-    VerificationStatusV1 for VerificationStatus { Pending = 0, Verified = 1, Failed = 2 }
 }
 
 /// Layout 1 of [`Beneficiary`].
