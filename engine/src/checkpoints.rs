@@ -89,6 +89,8 @@ impl Operations {
                 if let Some(waited_ms) = reopened {
                     health.note_sled_reopen(journal_bytes, waited_ms);
                 }
+                // Whatever recovery replayed is checkpointed now, if it was not already.
+                self.core.store().allow_fresh_keys();
                 Ok(covered)
             }
             Err(error) => {
@@ -238,6 +240,40 @@ pub(crate) mod tests {
         assert_eq!(balance(&engine, merchant_id).await, 1_035);
         let entries = engine.core().store().entries_after(&merchant_id, 0).unwrap();
         assert_eq!(entries.len(), 32, "the funding, 30 credits and the last");
+    }
+
+    /// What a crash left to replay is checkpointed by the checkpointer's
+    /// first turn once the engine is open, not an interval later; a crash
+    /// before that turn replays it again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_crash_replay_is_checkpointed_right_after_the_engine_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = || EngineConfig {
+            checkpoint_interval: Duration::from_secs(3600),
+            ..EngineConfig::new(dir.path())
+        };
+        let engine = Engine::open(config(), Arc::new(SystemClock)).await.unwrap();
+        let merchant_id = funded_merchant(&engine, "Toko Crash", 1_000).await;
+        let written = engine.operations().journal_seq();
+        assert!(engine.core().store().checkpoint_seq().unwrap() <= written);
+        engine.halt_without_checkpoint().await;
+        drop(engine);
+
+        let engine = Engine::open(config(), Arc::new(SystemClock)).await.unwrap();
+        assert_eq!(balance(&engine, merchant_id).await, 1_000);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while engine.core().store().checkpoint_seq().unwrap() <= written {
+            assert!(
+                Instant::now() < deadline,
+                "the replayed records were never checkpointed"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        credit(&engine, merchant_id, 5).await.unwrap();
+        engine.halt_without_checkpoint().await;
+        drop(engine);
+        let engine = open(dir.path()).await;
+        assert_eq!(balance(&engine, merchant_id).await, 1_005);
     }
 
     async fn open(dir: &Path) -> Engine {

@@ -221,10 +221,20 @@ impl Engine {
                 from_seq == 0 && outcome.records_replayed == 0,
             ),
         };
-        // Everything replayed is in the overlay now: make it the new
-        // checkpoint. With nothing replayed (a clean stop) sled already is
-        // the last checkpoint, and the checkpointer's own turn does the rest.
-        if outcome.records_replayed > 0 || format != crate::store::DATA_FORMAT {
+        // Everything replayed is in the overlay now and must reach a
+        // checkpoint; with nothing replayed (a clean stop) sled already is
+        // the last one. An older layout is checkpointed here, before its
+        // upgrade is marked, and so is a cluster shard's replay. A single
+        // node's replay after a crash is the checkpointer's first turn
+        // instead, once the engine is open: sled's first flush after its own
+        // crash recovery takes longer the larger its file (seconds at
+        // millions of items), and the server listens meanwhile. The journal
+        // keeps the replayed records until that checkpoint covers them, so
+        // a crash before it replays them again.
+        let replayed = outcome.records_replayed > 0;
+        let upgraded = format != crate::store::DATA_FORMAT;
+        let recovery_checkpoint_deferred = replayed && !upgraded && config.shard_journal.is_none();
+        if (replayed || upgraded) && !recovery_checkpoint_deferred {
             let checkpointing = std::time::Instant::now();
             let covered = store.checkpoint()?;
             journal.drop_segments_below(covered)?;
@@ -233,7 +243,9 @@ impl Engine {
                 "recovery checkpoint written"
             );
         }
-        store.allow_fresh_keys();
+        if !recovery_checkpoint_deferred {
+            store.allow_fresh_keys();
+        }
         // Opening the store brought an older layout to this one, durably.
         if format != crate::store::DATA_FORMAT {
             crate::store::mark_data_format(&config.data_dir)?;
@@ -338,7 +350,7 @@ impl Engine {
             engine.handles.core.track_background(task);
         }
         engine.catalog().seed_catalog().await?;
-        engine.start_checkpointer(config.checkpoint_interval);
+        engine.start_checkpointer(config.checkpoint_interval, recovery_checkpoint_deferred);
         if !config.resume_work {
             return Ok(engine);
         }
@@ -414,28 +426,41 @@ impl Engine {
             });
     }
 
-    fn start_checkpointer(&self, interval: Duration) {
+    /// Checkpoints every `interval`, or sooner when entries pile up; with
+    /// `recovery_pending`, at once first, for the records a crash left to
+    /// replay.
+    fn start_checkpointer(&self, interval: Duration, mut recovery_pending: bool) {
         let weak = Arc::downgrade(&self.handles.core);
         let mut stopping = self.handles.core.stopping.subscribe();
         let task = tokio::spawn(async move {
             let mut last = tokio::time::Instant::now();
             loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(limits::CHECKPOINT_POLL_INTERVAL.min(interval)) => {}
-                    _ = stopping.changed() => return,
+                if !recovery_pending {
+                    tokio::select! {
+                        _ = tokio::time::sleep(limits::CHECKPOINT_POLL_INTERVAL.min(interval)) => {}
+                        _ = stopping.changed() => return,
+                    }
                 }
                 let Some(core) = weak.upgrade() else { return };
-                let due = last.elapsed() >= interval
+                let due = recovery_pending
+                    || last.elapsed() >= interval
                     || core.store().pending_entries() >= limits::CHECKPOINT_PENDING_ENTRIES_MAX;
                 let operations = Operations::new(core);
                 // Postponed for room, it stays due: the room is looked at every poll.
                 if !due || !operations.checkpoint_has_room() {
+                    recovery_pending = false;
                     continue;
                 }
                 last = tokio::time::Instant::now();
-                if let Err(error) = operations.checkpoint().await {
-                    tracing::error!(%error, "checkpoint failed");
+                match operations.checkpoint().await {
+                    Ok(_) if recovery_pending => tracing::info!(
+                        elapsed_ms = last.elapsed().as_millis() as u64,
+                        "recovery checkpoint written"
+                    ),
+                    Ok(_) => {}
+                    Err(error) => tracing::error!(%error, "checkpoint failed"),
                 }
+                recovery_pending = false;
             }
         });
         self.handles.core.track_background(task);
