@@ -2,11 +2,13 @@
 //! and layout 2 (the resource named, with what changes), alone and in
 //! journal records.
 
-use super::tests::{entry, event, id, order, refund, unhex, LAYOUT_1_UNTAGGED};
+use super::tests::{disbursement, entry, event, id, order, refund, unhex, LAYOUT_1_UNTAGGED};
 use super::*;
 use crate::domain::order::RefundStatus;
 use crate::domain::webhook::EventResource;
 use crate::store::record::{decode_value, encode_value, JournalRecord};
+use serde_with::de::DeserializeAsWrap;
+use serde_with::ser::SerializeAsWrap;
 use std::sync::Arc;
 
 fn layout_1_event() -> Vec<u8> {
@@ -122,6 +124,37 @@ fn an_event_naming_what_its_record_does_not_carry_is_refused() {
     };
     assert_eq!(JournalRecord::decode(&carried.encode()).unwrap(), carried);
 }
+
+/// The changes of an order and of a disbursement as layout 2 events keep
+/// them (`LAYOUT_2_EVENT` pins a refund's). A disbursement's begin with its
+/// status, not in the order of its fields: the changes struct they mirror
+/// was written out by hand before it was derived from the disbursement.
+#[test]
+fn the_changes_of_an_order_and_a_disbursement_keep_their_layout() {
+    fn pinned<T, L>(changes: &T) -> String
+    where
+        T: std::fmt::Debug + PartialEq,
+        L: serde_with::SerializeAs<T> + for<'de> serde_with::DeserializeAs<'de, T>,
+    {
+        let config = bincode::config::standard();
+        let bytes = bincode::serde::encode_to_vec(SerializeAsWrap::<T, L>::new(changes), config).unwrap();
+        let (read, _): (DeserializeAsWrap<T, L>, _) = bincode::serde::decode_from_slice(&bytes, config).unwrap();
+        assert_eq!(&read.into_inner(), changes);
+        hex::encode(bytes)
+    }
+    assert_eq!(pinned::<_, OrderChangesV1>(&order().changes()), ORDER_CHANGES);
+    assert_eq!(
+        pinned::<_, DisbursementChangesV1>(&disbursement().changes()),
+        DISBURSEMENT_CHANGES
+    );
+}
+
+/// `order().changes()` in layout 1 of an order's changes.
+const ORDER_CHANGES: &str = "0201fd40ed878f35030000010452524e310101fc70110100fbd007fbe803fc587997000103fc80841e000001100192000000007000800000000000000bfd80fa8a8f35030000";
+
+/// `disbursement().changes()` in layout 1 of a disbursement's changes.
+const DISBURSEMENT_CHANGES: &str =
+    "040103562d39010753414e44424f5801fde8e3848f35030000010e4143434f554e545f434c4f5345440108fdd0e7848f35030000";
 
 /// `event()` in layout 2, after its tag.
 const LAYOUT_2_EVENT: &str = "10019200000000700080000000000000321001920000000070008000000000000002fd00c2898f35030000011d68747470733a2f2f6d65726368616e742e6578616d706c652f686f6f6b01100192000000007000800000000000001401010452462d310001040001100192000000007000800000000000000bfd00c2898f35030000020100";

@@ -9,13 +9,10 @@
 //! version, kept as long as any event (resources are never dropped).
 
 use super::{unknown_layout, EventDeliveryV1, Stored};
-use super::{DisbursementStatusV1, DisbursementV1, FeeSplitV1, MinorUnitsV1, OrderStatusV1, OrderV1};
-use super::{RefundStatusV1, RefundV1};
+use super::{DisbursementChangesV1, DisbursementV1, OrderChangesV1, OrderV1, RefundChangesV1, RefundV1};
 use crate::domain::changes::{DisbursementChanges, OrderChanges, RefundChanges};
-use crate::domain::order::{FeeSplit, OrderStatus, RefundStatus};
 use crate::domain::webhook::{EventDelivery, EventResource, WebhookEvent};
-use crate::domain::{Disbursement, DisbursementStatus, Order, Refund};
-use crate::money::MinorUnits;
+use crate::domain::{Disbursement, Order, Refund};
 use serde::de::SeqAccess;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_with::de::DeserializeAsWrap;
@@ -193,56 +190,6 @@ impl ResourceWanted {
     }
 }
 
-/// Layout 1 of the changing fields of an order (only ever inside an event).
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "OrderChanges")]
-pub(crate) struct OrderChangesV1 {
-    #[serde_as(as = "OrderStatusV1")]
-    status: OrderStatus,
-    paid_at_ms: Option<i64>,
-    vendor_rrn: Option<String>,
-    is_settled: bool,
-    #[serde_as(as = "Option<FeeSplitV1>")]
-    fees: Option<FeeSplit>,
-    payment_seq: Option<u64>,
-    #[serde_as(as = "MinorUnitsV1")]
-    refunded_amount: MinorUnits,
-    failure_reason: Option<String>,
-    settlement_id: Option<Uuid>,
-    updated_at_ms: i64,
-}
-
-/// Layout 1 of the changing fields of a refund.
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "RefundChanges")]
-pub(crate) struct RefundChangesV1 {
-    #[serde_as(as = "RefundStatusV1")]
-    status: RefundStatus,
-    vendor_refund_id: Option<String>,
-    failure_reason: Option<String>,
-    debit_seq: Option<u64>,
-    reversal_seq: Option<u64>,
-    settlement_id: Option<Uuid>,
-    updated_at_ms: i64,
-}
-
-/// Layout 1 of the changing fields of a disbursement.
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "DisbursementChanges")]
-pub(crate) struct DisbursementChangesV1 {
-    #[serde_as(as = "DisbursementStatusV1")]
-    status: DisbursementStatus,
-    vendor_disbursement_id: Option<String>,
-    payout_vendor: Option<String>,
-    on_process_at_ms: Option<i64>,
-    failure_reason: Option<String>,
-    reversal_seq: Option<u64>,
-    updated_at_ms: i64,
-}
-
 /// The resource of a layout 2 event kept whole.
 #[serde_as]
 #[derive(Serialize, Deserialize)]
@@ -356,9 +303,6 @@ impl Stored for StoredEvent {
 }
 
 super::layout_of! {
-    OrderChanges => OrderChangesV1,
-    RefundChanges => RefundChangesV1,
-    DisbursementChanges => DisbursementChangesV1,
     EventResource => EventResourceV2,
     EventSubject => EventSubjectV2,
     StoredEvent => StoredEventV2,

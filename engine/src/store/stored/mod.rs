@@ -5,7 +5,8 @@
 //! remote mirror of the domain type, or for an enum of plain variants an
 //! `enum_layout!` that gives each variant its stored index (`accounts.rs`,
 //! `resources.rs`); webhook events, whose layout 2 names their resource
-//! instead of copying it, are `events.rs`. A
+//! instead of copying it, are `events.rs`, the changing fields it keeps
+//! declared with their resource (`layout_with_changes!`). A
 //! mirror names every field, so adding, removing or retyping a domain field
 //! does not compile until the stored side says how it is kept: a new layout
 //! (read beside the old ones, converted into the domain type) or a change
@@ -147,6 +148,85 @@ macro_rules! layout_of {
         }
     )*};
 }
+
+/// Declares the layout of a resource whose domain type is declared with
+/// `resource_with_changes!` and, from the same field list, the layout of
+/// its changes struct: both serde remote mirrors, each field in the place
+/// it is written in. The full layout has every field in its order; the
+/// changes layout has the fields marked `changing first`, then those marked
+/// `changing`, each group in its order (a layout 1 of changes that does not
+/// follow its resource's order says so with `first`).
+///
+/// ```text
+/// layout_with_changes! {
+///     /// Layout 1 of [`Thing`].
+///     #[serde(remote = "Thing")]
+///     pub(crate) struct ThingV1 {
+///         fixed id: Uuid,
+///         #[serde_as(as = "MinorUnitsV1")]
+///         changing amount: MinorUnits,
+///         changing first status: Status,
+///     }
+///
+///     /// Layout 1 of [`ThingChanges`]: status, amount.
+///     #[serde(remote = "ThingChanges")]
+///     pub(crate) struct ThingChangesV1;
+/// }
+/// ```
+macro_rules! layout_with_changes {
+    (
+        $(#[$($attr:tt)*])*
+        $vis:vis struct $name:ident { $($fields:tt)* }
+        $(#[$($changes_attr:tt)*])*
+        $changes_vis:vis struct $changes:ident;
+    ) => {
+        $crate::store::stored::layout_with_changes!(
+            @split [$(#[$($attr)*])* $vis struct $name] [$(#[$($changes_attr)*])* $changes_vis struct $changes]
+            [] [] []
+            $($fields)*
+        );
+    };
+    (
+        @split $full:tt $changes:tt [$($all:tt)*] $first:tt $changing:tt
+        $(#[$($field_attr:tt)*])* fixed $field:ident : $ty:ty, $($rest:tt)*
+    ) => {
+        $crate::store::stored::layout_with_changes!(
+            @split $full $changes [$($all)* $(#[$($field_attr)*])* $field: $ty,] $first $changing
+            $($rest)*
+        );
+    };
+    (
+        @split $full:tt $changes:tt [$($all:tt)*] [$($first:tt)*] $changing:tt
+        $(#[$($field_attr:tt)*])* changing first $field:ident : $ty:ty, $($rest:tt)*
+    ) => {
+        $crate::store::stored::layout_with_changes!(
+            @split $full $changes [$($all)* $(#[$($field_attr)*])* $field: $ty,]
+            [$($first)* $(#[$($field_attr)*])* $field: $ty,] $changing
+            $($rest)*
+        );
+    };
+    (
+        @split $full:tt $changes:tt [$($all:tt)*] $first:tt [$($changing:tt)*]
+        $(#[$($field_attr:tt)*])* changing $field:ident : $ty:ty, $($rest:tt)*
+    ) => {
+        $crate::store::stored::layout_with_changes!(
+            @split $full $changes [$($all)* $(#[$($field_attr)*])* $field: $ty,] $first
+            [$($changing)* $(#[$($field_attr)*])* $field: $ty,]
+            $($rest)*
+        );
+    };
+    (@split [$($full:tt)*] [$($changes:tt)*] [$($all:tt)*] [$($first:tt)*] [$($changing:tt)*]) => {
+        #[::serde_with::serde_as]
+        #[derive(::serde::Serialize, ::serde::Deserialize)]
+        $($full)* { $($all)* }
+
+        #[::serde_with::serde_as]
+        #[derive(::serde::Serialize, ::serde::Deserialize)]
+        $($changes)* { $($first)* $($changing)* }
+    };
+}
+
+pub(crate) use layout_with_changes;
 
 /// Declares the layout of an enum whose variants carry plain values or
 /// none, as serde's derive wrote it: a variant is its stored index (the

@@ -1,10 +1,13 @@
 //! Layout 1 of the resources merchants create: disbursements, orders and
 //! refunds, batches, beneficiaries and webhook events, field for field as
-//! data formats 3 to 5 wrote them.
+//! data formats 3 to 5 wrote them; and beside each of the first three, from
+//! the same declaration, layout 1 of its changing fields, which layout 2
+//! webhook events keep (`events.rs`).
 
 use super::MinorUnitsV1;
 use crate::domain::batch::{BatchItem, BatchRefusal};
 use crate::domain::beneficiary::VerificationStatus;
+use crate::domain::changes::{DisbursementChanges, OrderChanges, RefundChanges};
 use crate::domain::disbursement::{Destination, DisbursementStatus, Source};
 use crate::domain::order::{FeeSplit, OrderStatus, PaymentMethod, Refund, RefundStatus, VirtualAccount};
 use crate::domain::webhook::{EventDelivery, EventDeliveryVersion, WebhookAttempt};
@@ -49,38 +52,45 @@ super::enum_layout! {
     VerificationStatusV1 for VerificationStatus { Pending = 0, Verified = 1, Failed = 2 }
 }
 
-/// Layout 1 of [`Disbursement`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Disbursement")]
-pub(crate) struct DisbursementV1 {
-    id: Uuid,
-    ref_code: String,
-    merchant_id: Uuid,
-    idempotency_key: String,
-    #[serde_as(as = "DestinationV1")]
-    destination: Destination,
-    #[serde_as(as = "MinorUnitsV1")]
-    request_amount: MinorUnits,
-    #[serde_as(as = "MinorUnitsV1")]
-    fee: MinorUnits,
-    #[serde_as(as = "MinorUnitsV1")]
-    final_amount: MinorUnits,
-    vendor_disbursement_id: Option<String>,
-    payout_vendor: Option<String>,
-    on_process_at_ms: Option<i64>,
-    #[serde_as(as = "SourceV1")]
-    source: Source,
-    #[serde_as(as = "DisbursementStatusV1")]
-    status: DisbursementStatus,
-    notify_url: Option<String>,
-    beneficiary_id: Option<Uuid>,
-    failure_reason: Option<String>,
-    debit_seq: u64,
-    reversal_seq: Option<u64>,
-    wib_day: i64,
-    created_at_ms: i64,
-    updated_at_ms: i64,
+super::layout_with_changes! {
+    /// Layout 1 of [`Disbursement`].
+    #[serde(remote = "Disbursement")]
+    pub(crate) struct DisbursementV1 {
+        fixed id: Uuid,
+        fixed ref_code: String,
+        fixed merchant_id: Uuid,
+        fixed idempotency_key: String,
+        #[serde_as(as = "DestinationV1")]
+        fixed destination: Destination,
+        #[serde_as(as = "MinorUnitsV1")]
+        fixed request_amount: MinorUnits,
+        #[serde_as(as = "MinorUnitsV1")]
+        fixed fee: MinorUnits,
+        #[serde_as(as = "MinorUnitsV1")]
+        fixed final_amount: MinorUnits,
+        changing vendor_disbursement_id: Option<String>,
+        changing payout_vendor: Option<String>,
+        changing on_process_at_ms: Option<i64>,
+        #[serde_as(as = "SourceV1")]
+        fixed source: Source,
+        // First in the changes: their struct was written out by hand, status
+        // first, before it was derived from this one's changing fields.
+        #[serde_as(as = "DisbursementStatusV1")]
+        changing first status: DisbursementStatus,
+        fixed notify_url: Option<String>,
+        fixed beneficiary_id: Option<Uuid>,
+        changing failure_reason: Option<String>,
+        fixed debit_seq: u64,
+        changing reversal_seq: Option<u64>,
+        fixed wib_day: i64,
+        fixed created_at_ms: i64,
+        changing updated_at_ms: i64,
+    }
+
+    /// Layout 1 of the changing fields of a disbursement (only ever inside
+    /// an event).
+    #[serde(remote = "DisbursementChanges")]
+    pub(crate) struct DisbursementChangesV1;
 }
 
 /// Layout 1 of [`VirtualAccount`].
@@ -107,73 +117,83 @@ pub(crate) struct FeeSplitV1 {
     net: MinorUnits,
 }
 
-/// Layout 1 of [`Order`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Order")]
-pub(crate) struct OrderV1 {
-    id: Uuid,
-    ref_code: String,
-    merchant_id: Uuid,
-    merchant_order_id: String,
-    #[serde_as(as = "SourceV1")]
-    source: Source,
-    #[serde_as(as = "PaymentMethodV1")]
-    payment_method: PaymentMethod,
-    #[serde_as(as = "MinorUnitsV1")]
-    amount: MinorUnits,
-    #[serde_as(as = "OrderStatusV1")]
-    status: OrderStatus,
-    qris_string: Option<String>,
-    #[serde_as(as = "Option<VirtualAccountV1>")]
-    virtual_account: Option<VirtualAccount>,
-    vendor: String,
-    vendor_reference: Option<String>,
-    expires_at_ms: Option<i64>,
-    paid_at_ms: Option<i64>,
-    vendor_rrn: Option<String>,
-    is_settled: bool,
-    customer_name: Option<String>,
-    customer_email: Option<String>,
-    customer_phone: Option<String>,
-    notify_url: Option<String>,
-    return_url: Option<String>,
-    metadata: Option<String>,
-    #[serde_as(as = "Option<FeeSplitV1>")]
-    fees: Option<FeeSplit>,
-    payment_seq: Option<u64>,
-    #[serde_as(as = "MinorUnitsV1")]
-    refunded_amount: MinorUnits,
-    idempotency: Option<(String, [u8; 32])>,
-    failure_reason: Option<String>,
-    settlement_id: Option<Uuid>,
-    created_at_ms: i64,
-    updated_at_ms: i64,
+super::layout_with_changes! {
+    /// Layout 1 of [`Order`].
+    #[serde(remote = "Order")]
+    pub(crate) struct OrderV1 {
+        fixed id: Uuid,
+        fixed ref_code: String,
+        fixed merchant_id: Uuid,
+        fixed merchant_order_id: String,
+        #[serde_as(as = "SourceV1")]
+        fixed source: Source,
+        #[serde_as(as = "PaymentMethodV1")]
+        fixed payment_method: PaymentMethod,
+        #[serde_as(as = "MinorUnitsV1")]
+        fixed amount: MinorUnits,
+        #[serde_as(as = "OrderStatusV1")]
+        changing status: OrderStatus,
+        fixed qris_string: Option<String>,
+        #[serde_as(as = "Option<VirtualAccountV1>")]
+        fixed virtual_account: Option<VirtualAccount>,
+        fixed vendor: String,
+        fixed vendor_reference: Option<String>,
+        fixed expires_at_ms: Option<i64>,
+        changing paid_at_ms: Option<i64>,
+        changing vendor_rrn: Option<String>,
+        changing is_settled: bool,
+        fixed customer_name: Option<String>,
+        fixed customer_email: Option<String>,
+        fixed customer_phone: Option<String>,
+        fixed notify_url: Option<String>,
+        fixed return_url: Option<String>,
+        fixed metadata: Option<String>,
+        #[serde_as(as = "Option<FeeSplitV1>")]
+        changing fees: Option<FeeSplit>,
+        changing payment_seq: Option<u64>,
+        #[serde_as(as = "MinorUnitsV1")]
+        changing refunded_amount: MinorUnits,
+        fixed idempotency: Option<(String, [u8; 32])>,
+        changing failure_reason: Option<String>,
+        changing settlement_id: Option<Uuid>,
+        fixed created_at_ms: i64,
+        changing updated_at_ms: i64,
+    }
+
+    /// Layout 1 of the changing fields of an order (only ever inside an
+    /// event).
+    #[serde(remote = "OrderChanges")]
+    pub(crate) struct OrderChangesV1;
 }
 
-/// Layout 1 of [`Refund`].
-#[serde_as]
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Refund")]
-pub(crate) struct RefundV1 {
-    id: Uuid,
-    order_id: Uuid,
-    order_ref_code: String,
-    merchant_id: Uuid,
-    #[serde_as(as = "MinorUnitsV1")]
-    amount: MinorUnits,
-    reason: String,
-    reason_detail: Option<String>,
-    idempotency_key: String,
-    #[serde_as(as = "RefundStatusV1")]
-    status: RefundStatus,
-    vendor_refund_id: Option<String>,
-    failure_reason: Option<String>,
-    debit_seq: Option<u64>,
-    reversal_seq: Option<u64>,
-    settlement_id: Option<Uuid>,
-    created_at_ms: i64,
-    updated_at_ms: i64,
+super::layout_with_changes! {
+    /// Layout 1 of [`Refund`].
+    #[serde(remote = "Refund")]
+    pub(crate) struct RefundV1 {
+        fixed id: Uuid,
+        fixed order_id: Uuid,
+        fixed order_ref_code: String,
+        fixed merchant_id: Uuid,
+        #[serde_as(as = "MinorUnitsV1")]
+        fixed amount: MinorUnits,
+        fixed reason: String,
+        fixed reason_detail: Option<String>,
+        fixed idempotency_key: String,
+        #[serde_as(as = "RefundStatusV1")]
+        changing status: RefundStatus,
+        changing vendor_refund_id: Option<String>,
+        changing failure_reason: Option<String>,
+        changing debit_seq: Option<u64>,
+        changing reversal_seq: Option<u64>,
+        changing settlement_id: Option<Uuid>,
+        fixed created_at_ms: i64,
+        changing updated_at_ms: i64,
+    }
+
+    /// Layout 1 of the changing fields of a refund (only ever inside an
+    /// event).
+    #[serde(remote = "RefundChanges")]
+    pub(crate) struct RefundChangesV1;
 }
 
 /// Layout 1 of [`DisbursementBatch`].
@@ -260,10 +280,13 @@ pub(crate) struct WebhookAttemptV1 {
 
 super::layout_of! {
     Disbursement => DisbursementV1,
+    DisbursementChanges => DisbursementChangesV1,
     VirtualAccount => VirtualAccountV1,
     FeeSplit => FeeSplitV1,
     Order => OrderV1,
+    OrderChanges => OrderChangesV1,
     Refund => RefundV1,
+    RefundChanges => RefundChangesV1,
     DisbursementBatch => DisbursementBatchV1,
     BatchItem => BatchItemV1,
     Beneficiary => BeneficiaryV1,

@@ -18,7 +18,7 @@ pub(super) fn id(n: u128) -> Uuid {
     Uuid::from_u128(0x0192_0000_0000_7000_8000_0000_0000_0000 + n)
 }
 
-fn disbursement() -> Disbursement {
+pub(super) fn disbursement() -> Disbursement {
     Disbursement {
         id: id(1),
         ref_code: "DSB-261128000000-AB12".into(),
