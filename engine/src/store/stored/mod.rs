@@ -155,14 +155,16 @@ macro_rules! layout_of {
 /// it is written in. The full layout has every field in its order; the
 /// changes layout has the fields marked `changing first`, then those marked
 /// `changing`, each group in its order (a layout 1 of changes that does not
-/// follow its resource's order says so with `first`).
+/// follow its resource's order says so with `first`). A field not marked is
+/// in the full layout only; the mirrors' field checks against the domain
+/// types catch a field marked wrongly.
 ///
 /// ```text
 /// layout_with_changes! {
 ///     /// Layout 1 of [`Thing`].
 ///     #[serde(remote = "Thing")]
 ///     pub(crate) struct ThingV1 {
-///         fixed id: Uuid,
+///         id: Uuid,
 ///         #[serde_as(as = "MinorUnitsV1")]
 ///         changing amount: MinorUnits,
 ///         changing first status: Status,
@@ -187,15 +189,6 @@ macro_rules! layout_with_changes {
         );
     };
     (
-        @split $full:tt $changes:tt [$($all:tt)*] $first:tt $changing:tt
-        $(#[$($field_attr:tt)*])* fixed $field:ident : $ty:ty, $($rest:tt)*
-    ) => {
-        $crate::store::stored::layout_with_changes!(
-            @split $full $changes [$($all)* $(#[$($field_attr)*])* $field: $ty,] $first $changing
-            $($rest)*
-        );
-    };
-    (
         @split $full:tt $changes:tt [$($all:tt)*] [$($first:tt)*] $changing:tt
         $(#[$($field_attr:tt)*])* changing first $field:ident : $ty:ty, $($rest:tt)*
     ) => {
@@ -212,6 +205,15 @@ macro_rules! layout_with_changes {
         $crate::store::stored::layout_with_changes!(
             @split $full $changes [$($all)* $(#[$($field_attr)*])* $field: $ty,] $first
             [$($changing)* $(#[$($field_attr)*])* $field: $ty,]
+            $($rest)*
+        );
+    };
+    (
+        @split $full:tt $changes:tt [$($all:tt)*] $first:tt $changing:tt
+        $(#[$($field_attr:tt)*])* $field:ident : $ty:ty, $($rest:tt)*
+    ) => {
+        $crate::store::stored::layout_with_changes!(
+            @split $full $changes [$($all)* $(#[$($field_attr)*])* $field: $ty,] $first $changing
             $($rest)*
         );
     };

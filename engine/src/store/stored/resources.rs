@@ -56,34 +56,34 @@ super::layout_with_changes! {
     /// Layout 1 of [`Disbursement`].
     #[serde(remote = "Disbursement")]
     pub(crate) struct DisbursementV1 {
-        fixed id: Uuid,
-        fixed ref_code: String,
-        fixed merchant_id: Uuid,
-        fixed idempotency_key: String,
+        id: Uuid,
+        ref_code: String,
+        merchant_id: Uuid,
+        idempotency_key: String,
         #[serde_as(as = "DestinationV1")]
-        fixed destination: Destination,
+        destination: Destination,
         #[serde_as(as = "MinorUnitsV1")]
-        fixed request_amount: MinorUnits,
+        request_amount: MinorUnits,
         #[serde_as(as = "MinorUnitsV1")]
-        fixed fee: MinorUnits,
+        fee: MinorUnits,
         #[serde_as(as = "MinorUnitsV1")]
-        fixed final_amount: MinorUnits,
+        final_amount: MinorUnits,
         changing vendor_disbursement_id: Option<String>,
         changing payout_vendor: Option<String>,
         changing on_process_at_ms: Option<i64>,
         #[serde_as(as = "SourceV1")]
-        fixed source: Source,
+        source: Source,
         // First in the changes: their struct was written out by hand, status
         // first, before it was derived from this one's changing fields.
         #[serde_as(as = "DisbursementStatusV1")]
         changing first status: DisbursementStatus,
-        fixed notify_url: Option<String>,
-        fixed beneficiary_id: Option<Uuid>,
+        notify_url: Option<String>,
+        beneficiary_id: Option<Uuid>,
         changing failure_reason: Option<String>,
-        fixed debit_seq: u64,
+        debit_seq: u64,
         changing reversal_seq: Option<u64>,
-        fixed wib_day: i64,
-        fixed created_at_ms: i64,
+        wib_day: i64,
+        created_at_ms: i64,
         changing updated_at_ms: i64,
     }
 
@@ -121,42 +121,42 @@ super::layout_with_changes! {
     /// Layout 1 of [`Order`].
     #[serde(remote = "Order")]
     pub(crate) struct OrderV1 {
-        fixed id: Uuid,
-        fixed ref_code: String,
-        fixed merchant_id: Uuid,
-        fixed merchant_order_id: String,
+        id: Uuid,
+        ref_code: String,
+        merchant_id: Uuid,
+        merchant_order_id: String,
         #[serde_as(as = "SourceV1")]
-        fixed source: Source,
+        source: Source,
         #[serde_as(as = "PaymentMethodV1")]
-        fixed payment_method: PaymentMethod,
+        payment_method: PaymentMethod,
         #[serde_as(as = "MinorUnitsV1")]
-        fixed amount: MinorUnits,
+        amount: MinorUnits,
         #[serde_as(as = "OrderStatusV1")]
         changing status: OrderStatus,
-        fixed qris_string: Option<String>,
+        qris_string: Option<String>,
         #[serde_as(as = "Option<VirtualAccountV1>")]
-        fixed virtual_account: Option<VirtualAccount>,
-        fixed vendor: String,
-        fixed vendor_reference: Option<String>,
-        fixed expires_at_ms: Option<i64>,
+        virtual_account: Option<VirtualAccount>,
+        vendor: String,
+        vendor_reference: Option<String>,
+        expires_at_ms: Option<i64>,
         changing paid_at_ms: Option<i64>,
         changing vendor_rrn: Option<String>,
         changing is_settled: bool,
-        fixed customer_name: Option<String>,
-        fixed customer_email: Option<String>,
-        fixed customer_phone: Option<String>,
-        fixed notify_url: Option<String>,
-        fixed return_url: Option<String>,
-        fixed metadata: Option<String>,
+        customer_name: Option<String>,
+        customer_email: Option<String>,
+        customer_phone: Option<String>,
+        notify_url: Option<String>,
+        return_url: Option<String>,
+        metadata: Option<String>,
         #[serde_as(as = "Option<FeeSplitV1>")]
         changing fees: Option<FeeSplit>,
         changing payment_seq: Option<u64>,
         #[serde_as(as = "MinorUnitsV1")]
         changing refunded_amount: MinorUnits,
-        fixed idempotency: Option<(String, [u8; 32])>,
+        idempotency: Option<(String, [u8; 32])>,
         changing failure_reason: Option<String>,
         changing settlement_id: Option<Uuid>,
-        fixed created_at_ms: i64,
+        created_at_ms: i64,
         changing updated_at_ms: i64,
     }
 
@@ -170,15 +170,15 @@ super::layout_with_changes! {
     /// Layout 1 of [`Refund`].
     #[serde(remote = "Refund")]
     pub(crate) struct RefundV1 {
-        fixed id: Uuid,
-        fixed order_id: Uuid,
-        fixed order_ref_code: String,
-        fixed merchant_id: Uuid,
+        id: Uuid,
+        order_id: Uuid,
+        order_ref_code: String,
+        merchant_id: Uuid,
         #[serde_as(as = "MinorUnitsV1")]
-        fixed amount: MinorUnits,
-        fixed reason: String,
-        fixed reason_detail: Option<String>,
-        fixed idempotency_key: String,
+        amount: MinorUnits,
+        reason: String,
+        reason_detail: Option<String>,
+        idempotency_key: String,
         #[serde_as(as = "RefundStatusV1")]
         changing status: RefundStatus,
         changing vendor_refund_id: Option<String>,
@@ -186,7 +186,7 @@ super::layout_with_changes! {
         changing debit_seq: Option<u64>,
         changing reversal_seq: Option<u64>,
         changing settlement_id: Option<Uuid>,
-        fixed created_at_ms: i64,
+        created_at_ms: i64,
         changing updated_at_ms: i64,
     }
 
