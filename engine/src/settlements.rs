@@ -128,7 +128,7 @@ impl Orders {
                 }
             }
             tokio::time::sleep(delay).await;
-            let outcome = match settlement.account_number.as_deref() {
+            let outcome = match settlement.destination.as_ref().map(|bank| bank.account_number.as_str()) {
                 None => (SettlementStatus::Failed, Some("no settlement bank account".to_string())),
                 Some(SANDBOX_FAILING_ACCOUNT) => (
                     SettlementStatus::Failed,

@@ -78,7 +78,10 @@ async fn figures_match_a_hand_computed_example_and_orders_settle_once() {
     assert_eq!(settlement.settlement_date, "2026-11-21");
     assert_eq!(settlement.ref_code, "STL-261121-00001");
     assert_eq!(settlement.status, SettlementStatus::Pending);
-    assert_eq!(settlement.account_number.as_deref(), Some("1234567890"));
+    assert_eq!(
+        settlement.destination.as_ref().map(|bank| bank.account_number.as_str()),
+        Some("1234567890")
+    );
     assert!(settlement.bank_id.is_some());
     let order = engine.orders().order_for(merchant, &first).unwrap();
     assert!(order.is_settled);

@@ -1,6 +1,7 @@
 //! Settlements: what a MANUAL merchant's paid orders, less fees and refunds,
 //! pay into its bank account.
 
+use crate::domain::merchant::SettlementBank;
 use crate::money::MinorUnits;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -102,14 +103,11 @@ pub struct Settlement {
     pub net_payout: MinorUnits,
     /// How many orders.
     pub order_count: u64,
-    /// Destination bank (catalog id and code), if the merchant has one.
+    /// The destination bank's catalog id, when the catalog knows its code.
     pub bank_id: Option<Uuid>,
-    /// Destination bank code.
-    pub bank_short_code: Option<String>,
-    /// Destination account.
-    pub account_number: Option<String>,
-    /// Destination holder.
-    pub account_name: Option<String>,
+    /// Where it is paid: the merchant's settlement bank account when it was
+    /// made, if the merchant had one.
+    pub destination: Option<SettlementBank>,
     /// Where it is.
     pub status: SettlementStatus,
     /// Why it failed or was not paid.

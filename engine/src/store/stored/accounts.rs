@@ -13,8 +13,8 @@ use crate::domain::settlement::{Settlement, SettlementStatus};
 use crate::domain::{Channel, MerchantUser};
 use crate::ledger::{Account, Entry, EntryKind, EntryResource, MerchantBook, Posting, ResourceKind, Side};
 use crate::money::MinorUnits;
-use serde::{Deserialize, Serialize};
-use serde_with::serde_as;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_with::{serde_as, DeserializeAs, SerializeAs};
 use uuid::Uuid;
 
 super::enum_layout! {
@@ -245,6 +245,37 @@ pub(crate) struct MerchantUserV1 {
     created_at_ms: i64,
 }
 
+/// Layout 1 of a settlement's destination: the bank code, account number
+/// and holder as three optional values in a row, all present or none.
+pub(crate) struct DestinationV1;
+
+impl SerializeAs<Option<SettlementBank>> for DestinationV1 {
+    fn serialize_as<S: Serializer>(value: &Option<SettlementBank>, serializer: S) -> Result<S::Ok, S::Error> {
+        let bank = value.as_ref();
+        (
+            bank.map(|bank| &bank.bank_short_code),
+            bank.map(|bank| &bank.account_number),
+            bank.map(|bank| &bank.account_name),
+        )
+            .serialize(serializer)
+    }
+}
+
+impl<'de> DeserializeAs<'de, Option<SettlementBank>> for DestinationV1 {
+    fn deserialize_as<D: Deserializer<'de>>(deserializer: D) -> Result<Option<SettlementBank>, D::Error> {
+        Ok(
+            match <(Option<String>, Option<String>, Option<String>)>::deserialize(deserializer)? {
+                (Some(bank_short_code), Some(account_number), Some(account_name)) => Some(SettlementBank {
+                    bank_short_code,
+                    account_number,
+                    account_name,
+                }),
+                _ => None,
+            },
+        )
+    }
+}
+
 /// Layout 1 of [`Settlement`].
 #[serde_as]
 #[derive(Serialize, Deserialize)]
@@ -274,9 +305,8 @@ pub(crate) struct SettlementV1 {
     net_payout: MinorUnits,
     order_count: u64,
     bank_id: Option<Uuid>,
-    bank_short_code: Option<String>,
-    account_number: Option<String>,
-    account_name: Option<String>,
+    #[serde_as(as = "DestinationV1")]
+    destination: Option<SettlementBank>,
     #[serde_as(as = "SettlementStatusV1")]
     status: SettlementStatus,
     failure_reason: Option<String>,
