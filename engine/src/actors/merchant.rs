@@ -29,6 +29,7 @@ mod beneficiaries;
 mod disbursements;
 mod journaling;
 mod orders;
+mod refunds;
 mod settlements;
 
 pub use batches::{BatchDraft, BatchOutcome};
