@@ -11,6 +11,7 @@ use crate::disbursements::context::PayoutContext;
 use crate::disbursements::host::DisbursementHost;
 use crate::domain::MerchantRecord;
 use crate::error::EngineError;
+use crate::input::HttpUrl;
 use crate::storage_health::StorageHealth;
 use crate::store::journal::{self, Journal};
 use crate::store::record::JournalRecord;
@@ -302,9 +303,9 @@ impl Core {
         self.store.directory().ids()
     }
 
-    /// Checks a notify URL: well formed, and naming a public host unless
-    /// private ones are allowed (sandbox mode).
-    pub(crate) fn validate_notify_url(&self, field: &str, url: &str) -> Result<(), EngineError> {
-        crate::notify_url::validate_notify_url(field, url, self.allow_private_notify_urls)
+    /// Checks that a notify URL names a public host, unless private ones
+    /// are allowed (sandbox mode).
+    pub(crate) fn ensure_public_notify_url(&self, field: &str, url: &HttpUrl) -> Result<(), EngineError> {
+        crate::notify_url::ensure_public_notify_url(field, url, self.allow_private_notify_urls)
     }
 }

@@ -3,6 +3,7 @@
 //! and again, for names that resolve there, at delivery.
 
 use crate::error::EngineError;
+use crate::input::HttpUrl;
 
 /// True for any address that is not globally reachable, where a live
 /// notify URL may not point (SSRF): loopback, private, shared (CGNAT),
@@ -73,12 +74,11 @@ fn names_public_host(url: &str) -> bool {
     }
 }
 
-/// Checks a notify URL's shape and, unless private addresses are
-/// allowed (sandbox), that it does not name one: a merchant's URL must
-/// not make paygate call into its own network (SSRF).
-pub(crate) fn validate_notify_url(field: &str, url: &str, allow_private: bool) -> Result<(), EngineError> {
-    crate::input::validate_url(field, url)?;
-    if !allow_private && !names_public_host(url) {
+/// Checks, unless private addresses are allowed (sandbox), that a notify
+/// URL (its shape checked where it was made) does not name one: a
+/// merchant's URL must not make paygate call into its own network (SSRF).
+pub(crate) fn ensure_public_notify_url(field: &str, url: &HttpUrl, allow_private: bool) -> Result<(), EngineError> {
+    if !allow_private && !names_public_host(url.as_str()) {
         return Err(EngineError::invalid(
             field,
             "must not point to a loopback, private or link-local address",
@@ -90,6 +90,21 @@ pub(crate) fn validate_notify_url(field: &str, url: &str, allow_private: bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_private_notify_url_is_refused_unless_private_ones_are_allowed() {
+        let private = HttpUrl::parse("notify_url", "http://127.0.0.1:9000/hook").unwrap();
+        let public = HttpUrl::parse("notify_url", "https://merchant.example/hook").unwrap();
+        match ensure_public_notify_url("notify_url", &private, false) {
+            Err(EngineError::InvalidInput { field, reason }) => {
+                assert_eq!(field, "notify_url");
+                assert_eq!(reason, "must not point to a loopback, private or link-local address");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert!(ensure_public_notify_url("notify_url", &private, true).is_ok());
+        assert!(ensure_public_notify_url("notify_url", &public, false).is_ok());
+    }
 
     #[test]
     fn addresses_that_are_not_globally_reachable_are_private() {

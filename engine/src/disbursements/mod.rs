@@ -203,7 +203,7 @@ impl Disbursements {
             return Err(EngineError::AmountBelowMinimum("IDR 20,000 for DANA".into()));
         }
         if let Some(url) = &new.notify_url {
-            self.core.validate_notify_url("notify_url", url.as_str())?;
+            self.core.ensure_public_notify_url("notify_url", url)?;
         }
         // Nothing is debited for a disbursement no vendor could pay.
         if !self

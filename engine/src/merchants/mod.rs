@@ -110,7 +110,7 @@ impl Merchants {
             self.validate_settlement_bank(bank)?;
         }
         if let Some(url) = &new.default_notify_url {
-            self.core.validate_notify_url("default_notify_url", url.as_str())?;
+            self.core.ensure_public_notify_url("default_notify_url", url)?;
         }
         // In a cluster a merchant's id decides its shard, and its API key
         // and client id route to it: all three fall in this engine's shard.
@@ -182,7 +182,7 @@ impl Merchants {
         for change in &changes {
             match change {
                 SettingChange::DefaultNotifyUrl(Some(url)) => {
-                    self.core.validate_notify_url("default_notify_url", url.as_str())?
+                    self.core.ensure_public_notify_url("default_notify_url", url)?
                 }
                 SettingChange::SettlementBank(bank) => self.validate_settlement_bank(bank)?,
                 _ => {}

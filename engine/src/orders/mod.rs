@@ -135,7 +135,7 @@ impl Orders {
 
     fn validate_order(&self, merchant_id: Uuid, new: &NewOrder) -> Result<Order, EngineError> {
         if let Some(url) = &new.notify_url {
-            self.core.validate_notify_url("notify_url", url.as_str())?;
+            self.core.ensure_public_notify_url("notify_url", url)?;
         }
         let now = self.core.clock().now();
         let now_ms = now.timestamp_millis();
