@@ -434,13 +434,16 @@ impl Engine {
         let mut stopping = self.handles.core.stopping.subscribe();
         let task = tokio::spawn(async move {
             let mut last = tokio::time::Instant::now();
+            // A pending recovery is looked at once before the first wait.
+            let mut wait = !recovery_pending;
             loop {
-                if !recovery_pending {
+                if wait {
                     tokio::select! {
                         _ = tokio::time::sleep(limits::CHECKPOINT_POLL_INTERVAL.min(interval)) => {}
                         _ = stopping.changed() => return,
                     }
                 }
+                wait = true;
                 let Some(core) = weak.upgrade() else { return };
                 let due = recovery_pending
                     || last.elapsed() >= interval
@@ -448,7 +451,6 @@ impl Engine {
                 let operations = Operations::new(core);
                 // Postponed for room, it stays due: the room is looked at every poll.
                 if !due || !operations.checkpoint_has_room() {
-                    recovery_pending = false;
                     continue;
                 }
                 last = tokio::time::Instant::now();
