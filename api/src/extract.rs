@@ -320,16 +320,20 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
-/// Sandbox-only routes: in live mode they do not exist (404 `NOT_FOUND`),
-/// whatever the key or body. Put it first in the handler's arguments.
-pub struct SandboxOnly;
+/// The merchant calling a sandbox-only route. In live mode those routes do
+/// not exist (404 `NOT_FOUND`), whatever the key or body, so the mode is
+/// checked before the key.
+pub struct SandboxMerchant(pub Arc<MerchantRecord>);
 
-impl FromRequestParts<AppState> for SandboxOnly {
+impl FromRequestParts<AppState> for SandboxMerchant {
     type Rejection = V1Error;
 
-    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, V1Error> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, V1Error> {
         match state.config.mode {
-            crate::Mode::Sandbox => Ok(SandboxOnly),
+            crate::Mode::Sandbox => {
+                let V1Merchant(merchant) = V1Merchant::from_request_parts(parts, state).await?;
+                Ok(SandboxMerchant(merchant))
+            }
             crate::Mode::Live => Err(V1Error::route_not_found()),
         }
     }

@@ -1,10 +1,9 @@
-//! `POST /v1/disbursements`, `GET /v1/disbursements[/{id}]`
-//! and the sandbox's `POST /v1/sandbox/disbursements/{id}/complete`.
+//! `POST /v1/disbursements` and `GET /v1/disbursements[/{id}]`.
 
 use super::pagination::ListQuery;
 use crate::commands::{body_with_account_fields, key_and_amount};
 use crate::error::V1Error;
-use crate::extract::{SandboxOnly, SignedJson, V1Json, V1Merchant};
+use crate::extract::{SignedJson, V1Merchant};
 use crate::openapi::names::ChannelName;
 use crate::openapi::names::DisbursementStatusName;
 use crate::openapi::values::{HttpUrlText, IdempotencyKeyText};
@@ -13,7 +12,7 @@ use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use paygate_engine::disbursements::NewDisbursement;
-use paygate_engine::domain::{DisbursementStatus, Source};
+use paygate_engine::domain::Source;
 use paygate_engine::input::HttpUrl;
 use paygate_engine::EngineError;
 use serde::Deserialize;
@@ -108,41 +107,4 @@ status_list_route! {
     params(ListQuery<DisbursementStatusName>), answer = ("A page of disbursements.", PageBody<DisbursementView>),
     listed_by = disbursements().list_disbursements,
     shown_by = |_: &AppState, disbursement| disbursement_view(disbursement),
-}
-
-/// Body of the sandbox completion.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CompleteDisbursement {
-    /// `SUCCESS`, or `FAILED` to give the money back.
-    #[schema(pattern = "^(SUCCESS|FAILED)$")]
-    status: String,
-}
-
-/// POST /v1/sandbox/disbursements/{id}/complete: forces SUCCESS or FAILED.
-#[utoipa::path(post, path = "/v1/sandbox/disbursements/{id}/complete", tag = "Sandbox", operation_id = "complete_disbursement",
-    summary = "Finish a disbursement (sandbox)",
-    description = "Forces a PENDING or ON_PROCESS disbursement to SUCCESS, or to FAILED with the money given back.",
-    security(("api_key" = [])),
-    params(("id" = String, Path, description = "The disbursement's id or ref code.")),
-    request_body = CompleteDisbursement,
-    responses((status = 200, description = "The disbursement.", body = DataBody<DisbursementView>)))]
-pub async fn complete_disbursement(
-    _sandbox: SandboxOnly,
-    State(state): State<AppState>,
-    V1Merchant(merchant): V1Merchant,
-    Path(id): Path<String>,
-    V1Json(body): V1Json<CompleteDisbursement>,
-) -> Result<Response, V1Error> {
-    let outcome = match body.status.as_str() {
-        "SUCCESS" => DisbursementStatus::Success,
-        "FAILED" => DisbursementStatus::Failed,
-        _ => return Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
-    };
-    let disbursement = state
-        .engine
-        .disbursements()
-        .complete_disbursement(merchant.id, &id, outcome)
-        .await?;
-    Ok(Data(disbursement_view(&disbursement)).into_response())
 }

@@ -43,6 +43,7 @@ mod disbursement_batches;
 mod disbursements;
 pub(crate) mod history;
 mod orders;
+mod sandbox;
 pub mod pagination;
 mod settlements;
 mod webhooks;
@@ -81,7 +82,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
             beneficiaries::list_beneficiaries
         ))
         .routes(routes!(beneficiaries::delete_beneficiary))
-        .routes(routes!(disbursements::complete_disbursement))
+        .routes(routes!(sandbox::complete_disbursement))
         .routes(routes!(settlements::list_settlements))
         .routes(routes!(settlements::get_settlement))
         .routes(routes!(webhooks::list_deliveries))
@@ -91,8 +92,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(orders::qr_png))
         .routes(routes!(orders::create_refund))
         .routes(routes!(orders::list_refunds))
-        .routes(routes!(orders::sandbox_pay))
-        .routes(routes!(orders::sandbox_expire))
-        .routes(routes!(orders::sandbox_fail))
-        .routes(routes!(orders::sandbox_complete_refund))
+        .routes(routes!(sandbox::sandbox_pay))
+        .routes(routes!(sandbox::sandbox_expire))
+        .routes(routes!(sandbox::sandbox_fail))
+        .routes(routes!(sandbox::sandbox_complete_refund))
 }

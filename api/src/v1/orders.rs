@@ -1,10 +1,9 @@
-//! V1 orders (`/v1/orders`): create, get, list, refund, the QR image, and the
-//! sandbox's pay, expire and fail.
+//! V1 orders (`/v1/orders`): create, get, list, refund and the QR image.
 
 use super::pagination::ListQuery;
 use crate::commands::{key_and_amount, OrderFields};
 use crate::error::{order_error, V1Error};
-use crate::extract::{OptionalJson, SandboxOnly, SignedBody, SignedJson, V1Json, V1Merchant};
+use crate::extract::{SignedBody, SignedJson, V1Merchant};
 use crate::openapi::names::OrderStatusName;
 use crate::openapi::names::PaymentMethodName;
 use crate::openapi::values::{CustomerPhoneText, EmailText, HttpUrlText, IdempotencyKeyText};
@@ -13,7 +12,6 @@ use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use paygate_engine::domain::RefundStatus;
 use paygate_engine::domain::Source;
 use paygate_engine::orders::{Creation, NewRefund, RefundReason};
 use paygate_engine::EngineError;
@@ -21,12 +19,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use sha2::Digest;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 /// The `ref_code` path parameter of the order routes.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]
-pub struct RefCode {
+pub(super) struct RefCode {
     /// The order's ref code, as created.
     #[allow(dead_code)]
     ref_code: String,
@@ -248,116 +245,4 @@ pub async fn list_refunds(
     let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
     let refunds = state.engine.orders().order_refunds(order.id)?;
     Ok(Data(refunds.iter().map(refund_view).collect()))
-}
-
-/// Optional body of the sandbox payment.
-#[derive(Deserialize, Default, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxPay {
-    /// The payment's reference number; one is made up when absent.
-    vendor_rrn: Option<String>,
-}
-
-/// POST /v1/sandbox/orders/{ref_code}/pay: confirms the payment now.
-#[utoipa::path(post, path = "/v1/sandbox/orders/{ref_code}/pay", tag = "Sandbox", operation_id = "sandbox_pay",
-    summary = "Pay an order (sandbox)", description = "Confirms the order's payment now, as the vendor would.",
-    security(("api_key" = [])), params(RefCode), request_body(content = Option<SandboxPay>),
-    responses((status = 200, description = "The order, PAID.", body = DataBody<OrderView>)))]
-pub async fn sandbox_pay(
-    _sandbox: SandboxOnly,
-    State(state): State<AppState>,
-    V1Merchant(merchant): V1Merchant,
-    Path(ref_code): Path<String>,
-    OptionalJson(body): OptionalJson<SandboxPay>,
-) -> Result<Data<OrderView>, V1Error> {
-    let order = state.engine.orders().order_for(merchant.id, &ref_code)?;
-    let order = state.engine.orders().pay_order(&order, body.vendor_rrn).await?;
-    Ok(Data(order_view(&order, &state.config.public_url)))
-}
-
-/// Declares a sandbox route that ends an order without a payment: the
-/// routes differ only in their path, wording and the end they ask for, so
-/// each is one line below and the handler is written once.
-macro_rules! sandbox_end_route {
-    ($(#[$doc:meta])* $name:ident, $path:literal, $summary:literal, $answer:literal, $end:expr) => {
-        $(#[$doc])*
-        #[utoipa::path(post, path = $path, tag = "Sandbox", operation_id = stringify!($name),
-            summary = $summary, security(("api_key" = [])), params(RefCode),
-            responses((status = 200, description = $answer, body = DataBody<OrderView>)))]
-        pub async fn $name(
-            _sandbox: SandboxOnly,
-            State(state): State<AppState>,
-            V1Merchant(merchant): V1Merchant,
-            Path(ref_code): Path<String>,
-        ) -> Result<Data<OrderView>, V1Error> {
-            end_in_sandbox(&state, merchant.id, &ref_code, $end).await
-        }
-    };
-}
-
-sandbox_end_route!(
-    /// POST /v1/sandbox/orders/{ref_code}/expire.
-    sandbox_expire, "/v1/sandbox/orders/{ref_code}/expire", "Expire an order (sandbox)",
-    "The order, EXPIRED.", SandboxEnd::Expire
-);
-sandbox_end_route!(
-    /// POST /v1/sandbox/orders/{ref_code}/fail.
-    sandbox_fail, "/v1/sandbox/orders/{ref_code}/fail", "Fail an order (sandbox)",
-    "The order, FAILED.", SandboxEnd::Fail
-);
-
-/// How the sandbox ends an order without a payment.
-enum SandboxEnd {
-    Expire,
-    Fail,
-}
-
-/// The sandbox's expire and fail: the order of `ref_code` ended as `end`.
-async fn end_in_sandbox(
-    state: &AppState,
-    merchant_id: uuid::Uuid,
-    ref_code: &str,
-    end: SandboxEnd,
-) -> Result<Data<OrderView>, V1Error> {
-    let orders = state.engine.orders();
-    let order = orders.order_for(merchant_id, ref_code)?;
-    let order = match end {
-        SandboxEnd::Expire => orders.expire_order(&order).await?,
-        SandboxEnd::Fail => orders.fail_order(&order, "payment failed by sandbox request").await?,
-    };
-    Ok(Data(order_view(&order, &state.config.public_url)))
-}
-
-/// Body of the sandbox refund completion.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CompleteRefund {
-    /// `SUCCESS`, or `FAILED` to give the money back.
-    #[schema(value_type = String, pattern = "^(SUCCESS|FAILED)$")]
-    status: String,
-}
-
-/// POST /v1/sandbox/refunds/{id}/complete: forces a PENDING refund's
-/// outcome (SUCCESS, or FAILED with the money given back).
-#[utoipa::path(post, path = "/v1/sandbox/refunds/{id}/complete", tag = "Sandbox", operation_id = "sandbox_complete_refund",
-    summary = "Finish a refund (sandbox)", description = "Forces a PENDING refund to SUCCESS, or to FAILED with the money given back.",
-    security(("api_key" = [])), params(("id" = Uuid, Path, description = "The refund's id.")),
-    request_body = CompleteRefund,
-    responses((status = 200, description = "The refund.", body = DataBody<RefundView>)))]
-pub async fn sandbox_complete_refund(
-    _sandbox: SandboxOnly,
-    State(state): State<AppState>,
-    V1Merchant(merchant): V1Merchant,
-    Path(id): Path<String>,
-    V1Json(body): V1Json<CompleteRefund>,
-) -> Result<Data<RefundView>, V1Error> {
-    let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
-    let outcome = match body.status.as_str() {
-        "SUCCESS" => RefundStatus::Success,
-        "FAILED" => RefundStatus::Failed,
-        _ => return Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
-    };
-    let refund = state.engine.orders().refund_for(merchant.id, id)?;
-    let refund = state.engine.orders().settle_refund(&refund, outcome).await?;
-    Ok(Data(refund_view(&refund)))
 }
