@@ -77,4 +77,7 @@ async fn fill(dir: std::path::PathBuf, count: u64, merchants: usize) {
         dir.display(),
         started.elapsed().as_secs_f64()
     );
+    // For reads over this history through the API: an operator can give
+    // this merchant a key with `rotate-credentials`.
+    eprintln!("first merchant: {}", ids[0]);
 }

@@ -295,15 +295,21 @@ impl RunSet {
                     continue;
                 }
             }
-            let fences = run.meta.fences.chunks_exact(spec.key_len);
-            let after = fences.clone().take_while(|fence| *fence <= key).count();
+            // Fences are sorted (each chunk's first key, chunks in key
+            // order): the chunk that may hold `key` is the last one whose
+            // fence is at or before it, found by halving, not by a walk
+            // whose length grows with the run.
+            let after = sorted_partition(&run.meta.fences, spec.key_len, |fence| fence <= key);
             if after == 0 {
                 continue;
             }
             let chunk = read_chunk(tree, spec.tag, run.id, after as u32 - 1)?;
-            let records: Vec<&[u8]> = chunk.chunks_exact(spec.record_len()).collect();
-            if let Ok(found) = records.binary_search_by(|record| record[..spec.key_len].cmp(key)) {
-                return Ok(Some(records[found][spec.key_len..].to_vec()));
+            let record_len = spec.record_len();
+            let at = sorted_partition(&chunk, record_len, |record| &record[..spec.key_len] < key);
+            if let Some(record) = chunk.get(at * record_len..(at + 1) * record_len) {
+                if &record[..spec.key_len] == key {
+                    return Ok(Some(record[spec.key_len..].to_vec()));
+                }
             }
         }
         Ok(None)
@@ -326,9 +332,9 @@ impl RunSet {
         let mut found: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         // Oldest first: a newer run's value replaces an older one's.
         for run in &self.runs {
-            let fences: Vec<&[u8]> = run.meta.fences.chunks_exact(spec.key_len).collect();
-            let first = fences.partition_point(|fence| *fence <= from).saturating_sub(1);
-            let last = fences.partition_point(|fence| *fence < to);
+            let fences = &run.meta.fences;
+            let first = sorted_partition(fences, spec.key_len, |fence| fence <= from).saturating_sub(1);
+            let last = sorted_partition(fences, spec.key_len, |fence| fence < to);
             for chunk_index in first..last {
                 let chunk = read_chunk(tree, spec.tag, run.id, chunk_index as u32)?;
                 for record in chunk.chunks_exact(spec.record_len()) {
@@ -409,6 +415,23 @@ fn meta_key(tag: u8, id: u64) -> [u8; 11] {
 
 fn intent_key(tag: u8) -> [u8; 3] {
     [PREFIX, INTENT_MARK, tag]
+}
+
+/// How many of the sorted records of `stride` bytes each, concatenated in
+/// `records` (a run's fences, or a chunk), satisfy `before`, which holds
+/// for a prefix of them: `slice::partition_point` over the concatenation,
+/// without first collecting a slice per record.
+fn sorted_partition(records: &[u8], stride: usize, before: impl Fn(&[u8]) -> bool) -> usize {
+    let (mut low, mut high) = (0, records.len() / stride);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if before(&records[middle * stride..(middle + 1) * stride]) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
 }
 
 fn read_chunk(tree: &sled::Tree, tag: u8, id: u64, chunk: u32) -> Result<sled::IVec, StoreError> {

@@ -325,3 +325,22 @@ fn filter_bits_are_the_layout_runs_were_written_with() {
         }
     }
 }
+
+proptest! {
+    /// The halving search over concatenated records finds what the slice's
+    /// own `partition_point` finds, for every probe, present or not.
+    #[test]
+    fn sorted_partition_agrees_with_partition_point(
+        mut keys in proptest::collection::vec(any::<[u8; 3]>(), 0..64),
+        probe in any::<[u8; 3]>(),
+    ) {
+        keys.sort();
+        let concatenated: Vec<u8> = keys.concat();
+        for probe in keys.iter().copied().chain([probe]) {
+            let at_or_before = sorted_partition(&concatenated, 3, |key| key <= &probe[..]);
+            prop_assert_eq!(at_or_before, keys.partition_point(|key| *key <= probe));
+            let before = sorted_partition(&concatenated, 3, |key| key < &probe[..]);
+            prop_assert_eq!(before, keys.partition_point(|key| *key < probe));
+        }
+    }
+}
