@@ -6,6 +6,7 @@ mod allocator;
 mod benchmark;
 mod cluster;
 mod config;
+mod deliveries;
 mod node;
 mod process_stats;
 mod repair;

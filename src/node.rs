@@ -9,6 +9,7 @@
 //! request) and its dispatcher is stopped on the next look.
 
 use crate::config::{ClusterSettings, Settings};
+use crate::deliveries::{DeliveryRuntime, Dispatchers};
 use axum::Router;
 use paygate_api::cluster::CatalogLookup;
 use paygate_api::cluster::{ClusterFront, ShardDirectory};
@@ -36,6 +37,8 @@ pub struct ClusterNode {
     host: Arc<ShardHost>,
     directory: Arc<NodeDirectory>,
     tasks: Vec<JoinHandle<()>>,
+    /// Where every shard's webhook dispatcher runs.
+    deliveries: DeliveryRuntime,
 }
 
 /// One shard this node serves: its API state and its webhook dispatcher.
@@ -94,6 +97,7 @@ impl ClusterNode {
             host.clone(),
         );
         let counts = keeper.counts_reader();
+        let deliveries = DeliveryRuntime::new()?;
         let directory = Arc::new(NodeDirectory {
             node_id,
             host: host.clone(),
@@ -109,6 +113,7 @@ impl ClusterNode {
             tokio::spawn(reconcile_loop(
                 directory.clone(),
                 api_config.clone(),
+                deliveries.dispatchers(),
                 keeper.subscribe(),
             )),
             tokio::spawn(owners_loop(directory.clone(), Leases::new(database, ""))),
@@ -120,6 +125,7 @@ impl ClusterNode {
                 host,
                 directory,
                 tasks,
+                deliveries,
             },
             paygate_api::cluster::cluster_router(front),
         ))
@@ -135,6 +141,7 @@ impl ClusterNode {
         for shard in served.into_values() {
             stop_shard(shard).await;
         }
+        self.deliveries.shut_down();
         self.keeper.shutdown().await;
         self.host.shutdown().await;
     }
@@ -144,6 +151,7 @@ impl ClusterNode {
 async fn reconcile_loop(
     directory: Arc<NodeDirectory>,
     api_config: ApiConfig,
+    dispatchers: Dispatchers,
     mut changes: watch::Receiver<BTreeMap<u16, i64>>,
 ) {
     loop {
@@ -180,7 +188,7 @@ async fn reconcile_loop(
                 }
                 let state = AppState::new(engine.clone(), api_config.clone());
                 let (stop_dispatcher, stopped) = watch::channel(false);
-                let dispatcher = tokio::spawn(paygate_api::webhooks::run(state.clone(), stopped));
+                let dispatcher = dispatchers.start(state.clone(), stopped);
                 served.insert(
                     shard,
                     ServedShard {

@@ -3,6 +3,7 @@
 //! and `paygate benchmark` both run it from here.
 
 use crate::config::{self, Settings};
+use crate::deliveries::DeliveryRuntime;
 use crate::node::ClusterNode;
 use anyhow::Context;
 use paygate_api::serve::ConnectionLimits;
@@ -36,6 +37,7 @@ enum Service {
         engine: Engine,
         stop_dispatcher: watch::Sender<bool>,
         dispatcher: JoinHandle<()>,
+        deliveries: DeliveryRuntime,
     },
     /// A cluster node: an engine per shard it holds.
     Cluster(ClusterNode),
@@ -78,12 +80,14 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
             }
             let state = AppState::new(engine.clone(), api_config(admin_token));
             let (stop_dispatcher, dispatcher_stop) = watch::channel(false);
-            let dispatcher = tokio::spawn(paygate_api::webhooks::run(state.clone(), dispatcher_stop));
+            let deliveries = DeliveryRuntime::new().context("starting the webhook delivery thread")?;
+            let dispatcher = deliveries.dispatchers().start(state.clone(), dispatcher_stop);
             let connections = state.connections.clone();
             let service = Service::Single {
                 engine,
                 stop_dispatcher,
                 dispatcher,
+                deliveries,
             };
             (service, router(state), connections)
         }
@@ -132,12 +136,13 @@ impl RunningServer {
     async fn finish(self, final_checkpoint: bool) -> anyhow::Result<()> {
         let _ = self.stop_http.send(());
         let served = self.http.await.context("HTTP server task")?;
-        let (engine, stop_dispatcher, dispatcher) = match self.service {
+        let (engine, stop_dispatcher, dispatcher, deliveries) = match self.service {
             Service::Single {
                 engine,
                 stop_dispatcher,
                 dispatcher,
-            } => (engine, stop_dispatcher, dispatcher),
+                deliveries,
+            } => (engine, stop_dispatcher, dispatcher, deliveries),
             Service::Cluster(node) => {
                 node.stop().await;
                 tracing::info!("stopped");
@@ -148,6 +153,7 @@ impl RunningServer {
         // and are delivered after the next start.
         stop_dispatcher.send_replace(true);
         let _ = dispatcher.await;
+        deliveries.shut_down();
         if final_checkpoint {
             engine.shutdown().await;
             let state_dir = engine.operations().state_dir();
