@@ -94,28 +94,36 @@ impl Webhooks {
             .ok_or(EngineError::EventNotFound)
     }
 
-    /// Records an attempt durably with the event's next retry
+    /// Records an attempt at `event` durably with the event's next retry
     /// (`RETRY_SCHEDULE` scaled by `retry_scale`), or none once delivered or
     /// the schedule is spent. A manual resend leaves the schedule as it was.
     pub async fn record_webhook_attempt(
         &self,
-        event_id: Uuid,
+        event: &WebhookEvent,
         outcome: AttemptOutcome,
         retry_scale: f64,
     ) -> Result<WebhookAttempt, EngineError> {
+        let event_id = event.id;
         // One attempt record per event at a time, so each starts from the last.
         let _guard = self.core.webhook_lock(event_id).lock().await;
-        let mut event = self.webhook_event(event_id)?.ok_or(EngineError::EventNotFound)?;
-        let previously_due_ms = event.next_attempt_at_ms;
+        // Of an event, only its delivery changes once it is made, and the
+        // newest attempt's record holds it; before any, it stands as
+        // written, as `event` has it. So the event and its resource are not
+        // read again here.
+        let mut delivery = match self.core.store().event_delivery(&event_id)? {
+            Some(delivery) => delivery,
+            None => event.delivery(),
+        };
+        let previously_due_ms = delivery.next_attempt_at_ms;
         let delivered = outcome.status_code.is_some_and(|code| (200..300).contains(&code));
-        event.attempts += 1;
-        event.delivered |= delivered;
-        event.next_attempt_at_ms = if event.delivered {
+        delivery.attempts += 1;
+        delivery.delivered |= delivered;
+        delivery.next_attempt_at_ms = if delivery.delivered {
             None
         } else if outcome.manual {
             previously_due_ms
         } else {
-            retry_delay(event.attempts, retry_scale)
+            retry_delay(delivery.attempts, retry_scale)
                 .map(|wait| outcome.attempted_at_ms + outcome.latency_ms as i64 + wait.as_millis() as i64)
         };
         let attempt = WebhookAttempt {
@@ -123,11 +131,11 @@ impl Webhooks {
             merchant_id: event.merchant_id,
             event: event.event.clone(),
             url: outcome.url,
-            attempt: event.attempts,
+            attempt: delivery.attempts,
             status_code: outcome.status_code,
             latency_ms: outcome.latency_ms,
             error: outcome.error,
-            next_retry_at_ms: event.next_attempt_at_ms,
+            next_retry_at_ms: delivery.next_attempt_at_ms,
             delivered,
             attempted_at_ms: outcome.attempted_at_ms,
             manual: outcome.manual,
@@ -135,7 +143,7 @@ impl Webhooks {
         self.core
             .write(JournalRecord::WebhookAttemptRecorded {
                 event_id,
-                delivery: event.delivery(),
+                delivery,
                 previously_due_ms,
                 attempt: Box::new(attempt.clone()),
             })

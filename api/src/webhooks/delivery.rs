@@ -104,7 +104,7 @@ pub async fn deliver(
     state
         .engine
         .webhooks()
-        .record_webhook_attempt(event.id, outcome, state.config.webhook_retry_scale)
+        .record_webhook_attempt(&event, outcome, state.config.webhook_retry_scale)
         .await
 }
 

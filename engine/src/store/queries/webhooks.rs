@@ -57,7 +57,7 @@ impl Store {
 
     /// Where an event's delivery stands, as its newest attempt left it
     /// (`None` before its first attempt recorded this way).
-    pub(in crate::store) fn event_delivery(&self, id: &Uuid) -> Result<Option<EventDelivery>, StoreError> {
+    pub(crate) fn event_delivery(&self, id: &Uuid) -> Result<Option<EventDelivery>, StoreError> {
         let version = self.newest_version::<EventDeliveryVersion>(Kind::WebhookDeliveries, id)?;
         Ok(version.map(|version| version.delivery))
     }
