@@ -178,6 +178,18 @@ async fn disbursement_and_refund_changes_are_events_too() {
     let last = json_body(&got[1]);
     assert_eq!(last["ref_code"], created.body["data"]["ref_code"]);
     assert_eq!(last["status"], json!("SUCCESS"));
+    // Flat: the header, then the disbursement as GET shows it, field for
+    // field and in the same order.
+    let id = created.body["data"]["id"].as_str().unwrap();
+    let shown = server.get(&format!("/v1/disbursements/{id}"), &merchant.api_key).await;
+    let mut expected = serde_json::Map::new();
+    expected.insert("event".into(), json!("disbursement.success"));
+    expected.insert("event_id".into(), last["event_id"].clone());
+    expected.insert("event_at".into(), last["event_at"].clone());
+    expected.extend(shown.body["data"].as_object().unwrap().clone());
+    let keys = |object: &serde_json::Map<String, Value>| object.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(last.as_object().unwrap()), keys(&expected));
+    assert_eq!(last, Value::Object(expected));
 
     // An order paid then partly refunded; the refund succeeds by itself.
     let order = server

@@ -13,7 +13,7 @@ use paygate_engine::signing::{hmac_sha256_header, sha512_hex};
 use paygate_engine::webhooks::AttemptOutcome;
 use paygate_engine::EngineError;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use utoipa::ToSchema;
@@ -256,32 +256,32 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
             )));
             body
         }
-        EventResource::Order(order) => {
-            // Written out rather than through a `Value`: the order's metadata
-            // keeps its exact bytes, which a `Value` cannot hold in every
-            // case (a number like 1e400 emptied the whole body).
-            let view = serde_json::to_vec(&order_view(order, &state.config.public_url)).expect("views serialize");
-            let mut body = serde_json::to_vec(&event_header(event)).expect("JSON bodies serialize");
-            if view.len() > 2 {
-                body.pop(); // the header's closing brace
-                body.push(b',');
-                body.extend_from_slice(&view[1..]);
-            }
-            return body;
-        }
-        EventResource::Refund(refund) => flat_body(event, json!(refund_view(refund))),
-        EventResource::Disbursement(disbursement) => flat_body(event, json!(disbursement_view(disbursement))),
+        EventResource::Order(order) => return flat_body(event, &order_view(order, &state.config.public_url)),
+        EventResource::Refund(refund) => return flat_body(event, &refund_view(refund)),
+        EventResource::Disbursement(disbursement) => return flat_body(event, &disbursement_view(disbursement)),
     };
     serde_json::to_vec(&body).expect("JSON bodies serialize")
 }
 
-/// The flat V1 body: the event header, then the resource's fields.
-fn flat_body(event: &WebhookEvent, fields: Value) -> Value {
-    let mut flat = event_header(event);
-    if let Value::Object(fields) = fields {
-        flat.extend(fields);
+/// The flat V1 body: the event header, then the resource's fields, written
+/// out as bytes and joined rather than merged as `Value`s: an order's
+/// metadata keeps its exact bytes, which a `Value` cannot hold in every case
+/// (a number like 1e400 emptied the whole body), and no map is built and
+/// hashed for each delivery. No view has a field named as a header's.
+fn flat_body(event: &WebhookEvent, view: &impl Serialize) -> Vec<u8> {
+    let header = EventHeader {
+        event: &event.event,
+        event_id: event.id,
+        event_at: timestamp(event.occurred_at_ms),
+    };
+    let mut body = serde_json::to_vec(&header).expect("JSON bodies serialize");
+    let view = serde_json::to_vec(view).expect("views serialize");
+    if view.len() > 2 {
+        body.pop(); // the header's closing brace
+        body.push(b',');
+        body.extend_from_slice(&view[1..]);
     }
-    Value::Object(flat)
+    body
 }
 
 /// The fields every V1 webhook body starts with, before the resource's own.
@@ -320,19 +320,6 @@ pub struct LegacyDisbursementEventFields {
     event: String,
     /// Lowercase hex SHA-512 of `clientId|orderId|requestAmount|clientSecret`, `requestAmount` in whole rupiah.
     signature: String,
-}
-
-/// `event`, `event_id` and `event_at`: the fields every V1 body starts with.
-fn event_header(event: &WebhookEvent) -> Map<String, Value> {
-    let header = EventHeader {
-        event: &event.event,
-        event_id: event.id,
-        event_at: timestamp(event.occurred_at_ms),
-    };
-    match serde_json::to_value(header) {
-        Ok(Value::Object(fields)) => fields,
-        _ => Map::new(),
-    }
 }
 
 #[cfg(test)]
