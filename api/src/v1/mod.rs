@@ -43,8 +43,8 @@ mod disbursement_batches;
 mod disbursements;
 pub(crate) mod history;
 mod orders;
-mod sandbox;
 pub mod pagination;
+mod sandbox;
 mod settlements;
 mod webhooks;
 

@@ -5,7 +5,9 @@
 use super::orders::RefCode;
 use crate::error::V1Error;
 use crate::extract::{OptionalJson, SandboxMerchant, V1Json};
-use crate::wire::{disbursement_view, order_view, refund_view, Data, DataBody, DisbursementView, OrderView, RefundView};
+use crate::wire::{
+    disbursement_view, order_view, refund_view, Data, DataBody, DisbursementView, OrderView, RefundView,
+};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
