@@ -14,7 +14,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// The runtime deliveries run on, while a server or cluster node runs.
-pub struct DeliveryRuntime(Runtime);
+/// Dropped anywhere, in an async context too (a stop cut short by a second
+/// signal drops it there), it ends without waiting for its thread: tokio
+/// refuses to drop a runtime where blocking is not allowed.
+pub struct DeliveryRuntime(Option<Runtime>);
 
 impl DeliveryRuntime {
     /// Starts its thread, named `webhooks`.
@@ -24,19 +27,28 @@ impl DeliveryRuntime {
             .thread_name("webhooks")
             .enable_all()
             .build()?;
-        Ok(DeliveryRuntime(runtime))
+        Ok(DeliveryRuntime(Some(runtime)))
     }
 
     /// What starts dispatchers on this runtime, from any task.
     pub fn dispatchers(&self) -> Dispatchers {
-        Dispatchers(self.0.handle().clone())
+        let runtime = self.0.as_ref().expect("the runtime is taken only when dropped");
+        Dispatchers(runtime.handle().clone())
     }
 
     /// Ends the runtime without waiting: call it once its dispatchers
     /// stopped. Deliveries still in flight are dropped; their events stay
     /// due and go out after the next start, as after a crash.
     pub fn shut_down(self) {
-        self.0.shutdown_background();
+        drop(self);
+    }
+}
+
+impl Drop for DeliveryRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
