@@ -92,23 +92,14 @@ async fn end_in_sandbox(
     Ok(Data(order_view(&order, &state.config.public_url)))
 }
 
-/// How the sandbox finishes a refund or a disbursement: the two outcomes a
-/// vendor can report for money on its way out.
-#[derive(Clone, Copy)]
-enum Outcome {
-    Success,
-    Failed,
-}
-
-impl Outcome {
-    /// The `status` of a completion body; anything else is refused with
-    /// the same message for refunds and disbursements.
-    fn parse(status: &str) -> Result<Self, V1Error> {
-        match status {
-            "SUCCESS" => Ok(Outcome::Success),
-            "FAILED" => Ok(Outcome::Failed),
-            _ => Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
-        }
+/// The `status` of a refund's or a disbursement's completion body as
+/// `success` or `failed`, the two outcomes a vendor can report for money on
+/// its way out; anything else is refused with the same message for both.
+fn completion_status<S>(status: &str, success: S, failed: S) -> Result<S, V1Error> {
+    match status {
+        "SUCCESS" => Ok(success),
+        "FAILED" => Ok(failed),
+        _ => Err(V1Error::invalid_body("status: must be SUCCESS or FAILED")),
     }
 }
 
@@ -135,10 +126,7 @@ pub async fn sandbox_complete_refund(
     V1Json(body): V1Json<CompleteRefund>,
 ) -> Result<Data<RefundView>, V1Error> {
     let id = Uuid::parse_str(&id).map_err(|_| V1Error::invalid_id())?;
-    let status = match Outcome::parse(&body.status)? {
-        Outcome::Success => RefundStatus::Success,
-        Outcome::Failed => RefundStatus::Failed,
-    };
+    let status = completion_status(&body.status, RefundStatus::Success, RefundStatus::Failed)?;
     let refund = state.engine.orders().refund_for(merchant.id, id)?;
     let refund = state.engine.orders().settle_refund(&refund, status).await?;
     Ok(Data(refund_view(&refund)))
@@ -167,10 +155,7 @@ pub async fn complete_disbursement(
     Path(id): Path<String>,
     V1Json(body): V1Json<CompleteDisbursement>,
 ) -> Result<Response, V1Error> {
-    let status = match Outcome::parse(&body.status)? {
-        Outcome::Success => DisbursementStatus::Success,
-        Outcome::Failed => DisbursementStatus::Failed,
-    };
+    let status = completion_status(&body.status, DisbursementStatus::Success, DisbursementStatus::Failed)?;
     let disbursements = state.engine.disbursements();
     let disbursement = disbursements.complete_disbursement(merchant.id, &id, status).await?;
     Ok(Data(disbursement_view(&disbursement)).into_response())

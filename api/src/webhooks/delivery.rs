@@ -228,7 +228,7 @@ pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -
 /// the Legacy API created, else the flat V1 shape with `event`, `event_id`
 /// and `event_at`.
 pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_secret: &str) -> Vec<u8> {
-    let body = match &event.resource {
+    match &event.resource {
         EventResource::Order(order) if order.source == Source::Legacy => {
             let total_amount = order.amount.get() / 100;
             let body = LegacyOrderEvent {
@@ -243,7 +243,7 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
                     order.merchant_order_id
                 )),
             };
-            serde_json::to_value(body).expect("JSON bodies serialize")
+            serde_json::to_vec(&body).expect("JSON bodies serialize")
         }
         EventResource::Disbursement(disbursement) if disbursement.source == Source::Legacy => {
             let request_amount = disbursement.request_amount.get() / 100;
@@ -254,13 +254,12 @@ pub fn render(state: &AppState, event: &WebhookEvent, client_id: &str, client_se
                 "{client_id}|{}|{request_amount}|{client_secret}",
                 disbursement.idempotency_key
             )));
-            body
+            serde_json::to_vec(&body).expect("JSON bodies serialize")
         }
-        EventResource::Order(order) => return flat_body(event, &order_view(order, &state.config.public_url)),
-        EventResource::Refund(refund) => return flat_body(event, &refund_view(refund)),
-        EventResource::Disbursement(disbursement) => return flat_body(event, &disbursement_view(disbursement)),
-    };
-    serde_json::to_vec(&body).expect("JSON bodies serialize")
+        EventResource::Order(order) => flat_body(event, &order_view(order, &state.config.public_url)),
+        EventResource::Refund(refund) => flat_body(event, &refund_view(refund)),
+        EventResource::Disbursement(disbursement) => flat_body(event, &disbursement_view(disbursement)),
+    }
 }
 
 /// The flat V1 body: the event header, then the resource's fields, written
