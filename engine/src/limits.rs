@@ -13,6 +13,18 @@ pub const JOURNAL_BATCH_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// One group commit takes at most this many records.
 pub const JOURNAL_BATCH_RECORDS_MAX: usize = 32 * 1024;
 
+/// A group commit that follows a batch of at least
+/// `JOURNAL_BUSY_BATCH_RECORDS` records waits this long for more before it
+/// writes: on a busy server one `fdatasync` then carries several times the
+/// records, and each sync costs kernel CPU that request handling needs. A
+/// quiet server's batches are smaller, so a lone request is never delayed.
+/// PostgreSQL's `commit_delay` with `commit_siblings` is the same trade.
+pub const JOURNAL_COMMIT_DELAY: Duration = Duration::from_micros(400);
+
+/// See `JOURNAL_COMMIT_DELAY`: a batch this large means others are waiting
+/// to commit too.
+pub const JOURNAL_BUSY_BATCH_RECORDS: usize = 8;
+
 /// A single journal record may not exceed this: a length prefix above it is
 /// treated as a torn or corrupt tail rather than trusted for an allocation,
 /// and the journal refuses to write a bigger record. A settlement record

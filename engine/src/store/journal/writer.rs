@@ -35,6 +35,12 @@ use tokio::sync::mpsc as tokio_mpsc;
 /// while the disk refuses does not wait out a long pause.
 const CLOSING_POLL: Duration = Duration::from_millis(20);
 
+/// How long a batch waits for more records after one of
+/// `last_batch_records` (see `limits::JOURNAL_COMMIT_DELAY`).
+fn commit_delay(last_batch_records: usize) -> Option<Duration> {
+    (last_batch_records >= limits::JOURNAL_BUSY_BATCH_RECORDS).then_some(limits::JOURNAL_COMMIT_DELAY)
+}
+
 /// The writer thread's state.
 pub(super) struct Writer {
     pub sink: Sink,
@@ -76,7 +82,11 @@ impl Writer {
         let mut buffer: Vec<u8> = Vec::with_capacity(1 << 20);
         // A record that would have taken its batch past the byte cap opens the next.
         let mut held_over: Option<Command> = None;
+        let mut last_batch_records = 0usize;
         while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
+            if let Some(delay) = commit_delay(last_batch_records) {
+                std::thread::sleep(delay);
+            }
             let mut completions: Vec<Applied> = Vec::new();
             // Which of `completions` are records (the rest are barriers).
             let mut appended: Vec<usize> = Vec::new();
@@ -122,6 +132,7 @@ impl Writer {
                     return;
                 }
                 self.stats.syncs.fetch_add(1, Ordering::Relaxed);
+                last_batch_records = records;
                 self.stats.records.fetch_add(records as u64, Ordering::Relaxed);
                 self.stats.bytes.fetch_add(buffer.len() as u64, Ordering::Relaxed);
                 buffer.clear();
@@ -318,5 +329,20 @@ impl Faults {
 
     fn current(&self) -> Option<Fault> {
         *self.current.lock().expect("faults lock")
+    }
+}
+
+#[cfg(test)]
+mod commit_delay_tests {
+    use super::commit_delay;
+    use crate::limits::{JOURNAL_BUSY_BATCH_RECORDS, JOURNAL_COMMIT_DELAY};
+
+    #[test]
+    fn only_a_batch_after_a_busy_one_waits() {
+        assert_eq!(commit_delay(0), None);
+        assert_eq!(commit_delay(1), None);
+        assert_eq!(commit_delay(JOURNAL_BUSY_BATCH_RECORDS - 1), None);
+        assert_eq!(commit_delay(JOURNAL_BUSY_BATCH_RECORDS), Some(JOURNAL_COMMIT_DELAY));
+        assert_eq!(commit_delay(10_000), Some(JOURNAL_COMMIT_DELAY));
     }
 }
