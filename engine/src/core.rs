@@ -136,6 +136,17 @@ impl Core {
     /// Journals a record not owned by any actor and waits until it is
     /// durable and applied.
     pub(crate) async fn write(&self, record: JournalRecord) -> Result<(), EngineError> {
+        self.write_as(record, true).await
+    }
+
+    /// `write` for a record nobody waits on promptly: it may wait a few
+    /// milliseconds to share another record's sync (see
+    /// `Journal::append_background`).
+    pub(crate) async fn write_background(&self, record: JournalRecord) -> Result<(), EngineError> {
+        self.write_as(record, false).await
+    }
+
+    async fn write_as(&self, record: JournalRecord, waited: bool) -> Result<(), EngineError> {
         let payload = record.encode();
         let store = self.store.clone();
         let (tell, told) = tokio::sync::oneshot::channel();
@@ -148,7 +159,11 @@ impl Core {
                 let _ = tell.send(());
             }))
         });
-        self.journal.append(payload, done).await?;
+        if waited {
+            self.journal.append(payload, done).await?;
+        } else {
+            self.journal.append_background(payload, done).await?;
+        }
         told.await.map_err(|_| EngineError::ShuttingDown)
     }
 

@@ -25,6 +25,13 @@ pub const JOURNAL_COMMIT_DELAY: Duration = Duration::from_micros(400);
 /// to commit too.
 pub const JOURNAL_BUSY_BATCH_RECORDS: usize = 8;
 
+/// A batch of only records nobody waits on promptly (webhook attempts the
+/// schedule made) waits at most this long for another record to share its
+/// `fdatasync`: on a paced server a disbursement's attempts then ride with
+/// other requests' syncs instead of each paying for one. A waited-on
+/// record ends the wait at once.
+pub const JOURNAL_BACKGROUND_WAIT: Duration = Duration::from_millis(5);
+
 /// A single journal record may not exceed this: a length prefix above it is
 /// treated as a torn or corrupt tail rather than trusted for an allocation,
 /// and the journal refuses to write a bigger record. A settlement record

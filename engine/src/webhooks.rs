@@ -9,7 +9,12 @@ use crate::domain::{WebhookAttempt, WebhookEvent};
 use crate::error::EngineError;
 use crate::store::record::JournalRecord;
 use std::sync::Arc;
+use std::time::Duration;
 use uuid::Uuid;
+
+/// `Webhooks::settle_recorded_attempts` waits no longer than this: well past
+/// `limits::JOURNAL_BACKGROUND_WAIT` and a sync, short of holding a page up.
+const ATTEMPTS_SETTLE_WAIT_MAX: Duration = Duration::from_millis(250);
 
 /// What one delivery attempt found.
 #[derive(Clone, Debug)]
@@ -140,15 +145,33 @@ impl Webhooks {
             attempted_at_ms: outcome.attempted_at_ms,
             manual: outcome.manual,
         };
-        self.core
-            .write(JournalRecord::WebhookAttemptRecorded {
-                event_id,
-                delivery,
-                previously_due_ms,
-                attempt: Box::new(attempt.clone()),
-            })
-            .await?;
+        let record = JournalRecord::WebhookAttemptRecorded {
+            event_id,
+            delivery,
+            previously_due_ms,
+            attempt: Box::new(attempt.clone()),
+        };
+        // A resend's caller waits for its answer; the schedule's attempts
+        // may wait a little to share a sync (reads of attempts sync first).
+        if outcome.manual {
+            self.core.write(record).await?;
+        } else {
+            self.core.write_background(record).await?;
+        }
         Ok(attempt)
+    }
+
+    /// Waits, a bounded while, until the attempts already recorded are
+    /// durable and readable. The schedule's attempts may wait a few
+    /// milliseconds in the journal to share a sync
+    /// (`Journal::append_background`); a listing that settles first shows
+    /// every attempt made before it. A journal that cannot write is not
+    /// waited on: the listing then shows what is readable.
+    pub async fn settle_recorded_attempts(&self) {
+        let journal = self.core.journal();
+        if journal.is_writable() {
+            let _ = tokio::time::timeout(ATTEMPTS_SETTLE_WAIT_MAX, journal.sync_point()).await;
+        }
     }
 
     /// A page of a merchant's delivery attempts, newest first, and the total.

@@ -83,6 +83,7 @@ pub async fn list_deliveries(
         Some(_) => return Err(V1Error::invalid_query("delivered: must be true or false")),
     };
     let filter = AttemptFilter { event_id, delivery };
+    state.engine.webhooks().settle_recorded_attempts().await;
     let (items, total) =
         state
             .engine

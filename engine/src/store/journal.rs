@@ -102,8 +102,16 @@ pub enum JournalError {
 }
 
 enum Command {
-    Append { payload: Vec<u8>, done: Completion },
-    Barrier { done: Completion },
+    /// `waited`: someone waits on this record promptly (see
+    /// `Journal::append_background` for one nobody does).
+    Append {
+        payload: Vec<u8>,
+        done: Completion,
+        waited: bool,
+    },
+    Barrier {
+        done: Completion,
+    },
     Close,
 }
 
@@ -347,10 +355,22 @@ impl Journal {
 
     /// Queues `payload`; `done` runs once it is durable. Waits for queue space.
     pub async fn append(&self, payload: Vec<u8>, done: Completion) -> Result<(), JournalError> {
+        self.queue_append(payload, done, true).await
+    }
+
+    /// `append` for a record nobody waits on promptly (a webhook attempt the
+    /// schedule made): a batch of only such records waits up to
+    /// `limits::JOURNAL_BACKGROUND_WAIT` for another record to share its
+    /// `fdatasync` with, and goes at once when a waited-on one arrives.
+    pub async fn append_background(&self, payload: Vec<u8>, done: Completion) -> Result<(), JournalError> {
+        self.queue_append(payload, done, false).await
+    }
+
+    async fn queue_append(&self, payload: Vec<u8>, done: Completion, waited: bool) -> Result<(), JournalError> {
         check_record_size(&payload)?;
         self.inner
             .queue
-            .send(Command::Append { payload, done })
+            .send(Command::Append { payload, done, waited })
             .await
             .map_err(|_| JournalError::Closed)
     }
@@ -360,7 +380,11 @@ impl Journal {
         check_record_size(&payload)?;
         self.inner
             .queue
-            .blocking_send(Command::Append { payload, done })
+            .blocking_send(Command::Append {
+                payload,
+                done,
+                waited: true,
+            })
             .map_err(|_| JournalError::Closed)
     }
 

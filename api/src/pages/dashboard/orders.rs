@@ -260,6 +260,7 @@ fn detail(
         OrderNotFoundAnswer,
     ))]
 pub async fn order_page(State(state): State<AppState>, signed_in: SignedIn, Path(ref_code): Path<String>) -> Response {
+    state.engine.webhooks().settle_recorded_attempts().await;
     detail(&state, &signed_in, &ref_code, StatusCode::OK, None)
 }
 

@@ -92,6 +92,7 @@ fn render(state: &AppState, signed_in: &SignedIn, status: StatusCode, message: O
     summary = "The dashboard's webhook deliveries", security(()),
     responses(PageAnswers))]
 pub async fn deliveries_page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    state.engine.webhooks().settle_recorded_attempts().await;
     render(&state, &signed_in, StatusCode::OK, None)
 }
 

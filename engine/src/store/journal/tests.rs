@@ -532,3 +532,61 @@ fn closing_while_the_disk_refuses_gives_up_without_acknowledging() {
     assert!((1..=3).contains(&seen.len()), "{seen:?}");
     assert_eq!(seen, records_through(seen.len() as u64), "a clean prefix");
 }
+
+/// Sends `payload` through `append` or `append_background` from a test
+/// runtime; the receiver hears its sequence once it is durable.
+fn append_on(runtime: &tokio::runtime::Runtime, journal: &Journal, payload: &str, waited: bool) -> mpsc::Receiver<u64> {
+    let (tell, told) = mpsc::channel();
+    let done: Completion = Box::new(move |seq, _| {
+        tell.send(seq).unwrap();
+        None
+    });
+    runtime.block_on(async {
+        let payload = payload.as_bytes().to_vec();
+        if waited {
+            journal.append(payload, done).await.unwrap();
+        } else {
+            journal.append_background(payload, done).await.unwrap();
+        }
+    });
+    told
+}
+
+/// A record nobody waits on shares the sync of a waited-on one queued
+/// within `JOURNAL_BACKGROUND_WAIT`, and alone it still becomes durable,
+/// once that wait is over.
+#[test]
+fn a_background_record_waits_for_company_but_not_for_ever() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let journal = Journal::start(dir.path(), 1).unwrap();
+    let syncs = || journal.stats().syncs.load(Ordering::Relaxed);
+
+    let started = Instant::now();
+    let alone = append_on(&runtime, &journal, "alone", false);
+    assert_eq!(alone.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
+    assert!(started.elapsed() >= limits::JOURNAL_BACKGROUND_WAIT);
+    assert_eq!(syncs(), 1);
+
+    let background = append_on(&runtime, &journal, "background", false);
+    let waited = append_on(&runtime, &journal, "waited", true);
+    assert_eq!(background.recv_timeout(Duration::from_secs(10)).unwrap(), 2);
+    assert_eq!(waited.recv_timeout(Duration::from_secs(10)).unwrap(), 3);
+    assert_eq!(syncs(), 2, "the two records shared one sync");
+
+    // A barrier is waited on too: it ends a background record's wait.
+    let started = Instant::now();
+    let background = append_on(&runtime, &journal, "before a barrier", false);
+    assert_eq!(runtime.block_on(journal.sync_point()).unwrap(), 4);
+    assert_eq!(background.recv_timeout(Duration::from_secs(10)).unwrap(), 4);
+    assert_eq!(syncs(), 3);
+    assert!(started.elapsed() < Duration::from_secs(1));
+
+    journal.shutdown_blocking();
+    let (seen, _) = replay_all(dir.path());
+    let payloads: Vec<&[u8]> = seen.iter().map(|(_, payload)| payload.as_slice()).collect();
+    assert_eq!(payloads, [&b"alone"[..], b"background", b"waited", b"before a barrier"]);
+}

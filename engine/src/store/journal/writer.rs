@@ -41,6 +41,20 @@ fn commit_delay(last_batch_records: usize) -> Option<Duration> {
     (last_batch_records >= limits::JOURNAL_BUSY_BATCH_RECORDS).then_some(limits::JOURNAL_COMMIT_DELAY)
 }
 
+/// The next command queued before `until`, if any (none either when the
+/// queue closed).
+fn next_within(
+    timer: &tokio::runtime::Runtime,
+    receiver: &mut tokio_mpsc::Receiver<Command>,
+    until: Instant,
+) -> Option<Command> {
+    // The timeout is made inside the runtime: its timer needs one.
+    timer
+        .block_on(async { tokio::time::timeout_at(until.into(), receiver.recv()).await })
+        .ok()
+        .flatten()
+}
+
 /// The writer thread's state.
 pub(super) struct Writer {
     pub sink: Sink,
@@ -83,6 +97,11 @@ impl Writer {
         // A record that would have taken its batch past the byte cap opens the next.
         let mut held_over: Option<Command> = None;
         let mut last_batch_records = 0usize;
+        // Only for waiting on the queue with a deadline (see `next_within`).
+        let timer = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a timer runtime for the journal writer");
         while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
             if let Some(delay) = commit_delay(last_batch_records) {
                 std::thread::sleep(delay);
@@ -94,24 +113,44 @@ impl Writer {
             let mut next = Some(first);
             let mut records = 0usize;
             let write_first = self.next_seq;
+            // Whether anyone waits on this batch promptly, and until when a
+            // batch nobody does waits for company.
+            let mut waited = false;
+            let mut background_until: Option<Instant> = None;
             while let Some(command) = next.take() {
                 match command {
                     Command::Close => closing = true,
                     // A batch stays within the cap unless it is one record,
                     // which bounds what a crash can tear (see `replay`).
-                    Command::Append { payload, done } if opens_next_batch(buffer.len(), payload.len()) => {
-                        held_over = Some(Command::Append { payload, done });
+                    Command::Append {
+                        payload,
+                        done,
+                        waited: record_waited,
+                    } if opens_next_batch(buffer.len(), payload.len()) => {
+                        held_over = Some(Command::Append {
+                            payload,
+                            done,
+                            waited: record_waited,
+                        });
                         break;
                     }
-                    Command::Append { payload, done } => {
+                    Command::Append {
+                        payload,
+                        done,
+                        waited: record_waited,
+                    } => {
                         let seq = self.next_seq;
                         self.next_seq += 1;
                         encode_frame(seq, write_first, &payload, &mut buffer);
                         appended.push(completions.len());
                         completions.push((seq, payload, done));
                         records += 1;
+                        waited |= record_waited;
                     }
-                    Command::Barrier { done } => completions.push((self.next_seq - 1, Vec::new(), done)),
+                    Command::Barrier { done } => {
+                        completions.push((self.next_seq - 1, Vec::new(), done));
+                        waited = true;
+                    }
                 }
                 if closing
                     || buffer.len() >= limits::JOURNAL_BATCH_BYTES_MAX
@@ -120,6 +159,11 @@ impl Writer {
                     break;
                 }
                 next = receiver.try_recv().ok();
+                if next.is_none() && !waited {
+                    let until =
+                        *background_until.get_or_insert_with(|| Instant::now() + limits::JOURNAL_BACKGROUND_WAIT);
+                    next = next_within(&timer, &mut receiver, until);
+                }
             }
             if !buffer.is_empty() {
                 let batch: Vec<(u64, &[u8])> = appended
