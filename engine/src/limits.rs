@@ -29,7 +29,8 @@ pub const JOURNAL_BUSY_BATCH_RECORDS: usize = 8;
 /// schedule made) waits at most this long for another record to share its
 /// `fdatasync`: on a paced server a disbursement's attempts then ride with
 /// other requests' syncs instead of each paying for one. A waited-on
-/// record ends the wait at once.
+/// record ends the wait at once, and a batch of
+/// `JOURNAL_BUSY_BATCH_RECORDS` or more does not wait.
 pub const JOURNAL_BACKGROUND_WAIT: Duration = Duration::from_millis(5);
 
 /// A single journal record may not exceed this: a length prefix above it is

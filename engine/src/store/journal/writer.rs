@@ -159,7 +159,9 @@ impl Writer {
                     break;
                 }
                 next = receiver.try_recv().ok();
-                if next.is_none() && !waited {
+                // A batch already large shares its sync: a drain of
+                // background records goes at the disk's pace, not the wait's.
+                if next.is_none() && !waited && records < limits::JOURNAL_BUSY_BATCH_RECORDS {
                     let until =
                         *background_until.get_or_insert_with(|| Instant::now() + limits::JOURNAL_BACKGROUND_WAIT);
                     next = next_within(&timer, &mut receiver, until);
