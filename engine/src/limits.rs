@@ -26,9 +26,10 @@ pub const JOURNAL_COMMIT_DELAY: Duration = Duration::from_micros(400);
 pub const JOURNAL_BUSY_BATCH_RECORDS: usize = 8;
 
 /// A batch of only records nobody waits on promptly (webhook attempts the
-/// schedule made) waits at most this long for another record to share its
-/// `fdatasync`: on a paced server a disbursement's attempts then ride with
-/// other requests' syncs instead of each paying for one. A waited-on
+/// schedule made, disbursement moves no caller waits on) waits at most this
+/// long for another record to share its `fdatasync`: on a paced server a
+/// disbursement's hand-over, outcome and attempts then ride with other
+/// requests' syncs instead of each paying for one. A waited-on
 /// record ends the wait at once, and a batch of
 /// `JOURNAL_BUSY_BATCH_RECORDS` or more does not wait.
 pub const JOURNAL_BACKGROUND_WAIT: Duration = Duration::from_millis(5);

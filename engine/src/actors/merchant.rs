@@ -134,6 +134,12 @@ pub struct DisbursementMove {
     pub id: Uuid,
     /// What happened to it.
     pub event: DisbursementEvent,
+    /// Whether a caller waits on it promptly (an approval, a sandbox
+    /// completion, a vendor's callback). The rest (a hand-over, an inquiry's
+    /// answer, the sandbox vendor's own outcome) are background records
+    /// that may wait a few milliseconds to share a sync
+    /// (`Journal::append_background`).
+    pub waited: bool,
 }
 
 /// Every key of one kind a merchant ever used, as a Bloom filter of their

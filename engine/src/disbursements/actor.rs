@@ -81,6 +81,20 @@ impl DisbursementMsg {
     pub fn is_start(&self) -> bool {
         matches!(self, DisbursementMsg::Start(_))
     }
+
+    /// True when a caller waits on this message's answer.
+    pub fn is_waited(&self) -> bool {
+        match self {
+            DisbursementMsg::Start(_)
+            | DisbursementMsg::TakeUp
+            | DisbursementMsg::InquiryDue
+            | DisbursementMsg::SandboxSettles { .. } => false,
+            DisbursementMsg::Approve(_)
+            | DisbursementMsg::Reject { .. }
+            | DisbursementMsg::SandboxComplete { .. }
+            | DisbursementMsg::Callback { .. } => true,
+        }
+    }
 }
 
 /// One disbursement's actor, active for one message.
@@ -91,6 +105,9 @@ pub struct DisbursementActor {
     pub merchant_id: Uuid,
     /// What it shares with its merchant's other actors.
     pub hosting: Arc<Hosting>,
+    /// Whether the message handled has a caller waiting on its answer: its
+    /// moves are then journaled as waited on (see `DisbursementMove`).
+    pub waited: bool,
 }
 
 impl DisbursementActor {
@@ -188,7 +205,11 @@ impl DisbursementActor {
     async fn record(&self, events: Vec<DisbursementEvent>) -> MovesResult {
         let moves = events
             .into_iter()
-            .map(|event| DisbursementMove { id: self.id, event })
+            .map(|event| DisbursementMove {
+                id: self.id,
+                event,
+                waited: self.waited,
+            })
             .collect();
         self.hosting.recorder.record(moves).await
     }

@@ -370,6 +370,7 @@ async fn handle(hosting: Arc<Hosting>, merchant_id: Uuid, id: Uuid, message: Dis
         id,
         merchant_id,
         hosting: hosting.clone(),
+        waited: message.is_waited(),
     };
     if std::panic::AssertUnwindSafe(actor.handle(message))
         .catch_unwind()
@@ -381,6 +382,7 @@ async fn handle(hosting: Arc<Hosting>, merchant_id: Uuid, id: Uuid, message: Dis
             id,
             merchant_id,
             hosting,
+            waited: false,
         };
         actor.take_up_after_panic(panics);
     } else {

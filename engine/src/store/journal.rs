@@ -359,7 +359,8 @@ impl Journal {
     }
 
     /// `append` for a record nobody waits on promptly (a webhook attempt the
-    /// schedule made): a batch of only such records waits up to
+    /// schedule made, a disbursement's hand-over or its vendor's outcome
+    /// with no caller waiting): a batch of only such records waits up to
     /// `limits::JOURNAL_BACKGROUND_WAIT` for another record to share its
     /// `fdatasync` with, and goes at once when a waited-on one arrives.
     pub async fn append_background(&self, payload: Vec<u8>, done: Completion) -> Result<(), JournalError> {

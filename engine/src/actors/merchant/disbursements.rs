@@ -124,6 +124,7 @@ impl MerchantState {
         let mut results = Vec::with_capacity(moves.len());
         let mut updated = Vec::new();
         let mut events = Vec::new();
+        let waited = moves.iter().any(|step| step.waited);
         for step in moves {
             if lifecycle::may_give_money_back(&step.event) {
                 // Its reversal must find room among the entries memory keeps.
@@ -143,14 +144,14 @@ impl MerchantState {
                             // Versions are applied in record order: moves
                             // before this one (its own ON_PROCESS, say) go first.
                             if let Some(record) = updated_record(&mut updated, &mut events) {
-                                self.journal_record(record, Box::new(|| {})).await?;
+                                self.journal_move(record, waited, Box::new(|| {})).await?;
                             }
                             let record = JournalRecord::DisbursementReversed {
                                 disbursement: disbursement.clone(),
                                 entry: (*entry).clone(),
                             };
                             let record = JournalRecord::with_events(record, event.into_iter().collect());
-                            self.journal_record(record, Box::new(|| {})).await?;
+                            self.journal_move(record, waited, Box::new(|| {})).await?;
                         }
                         None => {
                             updated.push(disbursement.clone());
@@ -167,7 +168,7 @@ impl MerchantState {
         };
         // Records of one actor become durable in order: this last one's
         // completion means every move of the batch is durable.
-        self.journal_record(record, Box::new(move || drop(reply.send(results))))
+        self.journal_move(record, waited, Box::new(move || drop(reply.send(results))))
             .await
     }
 

@@ -116,6 +116,20 @@ impl MerchantState {
         .await
     }
 
+    /// `journal_record` for a disbursement's move: a background record
+    /// unless `waited` (see `DisbursementMove::waited`).
+    pub(super) async fn journal_move(
+        &mut self,
+        record: JournalRecord,
+        waited: bool,
+        then: Continuation,
+    ) -> Result<(), ActorProcessingErr> {
+        let (payload, spans) = record.encode_with_spans();
+        let store = self.args.store.clone();
+        let apply = move |seq, payload: &[u8]| store.apply_encoded(seq, &record, payload, &spans);
+        self.journal_as(payload, 1, then, apply, waited).await
+    }
+
     /// Queues a record whose effect is already in this actor's memory; `apply`
     /// runs once it is durable, then `then`. It counts as `weight` in flight
     /// until then. If the journal refuses, memory is ahead of the disk, so
@@ -126,6 +140,18 @@ impl MerchantState {
         weight: usize,
         then: Continuation,
         apply: impl FnOnce(u64, &[u8]) -> Result<(), StoreError> + Send + 'static,
+    ) -> Result<(), ActorProcessingErr> {
+        self.journal_as(payload, weight, then, apply, true).await
+    }
+
+    /// `journal`, as a background record unless `waited`.
+    async fn journal_as(
+        &mut self,
+        payload: Vec<u8>,
+        weight: usize,
+        then: Continuation,
+        apply: impl FnOnce(u64, &[u8]) -> Result<(), StoreError> + Send + 'static,
+        waited: bool,
     ) -> Result<(), ActorProcessingErr> {
         let in_flight = self.in_flight.clone();
         in_flight.fetch_add(weight, Ordering::AcqRel);
@@ -139,7 +165,11 @@ impl MerchantState {
                 then();
             }))
         });
-        self.args.journal.append(payload, done).await?;
+        if waited {
+            self.args.journal.append(payload, done).await?;
+        } else {
+            self.args.journal.append_background(payload, done).await?;
+        }
         Ok(())
     }
 
