@@ -108,12 +108,7 @@ impl MerchantState {
         weight: usize,
         then: Continuation,
     ) -> Result<(), ActorProcessingErr> {
-        let (payload, spans) = record.encode_with_spans();
-        let store = self.args.store.clone();
-        self.journal(payload, weight, then, move |seq, payload| {
-            store.apply_encoded(seq, &record, payload, &spans)
-        })
-        .await
+        self.journal_record_as(record, weight, then, true).await
     }
 
     /// `journal_record` for a disbursement's move: a background record
@@ -124,10 +119,20 @@ impl MerchantState {
         waited: bool,
         then: Continuation,
     ) -> Result<(), ActorProcessingErr> {
+        self.journal_record_as(record, 1, then, waited).await
+    }
+
+    async fn journal_record_as(
+        &mut self,
+        record: JournalRecord,
+        weight: usize,
+        then: Continuation,
+        waited: bool,
+    ) -> Result<(), ActorProcessingErr> {
         let (payload, spans) = record.encode_with_spans();
         let store = self.args.store.clone();
         let apply = move |seq, payload: &[u8]| store.apply_encoded(seq, &record, payload, &spans);
-        self.journal_as(payload, 1, then, apply, waited).await
+        self.journal_as(payload, weight, then, apply, waited).await
     }
 
     /// Queues a record whose effect is already in this actor's memory; `apply`
