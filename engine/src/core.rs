@@ -141,7 +141,7 @@ impl Core {
 
     /// `write` for a record nobody waits on promptly: it may wait a few
     /// milliseconds to share another record's sync (see
-    /// `Journal::append_background`).
+    /// `Journal::queue_append`).
     pub(crate) async fn write_background(&self, record: JournalRecord) -> Result<(), EngineError> {
         self.write_as(record, false).await
     }
@@ -159,11 +159,7 @@ impl Core {
                 let _ = tell.send(());
             }))
         });
-        if waited {
-            self.journal.append(payload, done).await?;
-        } else {
-            self.journal.append_background(payload, done).await?;
-        }
+        self.journal.queue_append(payload, done, waited).await?;
         told.await.map_err(|_| EngineError::ShuttingDown)
     }
 

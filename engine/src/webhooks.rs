@@ -164,7 +164,7 @@ impl Webhooks {
     /// Waits, a bounded while, until the attempts already recorded are
     /// durable and readable. The schedule's attempts may wait a few
     /// milliseconds in the journal to share a sync
-    /// (`Journal::append_background`); a listing that settles first shows
+    /// (`Journal::queue_append`); a listing that settles first shows
     /// every attempt made before it. A journal that cannot write is not
     /// waited on: the listing then shows what is readable.
     pub async fn settle_recorded_attempts(&self) {

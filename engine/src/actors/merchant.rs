@@ -138,7 +138,7 @@ pub struct DisbursementMove {
     /// completion, a vendor's callback). The rest (a hand-over, an inquiry's
     /// answer, the sandbox vendor's own outcome) are background records
     /// that may wait a few milliseconds to share a sync
-    /// (`Journal::append_background`).
+    /// (`Journal::queue_append`).
     pub waited: bool,
 }
 

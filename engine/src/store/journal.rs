@@ -103,7 +103,7 @@ pub enum JournalError {
 
 enum Command {
     /// `waited`: someone waits on this record promptly (see
-    /// `Journal::append_background` for one nobody does).
+    /// `Journal::queue_append` for one nobody does).
     Append {
         payload: Vec<u8>,
         done: Completion,
@@ -358,16 +358,13 @@ impl Journal {
         self.queue_append(payload, done, true).await
     }
 
-    /// `append` for a record nobody waits on promptly (a webhook attempt the
-    /// schedule made, a disbursement's hand-over or its vendor's outcome
-    /// with no caller waiting): a batch of only such records waits up to
-    /// `limits::JOURNAL_BACKGROUND_WAIT` for another record to share its
-    /// `fdatasync` with, and goes at once when a waited-on one arrives.
-    pub async fn append_background(&self, payload: Vec<u8>, done: Completion) -> Result<(), JournalError> {
-        self.queue_append(payload, done, false).await
-    }
-
-    async fn queue_append(&self, payload: Vec<u8>, done: Completion, waited: bool) -> Result<(), JournalError> {
+    /// `append`, or, unless `waited`, for a record nobody waits on promptly
+    /// (a webhook attempt the schedule made, a disbursement's hand-over or
+    /// its vendor's outcome with no caller waiting): a batch of only such
+    /// records waits up to `limits::JOURNAL_BACKGROUND_WAIT` for another
+    /// record to share its `fdatasync` with, and goes at once when a
+    /// waited-on one arrives.
+    pub async fn queue_append(&self, payload: Vec<u8>, done: Completion, waited: bool) -> Result<(), JournalError> {
         check_record_size(&payload)?;
         self.inner
             .queue

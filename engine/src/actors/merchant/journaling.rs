@@ -170,11 +170,7 @@ impl MerchantState {
                 then();
             }))
         });
-        if waited {
-            self.args.journal.append(payload, done).await?;
-        } else {
-            self.args.journal.append_background(payload, done).await?;
-        }
+        self.args.journal.queue_append(payload, done, waited).await?;
         Ok(())
     }
 

@@ -533,7 +533,7 @@ fn closing_while_the_disk_refuses_gives_up_without_acknowledging() {
     assert_eq!(seen, records_through(seen.len() as u64), "a clean prefix");
 }
 
-/// Sends `payload` through `append` or `append_background` from a test
+/// Sends `payload` through `Journal::queue_append` from a test
 /// runtime; the receiver hears its sequence once it is durable.
 fn append_on(runtime: &tokio::runtime::Runtime, journal: &Journal, payload: &str, waited: bool) -> mpsc::Receiver<u64> {
     let (tell, told) = mpsc::channel();
@@ -543,11 +543,7 @@ fn append_on(runtime: &tokio::runtime::Runtime, journal: &Journal, payload: &str
     });
     runtime.block_on(async {
         let payload = payload.as_bytes().to_vec();
-        if waited {
-            journal.append(payload, done).await.unwrap();
-        } else {
-            journal.append_background(payload, done).await.unwrap();
-        }
+        journal.queue_append(payload, done, waited).await.unwrap();
     });
     told
 }
