@@ -254,7 +254,11 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    // `PROPTEST_CASES` runs a deeper search than the suite's 24 cases.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(24),
+        .. ProptestConfig::default()
+    })]
 
     #[test]
     fn ledger_matches_the_reference_model_across_restarts(ops in prop::collection::vec(op(), 1..48)) {

@@ -113,14 +113,25 @@ pub fn on_two_workers(case: impl Future<Output = Result<(), TestCaseError>>) -> 
     runtime.block_on(case)
 }
 
+/// How many cases a property runs: `default`, or `PROPTEST_CASES` where
+/// it is set, for a deeper search than the suite's (say 1000 before a
+/// release). An explicit `cases` in a proptest config would override it.
+pub fn property_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The property of a model test: `$name` runs `run(ops, funding)` (the
-/// caller's `run` and `op`) on two workers for 16 cases, `ops` a sequence
-/// of `$count` operations and `funding` drawn from `$funding`.
+/// caller's `run` and `op`) on two workers for 16 cases (or
+/// `PROPTEST_CASES`), `ops` a sequence of `$count` operations and `funding`
+/// drawn from `$funding`.
 #[allow(unused_macros)]
 macro_rules! model_property {
     ($name:ident, $count:expr, $funding:expr) => {
         proptest! {
-            #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
+            #![proptest_config(ProptestConfig { cases: engine_setup::property_cases(16), .. ProptestConfig::default() })]
 
             #[test]
             fn $name(ops in prop::collection::vec(op(), $count), funding in $funding) {
