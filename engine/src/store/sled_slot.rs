@@ -24,6 +24,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, TryLockError};
 use std::time::{Duration, Instant};
 
+// sled must be the copy in vendor/sled (its PATCHED.md): the published
+// 0.34.7 can deadlock under a long load, every write waiting for ever. This
+// fails the build against any other.
+const _: () = assert!(sled::TRUNCATES_ON_ITS_OWN_THREAD);
+
 /// How long a reopen waits for the handles out to come back.
 const QUIET_WAIT_MAX: Duration = Duration::from_millis(100);
 /// How often it looks meanwhile.

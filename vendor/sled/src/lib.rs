@@ -237,6 +237,11 @@ pub use {
     },
 };
 
+/// PATCHED (see PATCHED.md): this copy truncates its file on a thread of
+/// its own (`SegmentAccountant::truncate`). Users name this constant so that
+/// a build against the published 0.34.7, which can deadlock there, fails.
+pub const TRUNCATES_ON_ITS_OWN_THREAD: bool = true;
+
 pub use self::{
     batch::Batch,
     config::{Config, Mode},
