@@ -3,6 +3,9 @@
 //! every step the engine's answer matches the model; after every restart the
 //! books rebuilt from disk equal the live ones; the ledger always verifies.
 
+#[path = "engine_setup/mod.rs"]
+mod engine_setup;
+
 use paygate_engine::clock::SystemClock;
 use paygate_engine::domain::SettlementType;
 use paygate_engine::ledger::{self, Account, LedgerError, MerchantBook};
@@ -255,10 +258,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 
 proptest! {
     // `PROPTEST_CASES` runs a deeper search than the suite's 24 cases.
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(24),
-        .. ProptestConfig::default()
-    })]
+    #![proptest_config(ProptestConfig { cases: engine_setup::property_cases(24), .. ProptestConfig::default() })]
 
     #[test]
     fn ledger_matches_the_reference_model_across_restarts(ops in prop::collection::vec(op(), 1..48)) {

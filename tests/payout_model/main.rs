@@ -467,10 +467,7 @@ fn payouts_are_sent_again_only_after_a_404_and_end_in_the_vendors_status_through
     let started = Instant::now();
     let config = ProptestConfig {
         // `PROPTEST_CASES` runs a deeper search than the suite's 24 cases.
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|cases| cases.parse().ok())
-            .unwrap_or(24),
+        cases: engine_setup::property_cases(24),
         // A case takes about a second, a stuck one SETTLE_TIMEOUT: keep a
         // failure's shrinking bounded.
         max_shrink_iters: 64,
