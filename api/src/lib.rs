@@ -89,6 +89,8 @@ pub struct SharedState {
     pub http_metrics: Arc<ops::HttpMetrics>,
     /// The client webhook deliveries go out on.
     pub webhook_client: reqwest::Client,
+    /// The webhook endpoints' URLs, parsed once.
+    pub webhook_endpoints: webhooks::delivery::ParsedEndpoints,
     /// The per-address limit on unauthenticated requests.
     pub address_limits: guard::AddressLimits,
     /// Connections being served and refused (`serve`).
@@ -116,6 +118,7 @@ impl AppState {
             ewallet_cache: Arc::default(),
             http_metrics: Arc::default(),
             webhook_client,
+            webhook_endpoints: Default::default(),
             address_limits: Default::default(),
             connections: Arc::default(),
             sessions: Default::default(),

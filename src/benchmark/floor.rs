@@ -22,8 +22,9 @@ use uuid::Uuid;
 pub struct FloorWebhooks {
     /// paygate's delivery client, as the dispatcher uses it.
     client: reqwest::Client,
-    /// Each merchant's notify URL and webhook secret, by API key.
-    merchants: HashMap<String, (String, String)>,
+    /// Each merchant's notify URL (parsed once, as paygate keeps its
+    /// endpoints') and webhook secret, by API key.
+    merchants: HashMap<String, (reqwest::Url, String)>,
 }
 
 impl FloorWebhooks {
@@ -33,7 +34,10 @@ impl FloorWebhooks {
         let merchants = merchants
             .iter()
             .enumerate()
-            .map(|(index, (api_key, secret))| (api_key.clone(), (super::sink::notify_url(sink, index), secret.clone())))
+            .map(|(index, (api_key, secret))| {
+                let url = reqwest::Url::parse(&super::sink::notify_url(sink, index)).expect("the sink's URL parses");
+                (api_key.clone(), (url, secret.clone()))
+            })
             .collect();
         Arc::new(FloorWebhooks {
             client: paygate_api::webhooks::client(true),
@@ -60,7 +64,7 @@ impl FloorWebhooks {
                 body["event_at"] = json!(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
                 let body = serde_json::to_vec(&body).expect("JSON encodes");
                 let timestamp = chrono::Utc::now().timestamp();
-                let sent = signed_post(&webhooks.client, &url, &id, &secret, timestamp, body)
+                let sent = signed_post(&webhooks.client, url.clone(), &id, &secret, timestamp, body)
                     .send()
                     .await;
                 if let Err(error) = sent {

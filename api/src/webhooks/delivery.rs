@@ -14,7 +14,8 @@ use paygate_engine::webhooks::AttemptOutcome;
 use paygate_engine::EngineError;
 use serde::Serialize;
 use serde_json::json;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use utoipa::ToSchema;
 
@@ -34,6 +35,31 @@ pub fn client(allow_private: bool) -> reqwest::Client {
         builder.dns_resolver(Arc::new(PublicOnly))
     };
     builder.build().expect("HTTP client builds")
+}
+
+/// Endpoint URLs kept parsed, at most this many: a merchant has a few.
+const ENDPOINTS_PARSED_MAX: usize = 4096;
+
+/// The endpoints' URLs, each parsed once: deliveries go to the same few
+/// URLs again and again, and parsing one costs more than signing the body.
+#[derive(Default)]
+pub struct ParsedEndpoints(Mutex<HashMap<String, reqwest::Url>>);
+
+impl ParsedEndpoints {
+    /// `url` parsed, or `None` when it does not parse (reqwest then says
+    /// why, as it does for any request).
+    fn get(&self, url: &str) -> Option<reqwest::Url> {
+        let mut parsed = self.0.lock().expect("endpoint URL lock");
+        if let Some(known) = parsed.get(url) {
+            return Some(known.clone());
+        }
+        let new = reqwest::Url::parse(url).ok()?;
+        if parsed.len() >= ENDPOINTS_PARSED_MAX {
+            parsed.clear();
+        }
+        parsed.insert(url.to_string(), new.clone());
+        Some(new)
+    }
 }
 
 /// A resolver that refuses names with any loopback, private or link-local
@@ -118,11 +144,16 @@ async fn post_signed(
     secret: &str,
     body: Vec<u8>,
 ) -> Result<u16, String> {
-    if let Some(reason) = refuse_private(state, url) {
+    let parsed = state.webhook_endpoints.get(url);
+    if let Some(reason) = parsed.as_ref().and_then(|parsed| refuse_private(state, parsed)) {
         return Err(reason);
     }
     let timestamp = state.engine.operations().clock().now().timestamp();
-    signed_post(client, url, id, secret, timestamp, body)
+    let request = match parsed {
+        Some(parsed) => signed_post(client, parsed, id, secret, timestamp, body),
+        None => signed_post(client, url, id, secret, timestamp, body),
+    };
+    request
         .send()
         .await
         .map(|response| response.status().as_u16())
@@ -140,7 +171,7 @@ async fn post_signed(
 /// `X-Signature`, both keyed by the merchant's webhook `secret`.
 pub fn signed_post(
     client: &reqwest::Client,
-    url: &str,
+    url: impl reqwest::IntoUrl,
     id: &str,
     secret: &str,
     timestamp: i64,
@@ -187,11 +218,10 @@ pub async fn send_test_event(state: &AppState, merchant_id: uuid::Uuid) -> Resul
 /// outright is refused (SSRF); sandbox allows them. Names never reach a
 /// resolver here: the live client's own (`PublicOnly`) refuses them when
 /// it connects, so each delivery resolves once.
-fn refuse_private(state: &AppState, url: &str) -> Option<String> {
+fn refuse_private(state: &AppState, parsed: &reqwest::Url) -> Option<String> {
     if state.engine.operations().allows_private_notify_urls() {
         return None;
     }
-    let parsed = reqwest::Url::parse(url).ok()?;
     let ip: std::net::IpAddr = parsed.host_str()?.trim_matches(['[', ']']).parse().ok()?;
     paygate_engine::notify_url::is_private(ip).then(|| format!("refused: {ip} is a private address"))
 }
@@ -371,5 +401,26 @@ mod tests {
 
         let _ = super::client(true).post(&url).send().await;
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    /// An endpoint's URL is parsed once and given back whole; one that does
+    /// not parse is left for reqwest to refuse; the cache stays bounded.
+    #[test]
+    fn endpoint_urls_are_parsed_once_and_kept_bounded() {
+        let endpoints = super::ParsedEndpoints::default();
+        let url = "https://merchant.example:8443/hooks/paygate?tenant=7";
+        let first = endpoints.get(url).expect("a valid URL parses");
+        assert_eq!(first.as_str(), url);
+        assert_eq!(endpoints.get(url), Some(first));
+        assert_eq!(endpoints.0.lock().unwrap().len(), 1);
+
+        assert_eq!(endpoints.get("https://"), None);
+        assert_eq!(endpoints.0.lock().unwrap().len(), 1);
+
+        for n in 0..super::ENDPOINTS_PARSED_MAX + 10 {
+            let url = format!("https://merchant-{n}.example/hook");
+            assert_eq!(endpoints.get(&url).unwrap().as_str(), url);
+        }
+        assert!(endpoints.0.lock().unwrap().len() <= super::ENDPOINTS_PARSED_MAX);
     }
 }
