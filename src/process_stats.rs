@@ -33,6 +33,29 @@ pub fn threads_cpu_seconds(name_prefix: &str) -> f64 {
         .sum()
 }
 
+/// Each live thread of this process: its id, its name without a trailing
+/// `-<number>` (so a pool's threads share one), and its CPU time so far in
+/// seconds.
+pub fn threads_cpu() -> Vec<(u32, String, f64)> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let id = task.file_name().to_str()?.parse().ok()?;
+            let name = std::fs::read_to_string(task.path().join("comm")).ok()?;
+            let name = name.trim_end();
+            let pool = match name.rsplit_once('-') {
+                Some((pool, number)) if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) => pool,
+                _ => name,
+            };
+            let seconds = stat_cpu_seconds(&std::fs::read_to_string(task.path().join("stat")).ok()?);
+            Some((id, pool.to_string(), seconds))
+        })
+        .collect()
+}
+
 /// utime + stime of a `/proc/.../stat` line, in seconds.
 fn stat_cpu_seconds(stat: &str) -> f64 {
     // Fields after the command name (which may hold spaces) start at the
@@ -67,5 +90,28 @@ mod tests {
             .unwrap();
         assert!(spinner.join().unwrap() > 0.0);
         assert_eq!(super::threads_cpu_seconds("no-such-thread"), 0.0);
+    }
+
+    #[test]
+    fn threads_of_a_pool_share_its_name() {
+        let (ready, wait) = std::sync::mpsc::channel();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let spinner = std::thread::Builder::new()
+            .name("stats-pool-12".into())
+            .spawn(move || {
+                let spin = std::time::Instant::now();
+                while spin.elapsed() < std::time::Duration::from_millis(50) {}
+                ready.send(()).unwrap();
+                stopped.recv().ok();
+            })
+            .unwrap();
+        wait.recv().unwrap();
+        let threads = super::threads_cpu();
+        let pool: Vec<_> = threads.iter().filter(|(_, name, _)| name == "stats-pool").collect();
+        assert_eq!(pool.len(), 1, "{threads:?}");
+        assert!(pool[0].2 > 0.0, "{threads:?}");
+        assert!(!threads.iter().any(|(_, name, _)| name == "stats-pool-12"));
+        drop(stop);
+        spinner.join().unwrap();
     }
 }

@@ -165,6 +165,8 @@ fn an_orders_paid_benchmark_in_two_phases_prints_its_baseline_and_each_phase() {
         "created       200 in ",
         "webhooks      200 events (0 repeated; 200 expected: 1 a paid order)",
         "  paygate       server ",
+        "  by thread     ",
+        " µs, other and ended threads ",
         "  baseline      server ",
         "  ratio         ",
         "  floor         server ",

@@ -38,6 +38,12 @@ impl LoadThreads {
         }
     }
 
+    /// Whether `name` (a pool's name, as `process_stats::threads_cpu`
+    /// gives it) is these threads'.
+    pub fn is_named(name: &str) -> bool {
+        name == THREAD_NAME
+    }
+
     /// CPU time these threads have used, in seconds.
     pub fn cpu_seconds(&self) -> f64 {
         process_stats::threads_cpu_seconds(THREAD_NAME)

@@ -24,6 +24,7 @@ use load_threads::LoadThreads;
 use paygate_api::Mode;
 use report::*;
 use sink::Sink;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -376,6 +377,9 @@ struct CpuUse {
     process_seconds: f64,
     load_seconds: f64,
     elapsed: Duration,
+    /// The server's live threads' CPU by thread name (a pool's threads under
+    /// one name); threads that ended meanwhile are in none.
+    by_thread: BTreeMap<String, f64>,
 }
 
 impl CpuUse {
@@ -387,6 +391,9 @@ impl CpuUse {
         self.process_seconds += other.process_seconds;
         self.load_seconds += other.load_seconds;
         self.elapsed += other.elapsed;
+        for (name, seconds) in &other.by_thread {
+            *self.by_thread.entry(name.clone()).or_default() += seconds;
+        }
     }
 }
 
@@ -395,6 +402,8 @@ struct CpuMeter {
     started: Instant,
     process_seconds: f64,
     load_seconds: f64,
+    /// Each live thread's CPU time, by thread id.
+    threads: HashMap<u32, f64>,
 }
 
 impl CpuMeter {
@@ -403,15 +412,27 @@ impl CpuMeter {
             started: Instant::now(),
             process_seconds: process_stats::cpu_seconds(),
             load_seconds: load_threads.cpu_seconds(),
+            threads: process_stats::threads_cpu()
+                .into_iter()
+                .map(|(id, _, seconds)| (id, seconds))
+                .collect(),
         }
     }
 
     /// What was used since `start`.
     fn used(&self, load_threads: &LoadThreads) -> CpuUse {
+        let mut by_thread = BTreeMap::new();
+        for (id, name, seconds) in process_stats::threads_cpu() {
+            if !LoadThreads::is_named(&name) {
+                let before = self.threads.get(&id).copied().unwrap_or(0.0);
+                *by_thread.entry(name).or_default() += (seconds - before).max(0.0);
+            }
+        }
         CpuUse {
             process_seconds: process_stats::cpu_seconds() - self.process_seconds,
             load_seconds: load_threads.cpu_seconds() - self.load_seconds,
             elapsed: self.started.elapsed(),
+            by_thread,
         }
     }
 }
