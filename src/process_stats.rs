@@ -18,18 +18,13 @@ pub fn cpu_seconds() -> f64 {
 }
 
 /// User and system CPU time used by this process's live threads whose name
-/// starts with `name_prefix`, in seconds. Threads that ended are not
+/// (less a pool's `-<number>`) starts with `name_prefix`, in seconds. Threads that ended are not
 /// counted: name only threads that outlive the measurement.
 pub fn threads_cpu_seconds(name_prefix: &str) -> f64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0.0;
-    };
-    tasks
-        .flatten()
-        .filter(|task| {
-            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|name| name.starts_with(name_prefix))
-        })
-        .map(|task| stat_cpu_seconds(&std::fs::read_to_string(task.path().join("stat")).unwrap_or_default()))
+    threads_cpu()
+        .iter()
+        .filter(|(_, name, _)| name.starts_with(name_prefix))
+        .map(|(_, _, seconds)| seconds)
         .sum()
 }
 
