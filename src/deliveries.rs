@@ -5,8 +5,12 @@
 //! caller waits on an answer. On the same workers, a burst of due webhooks
 //! (a settlement's payouts completing, a backlog after an endpoint comes
 //! back) queues requests behind it. Here deliveries take at most one
-//! thread's share of the cores, the OS shares the rest with the request
-//! workers, and webhooks lag instead while the machine is saturated.
+//! thread. It runs at the ordinary priority while the request workers run
+//! lower (`cpu_priority`): on a saturated machine it takes the CPU it needs
+//! first, so webhooks keep up and new requests slow down instead.
+//!
+//! Started from the main thread, never a request worker: a thread inherits
+//! its creator's priority.
 
 use paygate_api::AppState;
 use tokio::runtime::{Handle, Runtime};

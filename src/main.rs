@@ -6,6 +6,7 @@ mod allocator;
 mod benchmark;
 mod cluster;
 mod config;
+mod cpu_priority;
 mod deliveries;
 mod node;
 mod process_stats;
@@ -37,28 +38,42 @@ fn main() -> anyhow::Result<()> {
         // Colour codes only for a person at a terminal, not in log files.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match command {
         Command::Serve(args) => {
             let settings = Settings::resolve(*args)?;
-            runtime.block_on(serve(settings))
+            // A cluster node opens its shards, journal threads and all, from
+            // worker threads, which would pass a lowered priority on to them
+            // (see `cpu_priority`); its workers keep the ordinary one.
+            let lower_request_workers = settings.cluster.is_none();
+            runtime(lower_request_workers)?.block_on(serve(settings))
         }
-        Command::Benchmark(args) => runtime.block_on(benchmark::run(args)),
+        Command::Benchmark(args) => runtime(true)?.block_on(benchmark::run(args)),
         Command::Repair(args) => repair::run(args),
         Command::Openapi => {
             let document = serde_json::to_string_pretty(&paygate_api::document_json())?;
             println!("{document}");
             Ok(())
         }
-        Command::Cluster(command) => runtime.block_on(cluster::run(command)),
+        Command::Cluster(command) => runtime(false)?.block_on(cluster::run(command)),
         Command::Verify(args) => {
-            let clean = runtime.block_on(verify::run(args))?;
+            let clean = runtime(false)?.block_on(verify::run(args))?;
             if !clean {
                 std::process::exit(1);
             }
             Ok(())
         }
     }
+}
+
+/// The main runtime. With `lower_request_workers`, its worker threads,
+/// which answer requests, yield the CPU to the threads that finish work
+/// already accepted (see `cpu_priority`).
+fn runtime(lower_request_workers: bool) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if lower_request_workers {
+        builder.on_thread_start(|| cpu_priority::lower_this_thread(cpu_priority::REQUEST_WORKER_NICE));
+    }
+    builder.enable_all().build()
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {

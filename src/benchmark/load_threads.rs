@@ -2,7 +2,7 @@
 //! webhook sink run on threads of one name, so their CPU can be told from
 //! the server's although both are in this process.
 
-use crate::process_stats;
+use crate::{cpu_priority, process_stats};
 use std::future::Future;
 use std::time::Duration;
 
@@ -20,6 +20,10 @@ impl LoadThreads {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
             .thread_name(THREAD_NAME)
+            // The load stands in for clients on other machines: it weighs
+            // what the server's request workers weigh, so it takes no CPU
+            // from the work the server already accepted.
+            .on_thread_start(|| cpu_priority::lower_this_thread(cpu_priority::REQUEST_WORKER_NICE))
             // A thread that ends takes its CPU time out of the count: keep
             // any blocking thread for the whole run.
             .thread_keep_alive(Duration::from_secs(24 * 3600))

@@ -206,6 +206,11 @@ impl TestServer {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends the process a signal (`libc::SIGSTOP`, `libc::SIGCONT`...).
     pub fn signal(&self, signal: i32) {
         unsafe {

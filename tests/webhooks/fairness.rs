@@ -3,6 +3,46 @@
 
 use super::*;
 
+/// Each thread of process `pid`: its name, without a pool's `-N`, and its
+/// nice value.
+fn threads_and_nice(pid: u32) -> Vec<(String, i32)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads") {
+        let Ok(stat) = std::fs::read_to_string(task.expect("a thread").path().join("stat")) else {
+            continue; // ended meanwhile
+        };
+        let (name_end, after_name) = (stat.rfind(')').expect("comm"), stat.find('(').expect("comm"));
+        let name = stat[after_name + 1..name_end].trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+        // Fields after the name: state is the first, nice the 17th.
+        let nice = stat[name_end + 2..].split(' ').nth(16).expect("nice field");
+        threads.push((name.to_string(), nice.parse().expect("a number")));
+    }
+    threads
+}
+
+#[test]
+fn the_request_workers_yield_the_cpu_to_the_webhooks_and_the_journal() {
+    let server = TestServer::start();
+    let own_nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let threads = threads_and_nice(server.pid());
+    let nice_of = |name: &str| -> Vec<i32> {
+        threads
+            .iter()
+            .filter(|(thread, _)| thread == name)
+            .map(|(_, nice)| *nice)
+            .collect()
+    };
+    assert_eq!(nice_of("webhooks"), vec![own_nice], "{threads:?}");
+    assert_eq!(nice_of("journal-writer"), vec![own_nice], "{threads:?}");
+    assert_eq!(nice_of("journal-applier"), vec![own_nice], "{threads:?}");
+    let workers = nice_of("tokio-rt-worker");
+    assert!(!workers.is_empty(), "{threads:?}");
+    assert!(
+        workers.iter().all(|&nice| nice == (own_nice + 10).min(19)),
+        "{threads:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_dead_endpoint_does_not_hold_up_other_merchants() {
     let (stuck, stuck_base, healthy, healthy_base) = stuck_and_healthy_receivers();
