@@ -33,12 +33,15 @@ const LOOK_SPACING: Duration = Duration::from_millis(2);
 /// Deliveries in flight for a merchant whose endpoint has not shown it keeps
 /// up, and after any failure: all a dead endpoint ever holds.
 const PACE_FLOOR: usize = 4;
-/// Deliveries in flight for a merchant whose endpoint keeps answering 2xx quickly.
-const PACE_CEILING: usize = 64;
+/// Deliveries in flight for a merchant whose endpoint keeps answering 2xx
+/// quickly. A slot is held until the attempt is durable, a few ms after the
+/// answer: one busy merchant's creations, thousands a second, need hundreds.
+const PACE_CEILING: usize = 256;
 /// A 2xx slower than this does not raise the pace.
 const QUICK_ANSWER: Duration = Duration::from_secs(1);
-/// Deliveries in flight overall.
-const IN_FLIGHT_MAX: usize = 256;
+/// Deliveries in flight overall: no more than a page, so while a slot is
+/// free one page read from the outbox's start holds an event not in flight.
+const IN_FLIGHT_MAX: usize = DUE_PAGE;
 /// Due events read from the outbox at a time.
 const DUE_PAGE: usize = 512;
 /// How far into the due events a deep look reads: past a backlog that is
@@ -369,7 +372,7 @@ mod tests {
         };
         deliver_once(&mut flight, true);
         assert_eq!(pace_of(&flight, merchant), (0, PACE_FLOOR + 1));
-        for _ in 0..200 {
+        for _ in 0..PACE_CEILING {
             deliver_once(&mut flight, true);
         }
         assert_eq!(pace_of(&flight, merchant), (0, PACE_CEILING));
