@@ -36,7 +36,7 @@ pub fn lower_this_thread(nice: i32) {
             libc::setpriority(libc::PRIO_PROCESS, tid, nice)
         };
         if result != 0 {
-            tracing::warn!(error = %std::io::Error::last_os_error(), nice, "lowering a request worker's priority failed");
+            tracing::warn!(error = %std::io::Error::last_os_error(), nice, "lowering a thread's priority failed");
         }
     }
     #[cfg(not(target_os = "linux"))]
