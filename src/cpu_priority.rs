@@ -22,12 +22,18 @@
 /// Nice 10 weighs a thread at about a ninth of a nice-0 one; with autogroup
 /// or a service's cgroup, that weight counts only against this process's own
 /// threads, not against other programs on the machine.
-pub const REQUEST_WORKER_NICE: i32 = 10;
+const REQUEST_WORKER_NICE: i32 = 10;
+
+/// Lowers the calling thread to the request workers' priority: for a
+/// runtime's `on_thread_start`.
+pub fn lower_to_request_worker_priority() {
+    lower_this_thread(REQUEST_WORKER_NICE);
+}
 
 /// Lowers the calling thread's priority to `nice` (higher is lower). A
 /// failure is logged and changes nothing else: the server runs as before,
 /// with webhooks lagging under saturation.
-pub fn lower_this_thread(nice: i32) {
+fn lower_this_thread(nice: i32) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: plain system calls on the calling thread's own id.

@@ -71,7 +71,7 @@ fn main() -> anyhow::Result<()> {
 fn runtime(lower_request_workers: bool) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if lower_request_workers {
-        builder.on_thread_start(|| cpu_priority::lower_this_thread(cpu_priority::REQUEST_WORKER_NICE));
+        builder.on_thread_start(cpu_priority::lower_to_request_worker_priority);
     }
     builder.enable_all().build()
 }

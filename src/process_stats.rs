@@ -18,8 +18,9 @@ pub fn cpu_seconds() -> f64 {
 }
 
 /// User and system CPU time used by this process's live threads whose name
-/// (less a pool's `-<number>`) starts with `name_prefix`, in seconds. Threads that ended are not
-/// counted: name only threads that outlive the measurement.
+/// (less a pool's `-<number>`) starts with `name_prefix`, in seconds.
+/// Threads that ended are not counted: name only threads that outlive the
+/// measurement.
 pub fn threads_cpu_seconds(name_prefix: &str) -> f64 {
     threads_cpu()
         .iter()

@@ -23,7 +23,7 @@ impl LoadThreads {
             // The load stands in for clients on other machines: it weighs
             // what the server's request workers weigh, so it takes no CPU
             // from the work the server already accepted.
-            .on_thread_start(|| cpu_priority::lower_this_thread(cpu_priority::REQUEST_WORKER_NICE))
+            .on_thread_start(cpu_priority::lower_to_request_worker_priority)
             // A thread that ends takes its CPU time out of the count: keep
             // any blocking thread for the whole run.
             .thread_keep_alive(Duration::from_secs(24 * 3600))
