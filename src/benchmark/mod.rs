@@ -236,6 +236,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         &baseline_cpu,
         (baseline_items.len(), &floor_cpu),
     );
+    print_latency_ratio(&all, &baseline_load, &floor_load);
     println!("memory (VmRSS of this one process: server, load generator and sink)");
     println!(
         "  {} MiB after creation, {} MiB after the lifecycle, peak {} MiB",

@@ -53,6 +53,7 @@ pub(super) fn print_floor(load: &LoadResult, items: usize, webhooks: u64, comple
             " (NOT all: the figure below is short)"
         }
     );
+    println!("  latency       {} (a request)", quantiles(&load.latency_us, true));
     println!(
         "  CPU           server {} an item (process {}, of which the load generator and sink {})",
         micros(cpu.server_seconds(), items as u64),
@@ -282,6 +283,23 @@ pub(super) fn print_cpu_ratio(
         micros(floor.server_seconds(), floor_items as u64),
         ratio(floor_an_item, baseline_a_request),
         ratio(paygate_an_item, floor_an_item)
+    );
+}
+
+/// paygate's p99 against the baseline's, and the floor's against the
+/// baseline's: at the same connections and pace, the floor's ratio is what
+/// the HTTP of a whole life costs in latency before any engine work.
+pub(super) fn print_latency_ratio(paygate: &LoadResult, baseline: &LoadResult, floor: &LoadResult) {
+    let p99 = |load: &LoadResult| load.latency_us.value_at_quantile(0.99) as f64;
+    let baseline_p99 = p99(baseline);
+    println!("latency p99 against the baseline (a request, the same connections and pace)");
+    println!(
+        "  paygate {} ({}× the baseline); floor {} ({}×); baseline {}",
+        duration(p99(paygate) as u64),
+        ratio(p99(paygate), baseline_p99),
+        duration(p99(floor) as u64),
+        ratio(p99(floor), baseline_p99),
+        duration(baseline_p99 as u64)
     );
 }
 
