@@ -18,8 +18,12 @@ pub const JOURNAL_BATCH_RECORDS_MAX: usize = 32 * 1024;
 /// writes: on a busy server one `fdatasync` then carries several times the
 /// records, and each sync costs kernel CPU that request handling needs. A
 /// quiet server's batches are smaller, so a lone request is never delayed.
-/// PostgreSQL's `commit_delay` with `commit_siblings` is the same trade.
-pub const JOURNAL_COMMIT_DELAY: Duration = Duration::from_micros(400);
+/// On the order of one `fdatasync` itself: a busy request waits at most
+/// about one sync longer, and the syncs it no longer triggers would have
+/// queued it behind each other (a busy server's tail is those queues, not
+/// this wait). PostgreSQL's `commit_delay` with `commit_siblings` is the
+/// same trade.
+pub const JOURNAL_COMMIT_DELAY: Duration = Duration::from_micros(1500);
 
 /// See `JOURNAL_COMMIT_DELAY`: a batch this large means others are waiting
 /// to commit too.
