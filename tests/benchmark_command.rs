@@ -80,6 +80,8 @@ fn a_small_benchmark_prints_its_figures_and_passes_every_check() {
         "last webhook  ",
         " MiB after creation, ",
         "listening again after ",
+        "latency p99 against the baseline",
+        "× the baseline); floor ",
     ];
     assert_all_in(&stdout, &figures);
     let checks = [
