@@ -360,6 +360,21 @@ fn frames_reject_bad_checksums() {
     assert!(decode_frame(&frame).is_err());
 }
 
+/// The frame checksum is CRC-32C (Castagnoli) whatever table computes it:
+/// the catalogue's check value, and a frame's checksum field as a journal
+/// written by any earlier binary holds it, so old segments still replay.
+#[test]
+fn the_frame_checksum_is_crc32c() {
+    assert_eq!(CRC32C.checksum(b"123456789"), 0xE306_9283);
+    let mut frame = Vec::new();
+    encode_frame(7, 3, b"payload", &mut frame);
+    let mut body = Vec::new();
+    body.extend_from_slice(&7u64.to_le_bytes());
+    body.extend_from_slice(&3u64.to_le_bytes());
+    body.extend_from_slice(b"payload");
+    let byte_at_a_time = Crc::<u32>::new(&CRC_32_ISCSI).checksum(&body);
+    assert_eq!(frame[4..8], byte_at_a_time.to_le_bytes());
+}
 /// Queues `record-{n}`; its completion tells `(seq, payload)`.
 fn append_told(journal: &Journal, tell: &mpsc::Sender<(u64, Vec<u8>)>, n: u64) {
     let tell = tell.clone();
