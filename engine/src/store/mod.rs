@@ -121,21 +121,29 @@ pub const DATA_FORMAT: u32 = 6;
 /// Formats this build opens and brings to `DATA_FORMAT` (`upgrade.rs`).
 const UPGRADED_FORMATS: [u32; 3] = [3, 4, 5];
 
-/// Checks that `data_dir` holds data this build reads (a directory with a
-/// journal or state but no `format` file is format 1), marks a new one, and
-/// returns the format found. One of `UPGRADED_FORMATS` is upgraded when the
-/// store opens; `mark_data_format` records that once done.
+/// Checks that `data_dir` holds data this build reads (a directory whose
+/// journal or state holds files but that has no `format` file is format 1),
+/// marks a new one, and returns the format found. One of `UPGRADED_FORMATS`
+/// is upgraded when the store opens; `mark_data_format` records that once
+/// done.
 pub fn check_data_format(data_dir: &Path) -> Result<u32, StoreError> {
     let marker = data_dir.join("format");
-    let has_data = data_dir.join("journal").exists() || data_dir.join("state").exists();
     let found = match fs::read_to_string(&marker) {
         Ok(text) => text.trim().parse::<u32>().ok(),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            if !has_data {
+            // Empty `journal` or `state` folders (a server stopping while
+            // its data dir was deleted re-creates them) hold nothing to read.
+            if !holds_files(&data_dir.join("journal"))? && !holds_files(&data_dir.join("state"))? {
                 mark_data_format(data_dir)?;
                 return Ok(DATA_FORMAT);
             }
-            Some(1)
+            return Err(StoreError::Format(format!(
+                "{} holds a journal or state but no `format` file: paygate data format 1, or a data dir a \
+                 server was stopped in while it was being deleted; this build reads formats {} and {DATA_FORMAT} \
+                 only. Start it on a new --data-dir (the old one is left untouched)",
+                data_dir.display(),
+                UPGRADED_FORMATS.map(|f| f.to_string()).join(", "),
+            )));
         }
         Err(error) => return Err(error.into()),
     };
@@ -147,6 +155,17 @@ pub fn check_data_format(data_dir: &Path) -> Result<u32, StoreError> {
             other.map_or_else(|| "unknown".to_string(), |f| f.to_string()),
             UPGRADED_FORMATS.map(|f| f.to_string()).join(", "),
         ))),
+    }
+}
+
+/// True when `path` is anything but a missing or empty folder: a file there,
+/// or a folder with an entry, may be data.
+fn holds_files(path: &Path) -> io::Result<bool> {
+    match fs::read_dir(path) {
+        Ok(mut entries) => Ok(entries.next().is_some()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(error) if error.kind() == io::ErrorKind::NotADirectory => Ok(true),
+        Err(error) => Err(error),
     }
 }
 
@@ -419,15 +438,41 @@ mod tests {
 
         let old = tempfile::tempdir().unwrap();
         fs::create_dir(old.path().join("journal")).unwrap();
+        fs::write(old.path().join("journal").join("00000000000000000001.log"), b"x").unwrap();
         let refused = check_data_format(old.path()).unwrap_err().to_string();
         assert!(refused.contains("data format 1"), "{refused}");
+        assert!(refused.contains("no `format` file"), "{refused}");
         assert!(!old.path().join("format").exists(), "left untouched");
+        let state_only = tempfile::tempdir().unwrap();
+        fs::create_dir(state_only.path().join("state")).unwrap();
+        fs::write(state_only.path().join("state").join("db"), b"x").unwrap();
+        assert!(
+            check_data_format(state_only.path()).is_err(),
+            "sled's files without a marker are data"
+        );
+        assert!(!state_only.path().join("format").exists(), "left untouched");
 
         for other in [2, DATA_FORMAT + 1] {
             fs::write(new.path().join("format"), format!("{other}\n")).unwrap();
             let refused = check_data_format(new.path()).unwrap_err().to_string();
             assert!(refused.contains(&format!("data format {other}")), "{refused}");
         }
+    }
+
+    /// What a server stopping while its data dir was deleted leaves: the
+    /// dir and empty `journal` and `state` folders, no marker. Nothing is in
+    /// them, so the dir starts as a new one instead of being refused as
+    /// format 1.
+    #[test]
+    fn empty_journal_and_state_folders_without_a_marker_are_a_new_data_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("journal")).unwrap();
+        fs::create_dir(dir.path().join("state")).unwrap();
+        assert_eq!(check_data_format(dir.path()).unwrap(), DATA_FORMAT);
+        assert_eq!(
+            fs::read_to_string(dir.path().join("format")).unwrap(),
+            format!("{DATA_FORMAT}\n")
+        );
     }
 
     pub(super) fn test_disbursement(merchant_id: Uuid, n: usize) -> Disbursement {
