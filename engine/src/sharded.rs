@@ -52,6 +52,18 @@ impl<K, V> Default for ShardedMap<K, V> {
 }
 
 impl<K: ShardKey + Hash + Eq, V> ShardedMap<K, V> {
+    /// An empty map with room for `keys` keys: split already when that
+    /// many would split it.
+    pub fn with_capacity(keys: usize) -> Self {
+        let shards = if keys >= SPLIT_AT {
+            let each = keys.div_ceil(SHARDS);
+            (0..SHARDS).map(|_| HashMap::with_capacity(each)).collect()
+        } else {
+            vec![HashMap::with_capacity(keys)]
+        };
+        ShardedMap { shards, len: 0 }
+    }
+
     fn shard_of(&self, key: &K) -> usize {
         if self.shards.len() == 1 {
             0
@@ -209,5 +221,24 @@ mod tests {
         let small: ShardedSet<u128> = (0..100u128).collect();
         assert_eq!((small.map.shards.len(), small.len()), (1, 100));
         assert!((0..100u128).all(|key| small.contains(&key)));
+    }
+
+    /// A map made for many keys starts split, with room in every shard, and
+    /// keeps what it is given as one grown key by key does; one made for few
+    /// starts as one table.
+    #[test]
+    fn a_map_made_with_room_starts_split_when_that_many_keys_would_split_it() {
+        let mut big: ShardedMap<Uuid, usize> = ShardedMap::with_capacity(SPLIT_AT * 2);
+        assert_eq!(big.shards.len(), SHARDS);
+        assert!(big.shards.iter().all(|shard| shard.capacity() >= SPLIT_AT * 2 / SHARDS));
+        let ids: Vec<Uuid> = (0..1000).map(|_| Uuid::new_v4()).collect();
+        for (n, id) in ids.iter().enumerate() {
+            assert_eq!(big.insert(*id, n), None);
+        }
+        assert_eq!(big.len(), 1000);
+        assert!(ids.iter().enumerate().all(|(n, id)| big.get(id) == Some(&n)));
+        let small: ShardedMap<Uuid, usize> = ShardedMap::with_capacity(SPLIT_AT - 1);
+        assert_eq!(small.shards.len(), 1);
+        assert!(small.shards[0].capacity() >= SPLIT_AT - 1);
     }
 }

@@ -26,14 +26,13 @@ impl Store {
         let layer = {
             let mut overlay = self.overlay.lock().expect("overlay lock");
             assert!(overlay.flushing.is_none(), "one checkpoint at a time");
-            let through_seq = overlay.active.through_seq;
             // With the layer, under the overlay's lock as the applier indexes:
             // the recent entries of exactly the versions this layer holds.
             for kind in self.kinds.iter() {
                 kind.recent.write().expect("recent index lock").seal();
             }
-            let layer = Arc::new(std::mem::take(&mut overlay.active));
-            overlay.active.through_seq = through_seq;
+            let next = Layer::sized_like(&overlay.active);
+            let layer = Arc::new(std::mem::replace(&mut overlay.active, next));
             overlay.flushing = Some(layer.clone());
             layer
         };

@@ -25,7 +25,7 @@ use super::StoreError;
 use crate::sharded::ShardedMap;
 use entries::{created_key, encode_location, merchant_hash_key, uuid_of};
 pub use entries::{created_ms_of, decode_location};
-use foldhash::HashMap;
+use foldhash::{HashMap, HashMapExt};
 pub use kinds::{
     Kind, KindSpec, BATCHES, BENEFICIARIES, DISBURSEMENTS, KINDS, KIND_COUNT, LOOKUPS_MAX, ORDERS, REFUNDS,
     SETTLEMENTS, WEBHOOK_ATTEMPTS, WEBHOOK_EVENTS,
@@ -104,6 +104,16 @@ struct Generation {
 }
 
 impl Generation {
+    /// An empty generation with room for as many versions as `previous`
+    /// indexed (see `Layer::sized_like`).
+    fn sized_like(previous: &Generation) -> Generation {
+        Generation {
+            entries: ShardedMap::with_capacity(previous.entries.len()),
+            by_ref: ShardedMap::with_capacity(previous.by_ref.len()),
+            merchants: HashMap::with_capacity(previous.merchants.len()),
+        }
+    }
+
     fn insert(&mut self, id: Uuid, entry: RecentEntry) {
         if let Some(ref_hash) = entry.ref_hash {
             self.by_ref.insert(ref_hash, id);
@@ -161,7 +171,8 @@ impl RecentIndex {
     /// will write.
     pub fn seal(&mut self) {
         if !self.filling.entries.is_empty() {
-            self.sealed.push(std::mem::take(&mut self.filling));
+            let next = Generation::sized_like(&self.filling);
+            self.sealed.push(std::mem::replace(&mut self.filling, next));
         }
     }
 

@@ -7,7 +7,7 @@
 use super::blocks::append_to_block;
 use super::history::{Kind, KIND_COUNT};
 use crate::ledger::{Entry, MerchantBook};
-use foldhash::{HashMap, HashMapExt, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,6 +52,21 @@ pub struct Layer {
 }
 
 impl Layer {
+    /// An empty layer after `previous`, its maps with room for as many
+    /// keys as `previous` holds: under a steady load one layer fills about
+    /// as far as the last, so the applier does not grow its tables by
+    /// doubling (a rehash and fresh memory each time) at every checkpoint.
+    pub fn sized_like(previous: &Layer) -> Layer {
+        Layer {
+            through_seq: previous.through_seq,
+            entry_count: 0,
+            merchants: HashMap::with_capacity(previous.merchants.len()),
+            resources: BTreeMap::new(),
+            fresh: HashSet::with_capacity(previous.fresh.len()),
+            versions: std::array::from_fn(|kind| HashMap::with_capacity(previous.versions[kind].len())),
+        }
+    }
+
     /// A copy (only on the rare path of a failed checkpoint).
     pub fn clone_of(layer: &Layer) -> Layer {
         Layer {
@@ -243,5 +258,27 @@ mod tests {
         }
         assert_eq!(search_run(&run, 1_000_001), None);
         assert_eq!(decode_run(&run).count(), keys.len());
+    }
+
+    /// The layer after one holds nothing of it, goes on from its journal
+    /// sequence, and has room for as many versions of each kind.
+    #[test]
+    fn the_next_layer_is_empty_with_room_for_what_the_last_held() {
+        let mut last = Layer {
+            through_seq: 41,
+            ..Layer::default()
+        };
+        for n in 0..3000u128 {
+            let encoded = vec![1u8; 8].into_boxed_slice();
+            last.put_version(Kind::Disbursements, Uuid::from_u128(n), Arc::new(n), encoded);
+        }
+        last.put_fresh_resource(b"due".to_vec(), Vec::new());
+        let next = Layer::sized_like(&last);
+        assert_eq!(next.through_seq, 41);
+        assert_eq!(next.entry_count, 0);
+        assert!(next.versions.iter().all(HashMap::is_empty));
+        assert!(next.resources.is_empty() && next.fresh.is_empty() && next.merchants.is_empty());
+        assert!(next.versions[Kind::Disbursements as usize].capacity() >= 3000);
+        assert!(next.fresh.capacity() >= 1);
     }
 }
