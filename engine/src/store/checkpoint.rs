@@ -218,7 +218,7 @@ impl Store {
             batch.flush(false)?;
         }
         let runs = kind.runs.read().expect("history lock");
-        let mut entries = runs.batch();
+        let mut entries = runs.batch_for(versions.len());
         for (id, location) in &blocks.locations {
             entries.push_location(*id, *location);
         }

@@ -370,16 +370,18 @@ impl HistoryRuns {
 
     /// An empty batch for the next checkpoint.
     pub fn batch(&self) -> HistoryBatch {
+        self.batch_for(0)
+    }
+
+    /// A batch with room for the entries of `versions` versions: each has
+    /// one location and at most one entry in every other run.
+    pub fn batch_for(&self, versions: usize) -> HistoryBatch {
+        let run = |spec| RunBuilder::with_capacity(spec, versions);
         HistoryBatch {
-            locations: RunBuilder::new(self.spec.locations),
-            refs: self.spec.refs.map(RunBuilder::new),
-            lookups: self
-                .spec
-                .lookups
-                .iter()
-                .map(|lookup| RunBuilder::new(*lookup))
-                .collect(),
-            created: self.spec.created.map(RunBuilder::new),
+            locations: run(self.spec.locations),
+            refs: self.spec.refs.map(run),
+            lookups: self.spec.lookups.iter().map(|lookup| run(*lookup)).collect(),
+            created: self.spec.created.map(run),
         }
     }
 

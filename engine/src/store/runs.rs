@@ -112,9 +112,15 @@ pub struct RunBuilder {
 impl RunBuilder {
     /// An empty run of `spec`'s index.
     pub fn new(spec: RunSpec) -> RunBuilder {
+        RunBuilder::with_capacity(spec, 0)
+    }
+
+    /// An empty run with room for `records` records, so a checkpoint's run
+    /// is not grown (copied, and given fresh memory) by doubling.
+    pub fn with_capacity(spec: RunSpec, records: usize) -> RunBuilder {
         RunBuilder {
             spec,
-            records: Vec::new(),
+            records: Vec::with_capacity(records * spec.record_len()),
         }
     }
 
