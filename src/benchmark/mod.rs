@@ -12,6 +12,7 @@ mod load;
 mod load_threads;
 mod report;
 mod sink;
+mod thread_sampler;
 
 use crate::config::{self, BenchmarkArgs, Settings, Workload};
 use crate::process_stats;
@@ -28,6 +29,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use thread_sampler::ThreadSampler;
 
 /// How long the wait for final webhooks may see none arrive (beyond the
 /// vendor's delay) before it gives up and lets the checks say what is missing.
@@ -131,7 +133,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     let baseline_gateway = Arc::new(Gateway::new(baseline_address, &admin_token, http.clone()));
     let baseline_cpu = CpuMeter::start(&load_threads);
     let baseline_load = drive.items(baseline_gateway, baseline_items.clone(), "baseline").await;
-    let baseline_cpu = baseline_cpu.used(&load_threads);
+    let baseline_cpu = baseline_cpu.finish(&load_threads);
     baseline_task.abort();
     let baseline_requests = requests_of(workload, baseline_items.clone(), merchant_count);
     print_baseline(&baseline_load, baseline_requests, &baseline_cpu);
@@ -152,7 +154,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     let floor_load = drive.items(floor_gateway, baseline_items.clone(), "floor").await;
     let floor_finals = floor_load.finals_expected();
     let floor_settled = await_finals(&floor_sink, floor_finals, 0).await;
-    let floor_cpu = floor_cpu.used(&load_threads);
+    let floor_cpu = floor_cpu.finish(&load_threads);
     floor_task.abort();
     floor_sink_task.abort();
     let floor_webhooks = floor_sink.with_receipts(|receipts| receipts.events);
@@ -186,7 +188,7 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
         let memory_after_creation_kib = process_stats::memory_kib("VmRSS");
         finals_expected += load.finals_expected();
         let settled = await_finals(&sink, finals_expected, delay_ms).await;
-        server_cpu.add(&cpu.used(&load_threads));
+        server_cpu.add(&cpu.finish(&load_threads));
         let last_webhook = sink.with_receipts(|receipts| receipts.last_at);
         let phase_start = load.finished - load.elapsed;
         end_to_end += match last_webhook {
@@ -378,8 +380,8 @@ struct CpuUse {
     process_seconds: f64,
     load_seconds: f64,
     elapsed: Duration,
-    /// The server's live threads' CPU by thread name (a pool's threads under
-    /// one name); threads that ended meanwhile are in none.
+    /// The server's threads' CPU by thread name (a pool's threads under one
+    /// name); a thread that ended meanwhile as last sampled.
     by_thread: BTreeMap<String, f64>,
 }
 
@@ -405,33 +407,44 @@ struct CpuMeter {
     load_seconds: f64,
     /// Each live thread's CPU time, by thread id.
     threads: HashMap<u32, f64>,
+    /// Every thread's CPU until the measurement is read.
+    sampler: ThreadSampler,
 }
 
 impl CpuMeter {
     fn start(load_threads: &LoadThreads) -> CpuMeter {
+        let sampler = ThreadSampler::start();
         CpuMeter {
             started: Instant::now(),
             process_seconds: process_stats::cpu_seconds(),
             load_seconds: load_threads.cpu_seconds(),
-            threads: process_stats::threads_cpu()
+            threads: sampler
+                .readings()
                 .into_iter()
                 .map(|(id, _, seconds)| (id, seconds))
                 .collect(),
+            sampler,
         }
+    }
+
+    /// What was used since `start`, and the sampler stopped.
+    fn finish(self, load_threads: &LoadThreads) -> CpuUse {
+        self.used(load_threads)
     }
 
     /// What was used since `start`.
     fn used(&self, load_threads: &LoadThreads) -> CpuUse {
         let mut by_thread = BTreeMap::new();
-        for (id, name, seconds) in process_stats::threads_cpu() {
-            if !LoadThreads::is_named(&name) {
+        for (id, name, seconds) in self.sampler.readings() {
+            if !LoadThreads::is_named(&name) && name != thread_sampler::THREAD_NAME {
                 let before = self.threads.get(&id).copied().unwrap_or(0.0);
                 *by_thread.entry(name).or_default() += (seconds - before).max(0.0);
             }
         }
         CpuUse {
             process_seconds: process_stats::cpu_seconds() - self.process_seconds,
-            load_seconds: load_threads.cpu_seconds() - self.load_seconds,
+            // The sampler's reads of `/proc` are the measurement's, not the server's.
+            load_seconds: load_threads.cpu_seconds() - self.load_seconds + self.sampler.own_cpu_seconds(),
             elapsed: self.started.elapsed(),
             by_thread,
         }
