@@ -137,25 +137,31 @@ pub fn check_data_format(data_dir: &Path) -> Result<u32, StoreError> {
                 mark_data_format(data_dir)?;
                 return Ok(DATA_FORMAT);
             }
-            return Err(StoreError::Format(format!(
-                "{} holds a journal or state but no `format` file: paygate data format 1, or a data dir a \
-                 server was stopped in while it was being deleted; this build reads formats {} and {DATA_FORMAT} \
-                 only. Start it on a new --data-dir (the old one is left untouched)",
-                data_dir.display(),
-                UPGRADED_FORMATS.map(|f| f.to_string()).join(", "),
-            )));
+            return Err(format_refused(
+                data_dir,
+                "a journal or state but no `format` file: paygate data format 1, or a data dir a server was \
+                 stopped in while it was being deleted",
+            ));
         }
         Err(error) => return Err(error.into()),
     };
     match found {
         Some(format) if format == DATA_FORMAT || UPGRADED_FORMATS.contains(&format) => Ok(format),
-        other => Err(StoreError::Format(format!(
-            "{} holds paygate data format {}; this build reads formats {} and {DATA_FORMAT} only. Start it on a new --data-dir (the old one is left untouched)",
-            data_dir.display(),
-            other.map_or_else(|| "unknown".to_string(), |f| f.to_string()),
-            UPGRADED_FORMATS.map(|f| f.to_string()).join(", "),
-        ))),
+        other => {
+            let found = other.map_or_else(|| "unknown".to_string(), |f| f.to_string());
+            Err(format_refused(data_dir, &format!("paygate data format {found}")))
+        }
     }
+}
+
+/// The refusal of a data dir holding `what`, naming the formats this build reads.
+fn format_refused(data_dir: &Path, what: &str) -> StoreError {
+    StoreError::Format(format!(
+        "{} holds {what}; this build reads formats {} and {DATA_FORMAT} only. Start it on a new --data-dir \
+         (the old one is left untouched)",
+        data_dir.display(),
+        UPGRADED_FORMATS.map(|f| f.to_string()).join(", "),
+    ))
 }
 
 /// True when `path` is anything but a missing or empty folder: a file there,

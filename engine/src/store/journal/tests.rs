@@ -375,6 +375,7 @@ fn the_frame_checksum_is_crc32c() {
     let byte_at_a_time = Crc::<u32>::new(&CRC_32_ISCSI).checksum(&body);
     assert_eq!(frame[4..8], byte_at_a_time.to_le_bytes());
 }
+
 /// Queues `record-{n}`; its completion tells `(seq, payload)`.
 fn append_told(journal: &Journal, tell: &mpsc::Sender<(u64, Vec<u8>)>, n: u64) {
     let tell = tell.clone();
