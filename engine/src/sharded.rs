@@ -114,6 +114,12 @@ impl<K: ShardKey + Hash + Eq, V> ShardedMap<K, V> {
         self.len
     }
 
+    /// How many keys fit before a shard grows, over all shards.
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.shards.iter().map(HashMap::capacity).sum()
+    }
+
     /// True when there is no key.
     pub fn is_empty(&self) -> bool {
         self.len == 0

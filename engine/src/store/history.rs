@@ -170,7 +170,11 @@ impl RecentIndex {
     /// overlay's lock): the recent versions indexed so far are the ones it
     /// will write.
     pub fn seal(&mut self) {
-        if !self.filling.entries.is_empty() {
+        if self.filling.entries.is_empty() {
+            // Nothing came since the last seal: the room made for it goes
+            // too, so a quiet server holds none of its last busy moment.
+            self.filling = Generation::default();
+        } else {
             let next = Generation::sized_like(&self.filling);
             self.sealed.push(std::mem::replace(&mut self.filling, next));
         }

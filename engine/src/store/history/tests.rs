@@ -222,3 +222,35 @@ fn the_history_keys_keep_their_on_disk_bytes() {
     assert_eq!(super::DISBURSEMENTS.format_key, b"Hformat");
     assert_eq!(super::ORDERS.format_key, b"Hformat-orders");
 }
+
+/// Each seal leaves a filling generation with room for what the sealed one
+/// held, and a seal with nothing new drops that room: a server gone quiet
+/// after a burst keeps none of it.
+#[test]
+fn a_seal_sizes_the_next_generation_and_a_quiet_one_frees_it() {
+    use super::{Generation, RecentEntry, RecentIndex, LOOKUPS_MAX};
+    let mut index = RecentIndex::default();
+    let merchant = Uuid::new_v4();
+    for n in 0..20_000u128 {
+        let entry = RecentEntry {
+            merchant_id: merchant,
+            listed_under: merchant,
+            ref_hash: Some(n),
+            lookups: [None; LOOKUPS_MAX],
+            created_ms: n as i64,
+        };
+        index.filling.insert(Uuid::from_u128(n), entry);
+    }
+    index.seal();
+    assert_eq!(index.sealed.len(), 1);
+    assert!(index.filling.entries.is_empty());
+    assert!(index.filling.entries.capacity() >= 20_000, "room for the next burst");
+    let _ = index.forget_sealed();
+    index.seal();
+    assert!(index.sealed.is_empty(), "nothing new to seal");
+    assert_eq!(
+        index.filling.entries.capacity(),
+        Generation::default().entries.capacity(),
+        "a quiet seal keeps no room"
+    );
+}
