@@ -178,6 +178,11 @@ pub struct BenchmarkArgs {
     /// scheduled time, so a server that falls behind shows it.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub rate: u64,
+    /// Items the baseline and the floor each take [default: one phase's
+    /// items]. A long soak measures memory over many phases; its baseline
+    /// needs only enough items for a steady figure, not a phase's worth.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub baseline_items: Option<u64>,
 }
 
 /// The items of a `paygate benchmark` load.

@@ -185,3 +185,28 @@ fn an_orders_paid_benchmark_in_two_phases_prints_its_baseline_and_each_phase() {
     assert_all_in(&stdout, &checks);
     assert!(stdout.contains("all 8 checks passed"), "{stdout}");
 }
+
+#[test]
+fn baseline_items_sets_what_the_baseline_and_the_floor_take() {
+    let (success, stdout, stderr) = benchmark(&[
+        "--items",
+        "60",
+        "--merchants",
+        "2",
+        "--phases",
+        "2",
+        "--baseline-items",
+        "10",
+        "--connections",
+        "4",
+    ]);
+    assert!(success, "benchmark failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let figures = [
+        "  requests      10 in ",
+        "  items         10 in ",
+        " 20 webhooks checked by its sink\n",
+        "phase 1 of 2: 30 disbursements",
+        "phase 2 of 2: 30 disbursements",
+    ];
+    assert_all_in(&stdout, &figures);
+}

@@ -120,8 +120,12 @@ pub async fn run(args: BenchmarkArgs) -> anyhow::Result<()> {
     );
 
     // The baseline serves on the server's runtime, as paygate does, and
-    // takes as many items as one phase, through the same client.
-    let baseline_items = 0..count / phase_count;
+    // takes as many items as one phase unless told, through the same client.
+    let baseline_count = match args.baseline_items {
+        Some(items) => usize::try_from(items)?.min(count),
+        None => count / phase_count,
+    };
+    let baseline_items = 0..baseline_count;
     let drive = Drive {
         load_threads: &load_threads,
         merchants: merchants.clone(),
