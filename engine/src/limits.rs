@@ -201,12 +201,15 @@ pub const SETTLEMENT_CLOCK_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// batch, so batches stay small and readers wait briefly.
 pub const CHECKPOINT_BATCH_OPS: usize = 2048;
 
-/// sled's page cache (its default is 1 GiB): recent state lives in the
-/// overlay and merchant actors, and the OS caches sled's file besides. It
-/// does not bound sled's memory, and a smaller one saves none: what sled
-/// keeps resident grows with what it holds, whatever this is (its pages are
-/// faulted in by `apply_batch`: `PageCache::link` and node splits).
-pub const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+/// sled's page cache (its default is 1 GiB). Recent state lives in the
+/// overlay and merchant actors, and the OS caches sled's file besides, so
+/// what this holds is mostly the pages checkpoints write to: the newest
+/// blocks and run chunks, a small set. sled counts a page at its size on
+/// disk, and a page held decoded takes more than that, so every byte of
+/// this is more than a byte of resident memory for good: it is kept small.
+/// It bounds only the cached pages: sled's page table grows with what it
+/// holds, whatever this is.
+pub const SLED_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Journal bytes after which the checkpointer closes and reopens sled
 /// (`Store::reopen_sled`). sled 0.34 snapshots only as it opens, and its
