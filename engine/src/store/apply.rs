@@ -6,7 +6,7 @@ use super::catalog::catalog_key;
 use super::history::{Hashes, Indexed, Kind};
 use super::indexing;
 use super::keys::{prefixed, KeyPrefix};
-use super::overlay::{MerchantLayer, Overlay, CARRIED_TAIL_BYTES_MAX, CONTINUED_TAIL_BYTES_MAX};
+use super::overlay::{MerchantLayer, Overlay};
 use super::record::{self, encode_value, JournalRecord};
 use super::{Store, StoreError};
 use crate::domain::{
@@ -223,20 +223,10 @@ impl Store {
         let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
         if !overlay.active.merchants.contains_key(&entry.merchant_id) {
             let base = self.book_below_active(overlay, &entry.merchant_id)?;
-            let tail = if overlay.active.carried_tail_bytes < CARRIED_TAIL_BYTES_MAX {
-                self.tail_block_below_active(overlay, &entry.merchant_id)?
-                    .filter(|(_, block)| block.len() < CONTINUED_TAIL_BYTES_MAX)
-            } else {
-                None
-            };
-            let layer = match tail {
-                Some(tail) => {
-                    overlay.active.carried_tail_bytes += tail.1.len();
-                    MerchantLayer::continuing(base, tail)
-                }
-                None => MerchantLayer::new(base),
-            };
-            overlay.active.merchants.insert(entry.merchant_id, layer);
+            overlay
+                .active
+                .merchants
+                .insert(entry.merchant_id, MerchantLayer::new(base));
         }
         let active = &mut overlay.active;
         let layer = active.merchants.get_mut(&entry.merchant_id).expect("inserted above");

@@ -19,30 +19,6 @@ impl Store {
         self.sled_book(merchant_id)
     }
 
-    /// The merchant's newest entry block below the active layer: the
-    /// flushing layer's last, else sled's last, with its first sequence
-    /// number.
-    pub(super) fn tail_block_below_active(
-        &self,
-        overlay: &Overlay,
-        merchant_id: &Uuid,
-    ) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
-        if let Some(layer) = overlay.flushing.as_ref().and_then(|f| f.merchants.get(merchant_id)) {
-            if let Some(last) = layer.blocks.last() {
-                return Ok(Some(last.clone()));
-            }
-        }
-        Ok(self
-            .ledger_tree()
-            .range(
-                merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, 0)
-                    ..=merchant_seq_key(KeyPrefix::EntryBlock, merchant_id, u64::MAX),
-            )
-            .next_back()
-            .transpose()?
-            .map(|(key, block)| (seq_of_block_key(&key), block.to_vec())))
-    }
-
     fn sled_book(&self, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
         Ok(
             match self.ledger_tree().get(merchant_key(KeyPrefix::Book, merchant_id))? {
@@ -322,61 +298,29 @@ mod tests {
     use super::*;
     use crate::ledger::{wallet_credit, MerchantBook};
     use crate::money::MinorUnits;
-    use crate::store::overlay::CONTINUED_TAIL_BYTES_MAX;
     use crate::store::record;
     use std::fs;
-
-    /// Posts wallet credits of one minor unit with memos of a set length,
-    /// numbered as the journal would number them.
-    struct Poster {
-        book: MerchantBook,
-        seq: u64,
-        memo_len: usize,
-    }
-
-    impl Poster {
-        fn new(merchant: Uuid, memo_len: usize) -> Poster {
-            Poster {
-                book: MerchantBook::new(merchant),
-                seq: 0,
-                memo_len,
-            }
-        }
-
-        fn post(&mut self, store: &Store, count: usize) {
-            for _ in 0..count {
-                let memo = "x".repeat(self.memo_len);
-                let entry = self
-                    .book
-                    .prepare(wallet_credit(MinorUnits::new(1), memo, None), 0)
-                    .unwrap();
-                self.book.apply(&entry).unwrap();
-                self.seq += 1;
-                store
-                    .apply_entry(self.seq, &entry, &record::encode_entry(&entry))
-                    .unwrap();
-            }
-        }
-    }
-
-    /// Sequence numbers of the merchant's entries below `below`, newest first.
-    fn newest_first(store: &Store, merchant: &Uuid, below: u64) -> Vec<u64> {
-        store
-            .entries_newest_first(merchant, below)
-            .map(|e| e.unwrap().seq)
-            .collect()
-    }
 
     #[test]
     fn entries_split_into_blocks_read_back_in_order_across_checkpoints_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let merchant = Uuid::new_v4();
-        let mut poster = Poster::new(merchant, 200);
+        let mut book = MerchantBook::new(merchant);
+        let mut seq = 0u64;
+        let mut post = |store: &Store, count: usize, book: &mut MerchantBook| {
+            for _ in 0..count {
+                let memo = "x".repeat(200);
+                let entry = book.prepare(wallet_credit(MinorUnits::new(1), memo, None), 0).unwrap();
+                book.apply(&entry).unwrap();
+                seq += 1;
+                store.apply_entry(seq, &entry, &record::encode_entry(&entry)).unwrap();
+            }
+        };
         {
             let store = Store::open(dir.path()).unwrap();
-            poster.post(&store, 1500);
+            post(&store, 1500, &mut book);
             store.checkpoint().unwrap();
-            poster.post(&store, 1500);
+            post(&store, 1500, &mut book);
             let layer_blocks = store.overlay.lock().unwrap().active.merchants[&merchant].blocks.len();
             assert!(layer_blocks > 1, "a busy merchant's entries are cut into blocks");
             let entries = store.entries_after(&merchant, 0).unwrap();
@@ -385,7 +329,10 @@ mod tests {
             assert_eq!(store.entries_after(&merchant, 2222).unwrap()[0].seq, 2223);
             // Newest first from anywhere, across the overlay and sled.
             for below in [u64::MAX, 3001, 2000, 1501, 1500, 777, 2, 1] {
-                let seqs = newest_first(&store, &merchant, below);
+                let seqs: Vec<u64> = store
+                    .entries_newest_first(&merchant, below)
+                    .map(|e| e.unwrap().seq)
+                    .collect();
                 let expected: Vec<u64> = (1..below.min(3001)).rev().collect();
                 assert_eq!(seqs, expected, "below {below}");
             }
@@ -408,73 +355,5 @@ mod tests {
                 .get(),
             3000
         );
-    }
-
-    /// The sled keys of a merchant's entry blocks.
-    fn entry_block_keys(store: &Store, merchant: &Uuid) -> usize {
-        store
-            .ledger_tree()
-            .scan_prefix(merchant_key(KeyPrefix::EntryBlock, merchant))
-            .count()
-    }
-
-    #[test]
-    fn a_merchant_posting_a_few_entries_a_checkpoint_fills_blocks_across_checkpoints() {
-        let dir = tempfile::tempdir().unwrap();
-        let merchant = Uuid::new_v4();
-        let mut poster = Poster::new(merchant, 150);
-        let check = |store: &Store, count: u64| {
-            let entries = store.entries_after(&merchant, 0).unwrap();
-            assert!(
-                entries.iter().map(|e| e.seq).eq(1..=count),
-                "every entry once, in order"
-            );
-            for below in [u64::MAX, count, count / 2, 4, 3, 2] {
-                let seqs = newest_first(&store, &merchant, below);
-                assert_eq!(
-                    seqs,
-                    (1..below.min(count + 1)).rev().collect::<Vec<u64>>(),
-                    "below {below}"
-                );
-            }
-            assert_eq!(
-                store
-                    .durable_book(&merchant)
-                    .unwrap()
-                    .balance(crate::ledger::Account::Wallet)
-                    .get(),
-                count as i64
-            );
-        };
-        {
-            let store = Store::open(dir.path()).unwrap();
-            for round in 1..=30u64 {
-                poster.post(&store, 2);
-                // Read while the layer continues a checkpointed block.
-                check(&store, round * 2);
-                store.checkpoint().unwrap();
-            }
-            let keys = entry_block_keys(&store, &merchant);
-            assert!(keys < 30 / 2, "60 entries in 30 checkpoints share blocks: {keys} keys");
-            let blocks: Vec<usize> = store
-                .ledger_tree()
-                .scan_prefix(merchant_key(KeyPrefix::EntryBlock, &merchant))
-                .map(|item| item.unwrap().1.len())
-                .collect();
-            assert!(
-                blocks[..blocks.len() - 1]
-                    .iter()
-                    .all(|len| *len >= CONTINUED_TAIL_BYTES_MAX),
-                "every block but the last is filled before a new one starts: {blocks:?}"
-            );
-        }
-        // Reopened, the next layer continues the last block read from sled.
-        let store = Store::open(dir.path()).unwrap();
-        check(&store, 60);
-        poster.post(&store, 2);
-        check(&store, 62);
-        store.checkpoint().unwrap();
-        check(&store, 62);
-        assert!(entry_block_keys(&store, &merchant) < 30 / 2);
     }
 }

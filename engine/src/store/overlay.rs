@@ -49,10 +49,6 @@ pub struct Layer {
     /// Per versioned kind (indexed by `Kind`), the newest version of each
     /// resource changed in this layer, written to the kind's blocks.
     pub versions: [HashMap<Uuid, LayerVersion>; KIND_COUNT],
-    /// Bytes of checkpointed tail blocks copied into this layer's
-    /// merchants to be extended (`MerchantLayer::continuing`), at most
-    /// `CARRIED_TAIL_BYTES_MAX`.
-    pub carried_tail_bytes: usize,
 }
 
 impl Layer {
@@ -68,7 +64,6 @@ impl Layer {
             resources: BTreeMap::new(),
             fresh: HashSet::with_capacity(previous.fresh.len()),
             versions: std::array::from_fn(|kind| HashMap::with_capacity(previous.versions[kind].len())),
-            carried_tail_bytes: 0,
         }
     }
 
@@ -81,7 +76,6 @@ impl Layer {
             resources: layer.resources.clone(),
             fresh: layer.fresh.clone(),
             versions: layer.versions.clone(),
-            carried_tail_bytes: layer.carried_tail_bytes,
         }
     }
 
@@ -129,13 +123,6 @@ impl Layer {
         match self.merchants.get_mut(&merchant_id) {
             Some(older) => {
                 older.book = newer.book;
-                // A newer layer that continued the older one's tail block
-                // holds all of it: keep one block under that key.
-                if let (Some((older_first, _)), Some((newer_first, _))) = (older.blocks.last(), newer.blocks.first()) {
-                    if older_first == newer_first {
-                        older.blocks.pop();
-                    }
-                }
                 older.blocks.extend(newer.blocks);
                 older.keys.extend(newer.keys);
             }
@@ -193,21 +180,6 @@ impl MerchantLayer {
         }
     }
 
-    /// A layer starting from `book` that extends `tail`, the merchant's
-    /// newest block below this layer (its first sequence number and its
-    /// bytes), instead of opening a new one: a merchant that posts a few
-    /// entries a checkpoint then fills a block over several checkpoints,
-    /// and sled holds one key (and a tree node's share) per block. The
-    /// checkpoint writes the extended block over the old one under the same
-    /// key, so sled and the overlay never cut the same entries two ways.
-    pub fn continuing(book: MerchantBook, tail: (u64, Vec<u8>)) -> MerchantLayer {
-        MerchantLayer {
-            book,
-            blocks: vec![tail],
-            keys: HashMap::new(),
-        }
-    }
-
     /// Adds an entry already applied to `book`.
     pub fn push_entry(&mut self, entry: &Entry, payload: &[u8], key_hash: Option<u128>) {
         let full = self
@@ -234,16 +206,6 @@ impl MerchantLayer {
 /// see `blocks::BLOCK_BYTES`); large enough that a merchant's
 /// history is a few sled values per hundred entries.
 pub const ENTRY_BLOCK_BYTES_MAX: usize = 4 * 1024;
-
-/// A checkpointed tail block is continued by the next layer while it is
-/// under this size: a longer one is left as it is, as copying it to add a
-/// few entries would cost more than a new key.
-pub const CONTINUED_TAIL_BYTES_MAX: usize = ENTRY_BLOCK_BYTES_MAX / 2;
-
-/// How many bytes of tail blocks one layer copies in to continue them, so
-/// a layer touching very many merchants holds no more than this on their
-/// account (beyond it, merchants start new blocks as before).
-pub const CARRIED_TAIL_BYTES_MAX: usize = 8 << 20;
 
 /// Encodes sorted `(hash, seq)` pairs as a key run.
 pub fn encode_run(keys: &[(u128, u64)]) -> Vec<u8> {
