@@ -223,10 +223,11 @@ impl Store {
         let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
         if !overlay.active.merchants.contains_key(&entry.merchant_id) {
             let base = self.book_below_active(overlay, &entry.merchant_id)?;
-            overlay
-                .active
-                .merchants
-                .insert(entry.merchant_id, MerchantLayer::new(base));
+            let layer = match overlay.take_tail(&entry.merchant_id) {
+                Some(tail) => MerchantLayer::continuing(base, tail),
+                None => MerchantLayer::new(base),
+            };
+            overlay.active.merchants.insert(entry.merchant_id, layer);
         }
         let active = &mut overlay.active;
         let layer = active.merchants.get_mut(&entry.merchant_id).expect("inserted above");

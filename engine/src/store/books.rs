@@ -298,29 +298,61 @@ mod tests {
     use super::*;
     use crate::ledger::{wallet_credit, MerchantBook};
     use crate::money::MinorUnits;
+    use crate::store::overlay::CONTINUED_TAIL_BYTES_MAX;
     use crate::store::record;
     use std::fs;
+
+    /// Posts wallet credits of one minor unit with memos of a set length,
+    /// numbered as the journal would number them.
+    struct Poster {
+        book: MerchantBook,
+        seq: u64,
+        memo_len: usize,
+    }
+
+    impl Poster {
+        fn new(merchant: Uuid, memo_len: usize) -> Poster {
+            Poster {
+                book: MerchantBook::new(merchant),
+                seq: 0,
+                memo_len,
+            }
+        }
+
+        fn post(&mut self, store: &Store, count: usize) {
+            for _ in 0..count {
+                let memo = "x".repeat(self.memo_len);
+                let entry = self
+                    .book
+                    .prepare(wallet_credit(MinorUnits::new(1), memo, None), 0)
+                    .unwrap();
+                self.book.apply(&entry).unwrap();
+                self.seq += 1;
+                store
+                    .apply_entry(self.seq, &entry, &record::encode_entry(&entry))
+                    .unwrap();
+            }
+        }
+    }
+
+    /// Sequence numbers of the merchant's entries below `below`, newest first.
+    fn newest_first(store: &Store, merchant: &Uuid, below: u64) -> Vec<u64> {
+        store
+            .entries_newest_first(merchant, below)
+            .map(|e| e.unwrap().seq)
+            .collect()
+    }
 
     #[test]
     fn entries_split_into_blocks_read_back_in_order_across_checkpoints_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let merchant = Uuid::new_v4();
-        let mut book = MerchantBook::new(merchant);
-        let mut seq = 0u64;
-        let mut post = |store: &Store, count: usize, book: &mut MerchantBook| {
-            for _ in 0..count {
-                let memo = "x".repeat(200);
-                let entry = book.prepare(wallet_credit(MinorUnits::new(1), memo, None), 0).unwrap();
-                book.apply(&entry).unwrap();
-                seq += 1;
-                store.apply_entry(seq, &entry, &record::encode_entry(&entry)).unwrap();
-            }
-        };
+        let mut poster = Poster::new(merchant, 200);
         {
             let store = Store::open(dir.path()).unwrap();
-            post(&store, 1500, &mut book);
+            poster.post(&store, 1500);
             store.checkpoint().unwrap();
-            post(&store, 1500, &mut book);
+            poster.post(&store, 1500);
             let layer_blocks = store.overlay.lock().unwrap().active.merchants[&merchant].blocks.len();
             assert!(layer_blocks > 1, "a busy merchant's entries are cut into blocks");
             let entries = store.entries_after(&merchant, 0).unwrap();
@@ -329,10 +361,7 @@ mod tests {
             assert_eq!(store.entries_after(&merchant, 2222).unwrap()[0].seq, 2223);
             // Newest first from anywhere, across the overlay and sled.
             for below in [u64::MAX, 3001, 2000, 1501, 1500, 777, 2, 1] {
-                let seqs: Vec<u64> = store
-                    .entries_newest_first(&merchant, below)
-                    .map(|e| e.unwrap().seq)
-                    .collect();
+                let seqs = newest_first(&store, &merchant, below);
                 let expected: Vec<u64> = (1..below.min(3001)).rev().collect();
                 assert_eq!(seqs, expected, "below {below}");
             }
@@ -355,5 +384,73 @@ mod tests {
                 .get(),
             3000
         );
+    }
+
+    /// The sled keys of a merchant's entry blocks.
+    fn entry_block_keys(store: &Store, merchant: &Uuid) -> usize {
+        store
+            .ledger_tree()
+            .scan_prefix(merchant_key(KeyPrefix::EntryBlock, merchant))
+            .count()
+    }
+
+    #[test]
+    fn a_merchant_posting_a_few_entries_a_checkpoint_fills_blocks_across_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let merchant = Uuid::new_v4();
+        let mut poster = Poster::new(merchant, 150);
+        let check = |store: &Store, count: u64| {
+            let entries = store.entries_after(&merchant, 0).unwrap();
+            assert!(
+                entries.iter().map(|e| e.seq).eq(1..=count),
+                "every entry once, in order"
+            );
+            for below in [u64::MAX, count, count / 2, 4, 3, 2] {
+                let seqs = newest_first(&store, &merchant, below);
+                assert_eq!(
+                    seqs,
+                    (1..below.min(count + 1)).rev().collect::<Vec<u64>>(),
+                    "below {below}"
+                );
+            }
+            assert_eq!(
+                store
+                    .durable_book(&merchant)
+                    .unwrap()
+                    .balance(crate::ledger::Account::Wallet)
+                    .get(),
+                count as i64
+            );
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for round in 1..=30u64 {
+                poster.post(&store, 2);
+                // Read while the layer continues a checkpointed block.
+                check(&store, round * 2);
+                store.checkpoint().unwrap();
+            }
+            let keys = entry_block_keys(&store, &merchant);
+            assert!(keys < 30 / 2, "60 entries in 30 checkpoints share blocks: {keys} keys");
+            let blocks: Vec<usize> = store
+                .ledger_tree()
+                .scan_prefix(merchant_key(KeyPrefix::EntryBlock, &merchant))
+                .map(|item| item.unwrap().1.len())
+                .collect();
+            assert!(
+                blocks[..blocks.len() - 1]
+                    .iter()
+                    .all(|len| *len >= CONTINUED_TAIL_BYTES_MAX),
+                "every block but the last is filled before a new one starts: {blocks:?}"
+            );
+        }
+        // Reopened, nothing is remembered: the next layer starts a block.
+        let store = Store::open(dir.path()).unwrap();
+        check(&store, 60);
+        poster.post(&store, 2);
+        check(&store, 62);
+        store.checkpoint().unwrap();
+        check(&store, 62);
+        assert!(entry_block_keys(&store, &merchant) < 30 / 2);
     }
 }

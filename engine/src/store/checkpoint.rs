@@ -72,6 +72,10 @@ impl Store {
                     overlay.active = restored;
                     None
                 }
+                (Ok(_), Some(flushed)) => {
+                    overlay.remember_tails(&flushed);
+                    Some(flushed)
+                }
                 (_, flushed) => flushed,
             }
         };

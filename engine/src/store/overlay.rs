@@ -123,6 +123,13 @@ impl Layer {
         match self.merchants.get_mut(&merchant_id) {
             Some(older) => {
                 older.book = newer.book;
+                // A newer layer that continued the older one's tail block
+                // holds all of it: keep one block under that key.
+                if let (Some((older_first, _)), Some((newer_first, _))) = (older.blocks.last(), newer.blocks.first()) {
+                    if older_first == newer_first {
+                        older.blocks.pop();
+                    }
+                }
                 older.blocks.extend(newer.blocks);
                 older.keys.extend(newer.keys);
             }
@@ -152,6 +159,60 @@ pub struct Overlay {
     pub active: Layer,
     /// Being written to sled; still read until that is done.
     pub flushing: Option<Arc<Layer>>,
+    /// Merchants' newest entry blocks as sled holds them, while small
+    /// enough to continue (`MerchantLayer::continuing`), so the applier
+    /// extends them without reading sled. Invariant: a merchant has one
+    /// here only while neither layer holds that merchant, and it is then
+    /// byte for byte sled's newest `E` block of the merchant: it is set
+    /// when a checkpoint has written a layer and the active layer does not
+    /// hold the merchant, and taken out when a layer starts holding it.
+    tails: HashMap<Uuid, (u64, Vec<u8>)>,
+    /// Bytes in `tails`, at most `REMEMBERED_TAIL_BYTES_MAX`.
+    tail_bytes: usize,
+}
+
+impl Overlay {
+    /// The block a new layer of `merchant_id` continues, if any: the
+    /// flushing layer's newest block of the merchant (newer than sled's),
+    /// else the remembered one, when small enough.
+    pub fn take_tail(&mut self, merchant_id: &Uuid) -> Option<(u64, Vec<u8>)> {
+        let remembered = self.tails.remove(merchant_id);
+        if let Some((_, block)) = &remembered {
+            self.tail_bytes -= block.len();
+        }
+        match self
+            .flushing
+            .as_ref()
+            .and_then(|layer| layer.merchants.get(merchant_id))
+        {
+            Some(flushing) => flushing
+                .blocks
+                .last()
+                .filter(|(_, block)| block.len() < CONTINUED_TAIL_BYTES_MAX)
+                .cloned(),
+            None => remembered,
+        }
+    }
+
+    /// After `written` is in sled: remembers the newest block of each of its
+    /// merchants that the active layer does not hold, when small enough.
+    pub fn remember_tails(&mut self, written: &Layer) {
+        for (merchant_id, layer) in &written.merchants {
+            if let Some((_, block)) = self.tails.remove(merchant_id) {
+                self.tail_bytes -= block.len();
+            }
+            if self.active.merchants.contains_key(merchant_id) {
+                continue;
+            }
+            if let Some((first_seq, block)) = layer.blocks.last() {
+                if block.len() < CONTINUED_TAIL_BYTES_MAX && self.tail_bytes + block.len() <= REMEMBERED_TAIL_BYTES_MAX
+                {
+                    self.tail_bytes += block.len();
+                    self.tails.insert(*merchant_id, (*first_seq, block.clone()));
+                }
+            }
+        }
+    }
 }
 
 /// What a reader needs of one merchant from the overlay, taken under one
@@ -176,6 +237,21 @@ impl MerchantLayer {
         MerchantLayer {
             book,
             blocks: Vec::new(),
+            keys: HashMap::new(),
+        }
+    }
+
+    /// A layer starting from `book` that extends `tail`, the merchant's
+    /// newest block below this layer (its first sequence number and its
+    /// bytes), instead of opening a new one: a merchant that posts a few
+    /// entries a checkpoint then fills a block over several checkpoints,
+    /// and sled holds one key (and a tree node's share) per block. The
+    /// checkpoint writes the extended block over the old one under the same
+    /// key, so sled and the overlay never cut the same entries two ways.
+    pub fn continuing(book: MerchantBook, tail: (u64, Vec<u8>)) -> MerchantLayer {
+        MerchantLayer {
+            book,
+            blocks: vec![tail],
             keys: HashMap::new(),
         }
     }
@@ -206,6 +282,16 @@ impl MerchantLayer {
 /// see `blocks::BLOCK_BYTES`); large enough that a merchant's
 /// history is a few sled values per hundred entries.
 pub const ENTRY_BLOCK_BYTES_MAX: usize = 4 * 1024;
+
+/// A checkpointed tail block is continued by the next layer while it is
+/// under this size: a longer one is left as it is, as copying it to add a
+/// few entries would cost more than a new key.
+pub const CONTINUED_TAIL_BYTES_MAX: usize = ENTRY_BLOCK_BYTES_MAX / 2;
+
+/// How many bytes of tail blocks the overlay remembers to continue, so
+/// very many merchants hold no more than this on their account (beyond
+/// it, merchants start new blocks).
+pub const REMEMBERED_TAIL_BYTES_MAX: usize = 8 << 20;
 
 /// Encodes sorted `(hash, seq)` pairs as a key run.
 pub fn encode_run(keys: &[(u128, u64)]) -> Vec<u8> {
@@ -280,5 +366,58 @@ mod tests {
         assert!(next.resources.is_empty() && next.fresh.is_empty() && next.merchants.is_empty());
         assert!(next.versions[Kind::Disbursements as usize].capacity() >= 3000);
         assert!(next.fresh.capacity() >= 1);
+    }
+
+    /// A merchant layer holding one block per `(first_seq, length)`.
+    fn merchant_with_blocks(merchant_id: Uuid, blocks: &[(u64, usize)]) -> MerchantLayer {
+        MerchantLayer {
+            book: MerchantBook::new(merchant_id),
+            blocks: blocks.iter().map(|(seq, len)| (*seq, vec![7u8; *len])).collect(),
+            keys: HashMap::new(),
+        }
+    }
+
+    /// A remembered tail is only ever sled's newest block of a merchant no
+    /// layer holds: one the active layer holds is not remembered, a
+    /// flushing layer's newer block wins, and taking one forgets it.
+    #[test]
+    fn tails_are_remembered_only_for_merchants_no_layer_holds() {
+        let (quiet, busy, big) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let mut written = Layer::default();
+        written
+            .merchants
+            .insert(quiet, merchant_with_blocks(quiet, &[(1, 4000), (5, 300)]));
+        written.merchants.insert(busy, merchant_with_blocks(busy, &[(2, 300)]));
+        written
+            .merchants
+            .insert(big, merchant_with_blocks(big, &[(3, CONTINUED_TAIL_BYTES_MAX)]));
+        let mut overlay = Overlay::default();
+        overlay
+            .active
+            .merchants
+            .insert(busy, merchant_with_blocks(busy, &[(2, 500)]));
+        overlay.remember_tails(&written);
+        assert_eq!(overlay.tail_bytes, 300);
+        assert_eq!(overlay.take_tail(&busy), None, "the active layer's block is newer");
+        assert_eq!(overlay.take_tail(&big), None, "too long to continue");
+        assert_eq!(
+            overlay.take_tail(&quiet).map(|(seq, block)| (seq, block.len())),
+            Some((5, 300))
+        );
+        assert_eq!(overlay.take_tail(&quiet), None, "taken once");
+        assert_eq!(overlay.tail_bytes, 0);
+
+        // A flushing layer that holds the merchant has its newer block.
+        overlay.remember_tails(&written);
+        let mut flushing = Layer::default();
+        flushing
+            .merchants
+            .insert(quiet, merchant_with_blocks(quiet, &[(5, 600)]));
+        overlay.flushing = Some(Arc::new(flushing));
+        assert_eq!(
+            overlay.take_tail(&quiet).map(|(seq, block)| (seq, block.len())),
+            Some((5, 600))
+        );
+        assert_eq!(overlay.tail_bytes, 0, "the stale one is forgotten too");
     }
 }
