@@ -406,7 +406,7 @@ mod tests {
                 "every entry once, in order"
             );
             for below in [u64::MAX, count, count / 2, 4, 3, 2] {
-                let seqs = newest_first(&store, &merchant, below);
+                let seqs = newest_first(store, &merchant, below);
                 assert_eq!(
                     seqs,
                     (1..below.min(count + 1)).rev().collect::<Vec<u64>>(),
