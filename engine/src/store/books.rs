@@ -335,6 +335,21 @@ mod tests {
         }
     }
 
+    /// The merchant's durable wallet balance.
+    fn wallet_balance(store: &Store, merchant: &Uuid) -> i64 {
+        store
+            .durable_book(merchant)
+            .unwrap()
+            .balance(crate::ledger::Account::Wallet)
+            .get()
+    }
+
+    /// A temporary data dir and a new merchant to post entries for.
+    fn one_merchant(memo_len: usize) -> (tempfile::TempDir, Uuid, Poster) {
+        let merchant = Uuid::new_v4();
+        (tempfile::tempdir().unwrap(), merchant, Poster::new(merchant, memo_len))
+    }
+
     /// Sequence numbers of the merchant's entries below `below`, newest first.
     fn newest_first(store: &Store, merchant: &Uuid, below: u64) -> Vec<u64> {
         store
@@ -345,9 +360,7 @@ mod tests {
 
     #[test]
     fn entries_split_into_blocks_read_back_in_order_across_checkpoints_and_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let merchant = Uuid::new_v4();
-        let mut poster = Poster::new(merchant, 200);
+        let (dir, merchant, mut poster) = one_merchant(200);
         {
             let store = Store::open(dir.path()).unwrap();
             poster.post(&store, 1500);
@@ -376,14 +389,7 @@ mod tests {
         assert_eq!(store.entry(&merchant, 1777).unwrap().unwrap().seq, 1777);
         let blobs = fs::read_dir(dir.path().join("blobs")).map_or(0, |files| files.count());
         assert_eq!(blobs, 0, "no tree node grew past sled's blob threshold");
-        assert_eq!(
-            store
-                .durable_book(&merchant)
-                .unwrap()
-                .balance(crate::ledger::Account::Wallet)
-                .get(),
-            3000
-        );
+        assert_eq!(wallet_balance(&store, &merchant), 3000);
     }
 
     /// The sled keys of a merchant's entry blocks.
@@ -396,9 +402,7 @@ mod tests {
 
     #[test]
     fn a_merchant_posting_a_few_entries_a_checkpoint_fills_blocks_across_checkpoints() {
-        let dir = tempfile::tempdir().unwrap();
-        let merchant = Uuid::new_v4();
-        let mut poster = Poster::new(merchant, 150);
+        let (dir, merchant, mut poster) = one_merchant(150);
         let check = |store: &Store, count: u64| {
             let entries = store.entries_after(&merchant, 0).unwrap();
             assert!(
@@ -413,14 +417,7 @@ mod tests {
                     "below {below}"
                 );
             }
-            assert_eq!(
-                store
-                    .durable_book(&merchant)
-                    .unwrap()
-                    .balance(crate::ledger::Account::Wallet)
-                    .get(),
-                count as i64
-            );
+            assert_eq!(wallet_balance(store, &merchant), count as i64);
         };
         {
             let store = Store::open(dir.path()).unwrap();
