@@ -420,4 +420,32 @@ mod tests {
         );
         assert_eq!(overlay.tail_bytes, 0, "the stale one is forgotten too");
     }
+
+    /// A failed checkpoint puts its layer back under the active one: a newer
+    /// layer that continued the older one's last block replaces it (one
+    /// block a key), and one that did not is appended after it.
+    #[test]
+    fn merging_a_newer_layer_keeps_one_block_a_first_sequence_number() {
+        let merchant = Uuid::from_u128(1);
+        let blocks = |layer: &Layer| -> Vec<(u64, usize)> {
+            layer.merchants[&merchant]
+                .blocks
+                .iter()
+                .map(|(seq, block)| (*seq, block.len()))
+                .collect()
+        };
+        let mut continued = Layer::default();
+        continued
+            .merchants
+            .insert(merchant, merchant_with_blocks(merchant, &[(1, 4000), (5, 300)]));
+        continued.merge_newer(merchant, merchant_with_blocks(merchant, &[(5, 900), (9, 100)]));
+        assert_eq!(blocks(&continued), [(1, 4000), (5, 900), (9, 100)]);
+
+        let mut appended = Layer::default();
+        appended
+            .merchants
+            .insert(merchant, merchant_with_blocks(merchant, &[(1, 4000), (5, 300)]));
+        appended.merge_newer(merchant, merchant_with_blocks(merchant, &[(9, 100)]));
+        assert_eq!(blocks(&appended), [(1, 4000), (5, 300), (9, 100)]);
+    }
 }
