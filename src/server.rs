@@ -156,18 +156,6 @@ impl RunningServer {
         deliveries.shut_down();
         if final_checkpoint {
             engine.shutdown().await;
-            let state_dir = engine.operations().state_dir();
-            drop(engine);
-            let started = std::time::Instant::now();
-            let snapshot = move || paygate_engine::snapshot_closed_state(&state_dir);
-            match tokio::task::spawn_blocking(snapshot).await {
-                Ok(Ok(())) => tracing::info!(
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "storage snapshot written: the next start reads no storage log"
-                ),
-                Ok(Err(error)) => tracing::warn!(%error, "no storage snapshot; the next start reads the storage log"),
-                Err(error) => tracing::warn!(%error, "storage snapshot task failed"),
-            }
         } else {
             engine.halt_without_checkpoint().await;
         }

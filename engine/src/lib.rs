@@ -89,5 +89,4 @@ pub use money::MinorUnits;
 pub use operations::Operations;
 pub use orders::Orders;
 pub use store::journal::list_segments;
-pub use store::snapshot_closed_state;
 pub use webhooks::Webhooks;

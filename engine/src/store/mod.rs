@@ -395,19 +395,6 @@ impl Store {
     }
 }
 
-/// Writes sled's snapshot of the closed state at `path` (the data dir's
-/// `state`), so the next open has nothing to scan. sled 0.34 writes the
-/// snapshot its recovery starts from only when it opens, and an open first
-/// reads everything written since the last one: after a long run, seconds
-/// to minutes. Opening once more right after a clean stop pays that while
-/// nothing waits, instead of at the next start. Fails if the state is still
-/// open here after a few seconds.
-pub fn snapshot_closed_state(path: &Path) -> Result<(), StoreError> {
-    let db = sled_slot::open_sled(path)?;
-    drop(db);
-    Ok(())
-}
-
 /// A version block that is missing or does not parse.
 fn corrupt_block(key: &[u8]) -> StoreError {
     StoreError::Io(io::Error::new(
