@@ -9,6 +9,9 @@
 //! of about `CHUNK_BYTES`, one sled value each. Memory keeps, per run, only
 //! the first key of each chunk (its fences) and, for indexes asked about
 //! keys they may not hold, a Bloom filter: about 1.3 bytes per entry in all.
+//! On disk those are cut into parts of `CHUNK_BYTES` too, under a small
+//! head: a big run's metadata in one value would make its sled leaf a blob
+//! file, rewritten whole and held decoded whatever sled's cache setting.
 //! A lookup reads at most one chunk per run whose filter lets it through,
 //! newest run first; the newest entry of a key wins.
 //!
@@ -42,7 +45,13 @@ const BLOOM_PROBES: u64 = 7;
 /// the byte after it tells chunks, metadata and merge intents apart.
 const PREFIX: u8 = KeyPrefix::IndexRun.byte();
 const CHUNK_MARK: u8 = b'C';
-const META_MARK: u8 = b'M';
+/// A run's whole metadata in one value, as data dirs written before the
+/// parts hold it: read, never written.
+const WHOLE_META_MARK: u8 = b'M';
+/// A run's head (`RunHead`), the key that makes the run part of its index.
+const HEAD_MARK: u8 = b'm';
+/// The parts of a run's fences and filter, numbered from 0.
+const PART_MARK: u8 = b'P';
 const INTENT_MARK: u8 = b'I';
 
 /// The shape of one index's records.
@@ -79,6 +88,62 @@ struct RunMeta {
     fences: Vec<u8>,
     /// The Bloom filter's words (empty without one).
     bloom: Vec<u64>,
+}
+
+impl RunMeta {
+    /// The fences, then the filter's words little-endian: what the parts
+    /// hold, cut every `CHUNK_BYTES`.
+    fn part_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.fences.len() + self.bloom.len() * 8);
+        bytes.extend_from_slice(&self.fences);
+        for word in &self.bloom {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    fn head(&self) -> RunHead {
+        RunHead {
+            len: self.len,
+            chunks: self.chunks,
+            fence_bytes: self.fences.len() as u64,
+            bloom_words: self.bloom.len() as u64,
+        }
+    }
+
+    /// The metadata `head` describes, from its parts' bytes in order
+    /// (parts past what it needs are a staged run's left under a reused
+    /// id, and ignored).
+    fn from_parts(head: RunHead, parts: &[u8], id: u64, tag: u8) -> Result<RunMeta, StoreError> {
+        let fence_bytes = usize::try_from(head.fence_bytes).map_err(|_| short_parts(id, tag))?;
+        let bloom_bytes = usize::try_from(head.bloom_words.saturating_mul(8)).map_err(|_| short_parts(id, tag))?;
+        let bloom_end = fence_bytes
+            .checked_add(bloom_bytes)
+            .ok_or_else(|| short_parts(id, tag))?;
+        let fences = parts.get(..fence_bytes).ok_or_else(|| short_parts(id, tag))?.to_vec();
+        let bloom = parts
+            .get(fence_bytes..bloom_end)
+            .ok_or_else(|| short_parts(id, tag))?
+            .chunks_exact(8)
+            .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
+            .collect();
+        Ok(RunMeta {
+            len: head.len,
+            chunks: head.chunks,
+            fences,
+            bloom,
+        })
+    }
+}
+
+/// What a run's head key holds: its size, and the lengths of the fences
+/// and filter its parts carry.
+#[derive(Debug, Serialize, Deserialize)]
+struct RunHead {
+    len: u64,
+    chunks: u32,
+    fence_bytes: u64,
+    bloom_words: u64,
 }
 
 /// One run: its id (newer runs have higher ids) and what memory keeps.
@@ -222,8 +287,13 @@ impl<'a> RunWriter<'a> {
         (self.sink)(key, chunk)
     }
 
+    /// Writes the last chunk and the metadata's parts; the head, which
+    /// makes the run visible, is the caller's to apply.
     fn finish(mut self) -> Result<Run, StoreError> {
         self.cut()?;
+        for (index, part) in self.meta.part_bytes().chunks(CHUNK_BYTES).enumerate() {
+            (self.sink)(part_key(self.spec.tag, self.id, index as u32).to_vec(), part.to_vec())?;
+        }
         Ok(Run {
             id: self.id,
             meta: self.meta,
@@ -237,25 +307,37 @@ impl RunSet {
     pub fn load(tree: &sled::Tree, spec: RunSpec) -> Result<RunSet, StoreError> {
         if let Some(intent) = tree.get(intent_key(spec.tag))? {
             let intent: Intent = decode_plain(&intent)?;
-            if tree.get(meta_key(spec.tag, intent.writes))?.is_some() {
+            let written = tree.get(head_key(spec.tag, intent.writes))?.is_some()
+                || tree.get(whole_meta_key(spec.tag, intent.writes))?.is_some();
+            if written {
                 for id in intent.replaces {
-                    remove_chunks(tree, spec.tag, id)?;
+                    remove_run_data(tree, spec.tag, id)?;
                 }
             } else {
-                remove_chunks(tree, spec.tag, intent.writes)?;
+                remove_run_data(tree, spec.tag, intent.writes)?;
             }
             tree.remove(intent_key(spec.tag))?;
         }
         let mut runs = Vec::new();
-        for item in tree.scan_prefix([PREFIX, META_MARK, spec.tag]) {
+        for item in tree.scan_prefix([PREFIX, WHOLE_META_MARK, spec.tag]) {
             let (key, value) = item?;
-            let id = u64::from_be_bytes(key[3..11].try_into().map_err(|_| bad_key(&key))?);
             runs.push(Arc::new(Run {
-                id,
+                id: run_id(&key)?,
                 meta: decode_plain(&value)?,
             }));
         }
-        // Big-endian ids: the scan is oldest first already.
+        for item in tree.scan_prefix([PREFIX, HEAD_MARK, spec.tag]) {
+            let (key, value) = item?;
+            let id = run_id(&key)?;
+            let mut parts = Vec::new();
+            // Big-endian part numbers: the scan is in order.
+            for part in tree.scan_prefix(part_prefix(spec.tag, id)).values() {
+                parts.extend_from_slice(&part?);
+            }
+            let meta = RunMeta::from_parts(decode_plain(&value)?, &parts, id, spec.tag)?;
+            runs.push(Arc::new(Run { id, meta }));
+        }
+        runs.sort_by_key(|run| run.id);
         let next_id = runs.last().map_or(1, |run| run.id + 1);
         Ok(RunSet { spec, runs, next_id })
     }
@@ -391,9 +473,16 @@ impl StagedRun {
         self.tag
     }
 
-    /// The sled entry that makes it part of its index.
+    /// The sled entry that makes it part of its index (its head; its
+    /// chunks and parts are written already).
     pub fn meta_entry(&self) -> (Vec<u8>, Vec<u8>) {
-        (meta_key(self.tag, self.run.id).to_vec(), encode_plain(&self.run.meta))
+        self.run.head_entry(self.tag)
+    }
+}
+
+impl Run {
+    fn head_entry(&self, tag: u8) -> (Vec<u8>, Vec<u8>) {
+        (head_key(tag, self.id).to_vec(), encode_plain(&self.meta.head()))
     }
 }
 
@@ -412,11 +501,36 @@ fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 15] {
     key
 }
 
-fn meta_key(tag: u8, id: u64) -> [u8; 11] {
+/// `mark`+`tag`+`id`: a run's whole-metadata key, head key or part prefix.
+fn run_key(mark: u8, tag: u8, id: u64) -> [u8; 11] {
     let mut key = [0u8; 11];
-    key[..3].copy_from_slice(&[PREFIX, META_MARK, tag]);
+    key[..3].copy_from_slice(&[PREFIX, mark, tag]);
     key[3..].copy_from_slice(&id.to_be_bytes());
     key
+}
+
+fn whole_meta_key(tag: u8, id: u64) -> [u8; 11] {
+    run_key(WHOLE_META_MARK, tag, id)
+}
+
+fn head_key(tag: u8, id: u64) -> [u8; 11] {
+    run_key(HEAD_MARK, tag, id)
+}
+
+fn part_prefix(tag: u8, id: u64) -> [u8; 11] {
+    run_key(PART_MARK, tag, id)
+}
+
+fn part_key(tag: u8, id: u64, part: u32) -> [u8; 15] {
+    let mut key = [0u8; 15];
+    key[..11].copy_from_slice(&part_prefix(tag, id));
+    key[11..].copy_from_slice(&part.to_be_bytes());
+    key
+}
+
+fn run_id(key: &[u8]) -> Result<u64, StoreError> {
+    let id = key.get(3..11).ok_or_else(|| bad_key(key))?;
+    Ok(u64::from_be_bytes(id.try_into().expect("8 bytes")))
 }
 
 fn intent_key(tag: u8) -> [u8; 3] {
@@ -449,12 +563,14 @@ fn read_chunk(tree: &sled::Tree, tag: u8, id: u64, chunk: u32) -> Result<sled::I
     })
 }
 
-fn remove_chunks(tree: &sled::Tree, tag: u8, id: u64) -> Result<(), StoreError> {
-    let mut prefix = vec![PREFIX, CHUNK_MARK, tag];
-    prefix.extend_from_slice(&id.to_be_bytes());
+/// Removes a run's chunks and its metadata's parts (not its head: the
+/// batch that takes the run out of its index removes that).
+fn remove_run_data(tree: &sled::Tree, tag: u8, id: u64) -> Result<(), StoreError> {
     let mut batch = sled::Batch::default();
-    for item in tree.scan_prefix(&prefix).keys() {
-        batch.remove(item?);
+    for mark in [CHUNK_MARK, PART_MARK] {
+        for item in tree.scan_prefix(run_key(mark, tag, id)).keys() {
+            batch.remove(item?);
+        }
     }
     tree.apply_batch(batch)?;
     Ok(())
@@ -462,6 +578,13 @@ fn remove_chunks(tree: &sled::Tree, tag: u8, id: u64) -> Result<(), StoreError> 
 
 fn bad_key(key: &[u8]) -> StoreError {
     StoreError::Format(format!("unreadable index run key {key:?}"))
+}
+
+fn short_parts(id: u64, tag: u8) -> StoreError {
+    StoreError::Format(format!(
+        "index run {id} of index {} is missing parts of its metadata",
+        tag as char
+    ))
 }
 
 mod merge;

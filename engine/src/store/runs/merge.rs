@@ -5,7 +5,9 @@
 //! deleted after (`finish_merge`); its intent record lets `RunSet::load`
 //! finish or undo one a crash cut short.
 
-use super::{intent_key, meta_key, read_chunk, remove_chunks, Intent, Run, RunSet, RunSpec, RunWriter, FANOUT};
+use super::{
+    head_key, intent_key, read_chunk, remove_run_data, whole_meta_key, Intent, Run, RunSet, RunSpec, RunWriter, FANOUT,
+};
 use crate::store::record::encode_plain;
 use crate::store::StoreError;
 use std::sync::Arc;
@@ -95,12 +97,11 @@ impl RunSet {
     /// chunks once the lock is let go.
     pub fn install_merge(&mut self, tree: &sled::Tree, merged: MergedRun) -> Result<Vec<u64>, StoreError> {
         let mut swap = sled::Batch::default();
-        swap.insert(
-            meta_key(self.spec.tag, merged.run.id).to_vec(),
-            encode_plain(&merged.run.meta),
-        );
+        let (head, value) = merged.run.head_entry(self.spec.tag);
+        swap.insert(head, value);
         for old in &merged.replaces {
-            swap.remove(meta_key(self.spec.tag, *old).to_vec());
+            swap.remove(head_key(self.spec.tag, *old).to_vec());
+            swap.remove(whole_meta_key(self.spec.tag, *old).to_vec());
         }
         tree.apply_batch(swap)?;
         self.runs.retain(|run| !merged.replaces.contains(&run.id));
@@ -108,10 +109,10 @@ impl RunSet {
         Ok(merged.replaces)
     }
 
-    /// Deletes the chunks of runs a merge replaced, and its intent.
+    /// Deletes the chunks and parts of runs a merge replaced, and its intent.
     pub fn finish_merge(spec: RunSpec, tree: &sled::Tree, replaced: &[u64]) -> Result<(), StoreError> {
         for id in replaced {
-            remove_chunks(tree, spec.tag, *id)?;
+            remove_run_data(tree, spec.tag, *id)?;
         }
         tree.remove(intent_key(spec.tag))?;
         Ok(())

@@ -132,6 +132,13 @@ fn merges_keep_every_answer_and_few_runs() {
     // Replaced runs leave nothing behind.
     let chunks = tree.scan_prefix([PREFIX, CHUNK_MARK, LOOKUP.tag]).count() as u32;
     assert_eq!(chunks, set.runs.iter().map(|run| run.meta.chunks).sum::<u32>());
+    let parts = tree.scan_prefix([PREFIX, PART_MARK, LOOKUP.tag]).count();
+    let expected: usize = set
+        .runs
+        .iter()
+        .map(|run| run.meta.part_bytes().len().div_ceil(CHUNK_BYTES))
+        .sum();
+    assert_eq!(parts, expected);
 }
 
 #[test]
@@ -157,8 +164,9 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
             chunk.extend_from_slice(&value(*n, *version));
         }
         tree.insert(chunk_key(LOOKUP.tag, new_id, 0), chunk).unwrap();
-        if finished_swap {
-            let meta = RunMeta {
+        let merged = Run {
+            id: new_id,
+            meta: RunMeta {
                 len: 3,
                 chunks: 1,
                 fences: key(1).to_vec(),
@@ -169,11 +177,17 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
                     .zip(&set.runs[1].meta.bloom)
                     .map(|(a, b)| a | b)
                     .collect(),
-            };
+            },
+        };
+        for (index, part) in merged.meta.part_bytes().chunks(CHUNK_BYTES).enumerate() {
+            tree.insert(part_key(LOOKUP.tag, new_id, index as u32), part).unwrap();
+        }
+        if finished_swap {
             let mut swap = sled::Batch::default();
-            swap.insert(meta_key(LOOKUP.tag, new_id).to_vec(), encode_plain(&meta));
+            let (head, value) = merged.head_entry(LOOKUP.tag);
+            swap.insert(head, value);
             for id in &old {
-                swap.remove(meta_key(LOOKUP.tag, *id).to_vec());
+                swap.remove(head_key(LOOKUP.tag, *id).to_vec());
             }
             tree.apply_batch(swap).unwrap();
         }
@@ -187,8 +201,82 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
             .keys()
             .map(|k| u64::from_be_bytes(k.unwrap()[3..11].try_into().unwrap()))
             .collect();
-        assert_eq!(chunk_ids, ids.into_iter().collect());
+        let part_ids: std::collections::BTreeSet<u64> = tree
+            .scan_prefix([PREFIX, PART_MARK, LOOKUP.tag])
+            .keys()
+            .map(|k| u64::from_be_bytes(k.unwrap()[3..11].try_into().unwrap()))
+            .collect();
+        assert_eq!(chunk_ids, ids.iter().copied().collect());
+        assert_eq!(part_ids, ids.into_iter().collect());
     }
+}
+
+/// Rewrites every run's head and parts as one whole-metadata value, as a
+/// data dir written before the parts holds them.
+fn to_whole_metadata(set: &RunSet, tree: &sled::Tree) {
+    for run in &set.runs {
+        tree.remove(head_key(set.spec.tag, run.id)).unwrap();
+        for part in tree.scan_prefix(part_prefix(set.spec.tag, run.id)).keys() {
+            tree.remove(part.unwrap()).unwrap();
+        }
+        tree.insert(whole_meta_key(set.spec.tag, run.id), encode_plain(&run.meta))
+            .unwrap();
+    }
+}
+
+#[test]
+fn runs_with_whole_metadata_as_older_data_dirs_hold_them_load_and_merge_away() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    let mut model = BTreeMap::new();
+    for run in 0..3u64 {
+        let entries: Vec<(u64, u64)> = (0..40).map(|i| ((run * 13 + i * 7) % 200, run)).collect();
+        model.extend(entries.iter().copied());
+        write_run(&mut set, &tree, &entries);
+    }
+    to_whole_metadata(&set, &tree);
+    assert_eq!(tree.scan_prefix([PREFIX, HEAD_MARK, LOOKUP.tag]).count(), 0);
+    let mut loaded = RunSet::load(&tree, LOOKUP).unwrap();
+    assert_eq!(loaded.run_count(), 3);
+    assert_matches(&loaded, &tree, &model, 220);
+
+    // A fourth run of the same tier, in parts, merges all four into one.
+    let entries: Vec<(u64, u64)> = (0..40).map(|i| ((i * 5) % 200, 9)).collect();
+    model.extend(entries.iter().copied());
+    write_run(&mut loaded, &tree, &entries);
+    loaded.compact(&tree).unwrap();
+    assert_eq!(loaded.run_count(), 1);
+    assert_eq!(tree.scan_prefix([PREFIX, WHOLE_META_MARK, LOOKUP.tag]).count(), 0);
+    assert_matches(&loaded, &tree, &model, 220);
+    assert_matches(&RunSet::load(&tree, LOOKUP).unwrap(), &tree, &model, 220);
+}
+
+#[test]
+fn a_big_runs_metadata_is_stored_in_parts_no_bigger_than_a_chunk() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    let entries: Vec<(u64, u64)> = (0..60_000).map(|n| (n, 1)).collect();
+    write_run(&mut set, &tree, &entries);
+    let meta = &set.runs[0].meta;
+    let bytes = meta.fences.len() + meta.bloom.len() * 8;
+    assert!(bytes > 8 * CHUNK_BYTES, "{bytes} bytes of metadata");
+    let parts: Vec<usize> = tree
+        .scan_prefix(part_prefix(LOOKUP.tag, set.runs[0].id))
+        .values()
+        .map(|part| part.unwrap().len())
+        .collect();
+    assert_eq!(parts.len(), bytes.div_ceil(CHUNK_BYTES));
+    assert!(parts.iter().all(|len| *len <= CHUNK_BYTES), "{parts:?}");
+    let head = tree.get(head_key(LOOKUP.tag, set.runs[0].id)).unwrap().unwrap();
+    assert!(head.len() < 32, "the head is {} bytes", head.len());
+    let reloaded = RunSet::load(&tree, LOOKUP).unwrap();
+    assert_eq!(reloaded.runs[0].meta.fences, meta.fences);
+    assert_eq!(reloaded.runs[0].meta.bloom, meta.bloom);
+
+    // A part lost is an error, not a run read short.
+    let last = part_key(LOOKUP.tag, set.runs[0].id, parts.len() as u32 - 1);
+    tree.remove(last).unwrap();
+    assert!(matches!(RunSet::load(&tree, LOOKUP), Err(StoreError::Format(_))));
 }
 
 #[test]
