@@ -494,11 +494,7 @@ fn random_bytes(key: &[u8], at: usize) -> u64 {
 }
 
 fn chunk_key(tag: u8, id: u64, chunk: u32) -> [u8; 15] {
-    let mut key = [0u8; 15];
-    key[..3].copy_from_slice(&[PREFIX, CHUNK_MARK, tag]);
-    key[3..11].copy_from_slice(&id.to_be_bytes());
-    key[11..].copy_from_slice(&chunk.to_be_bytes());
-    key
+    numbered_key(CHUNK_MARK, tag, id, chunk)
 }
 
 /// `mark`+`tag`+`id`: a run's whole-metadata key, head key or part prefix.
@@ -522,9 +518,15 @@ fn part_prefix(tag: u8, id: u64) -> [u8; 11] {
 }
 
 fn part_key(tag: u8, id: u64, part: u32) -> [u8; 15] {
+    numbered_key(PART_MARK, tag, id, part)
+}
+
+/// `run_key` followed by a chunk's or part's number, big-endian so they
+/// scan in order.
+fn numbered_key(mark: u8, tag: u8, id: u64, number: u32) -> [u8; 15] {
     let mut key = [0u8; 15];
-    key[..11].copy_from_slice(&part_prefix(tag, id));
-    key[11..].copy_from_slice(&part.to_be_bytes());
+    key[..11].copy_from_slice(&run_key(mark, tag, id));
+    key[11..].copy_from_slice(&number.to_be_bytes());
     key
 }
 
