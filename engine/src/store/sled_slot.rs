@@ -239,4 +239,44 @@ mod tests {
         let waiting_done = waiting.await.expect("the waiting task");
         assert!(other_done < waiting_done);
     }
+
+    /// The vendored sled keeps counts of its free and inactive log segments
+    /// and, in a debug build, checks them against a scan of every segment
+    /// each time a segment is deactivated (vendor/sled/PATCHED.md). Writes
+    /// that fill, replace and free many segments, then reopens that read
+    /// them back, take the counts through every transition. A wrong count
+    /// panics one of sled's IO threads, and sled then waits for ever: the
+    /// work runs on a thread of its own and must finish in time.
+    #[test]
+    fn sleds_segment_counts_stay_true_through_writes_frees_and_a_reopen() {
+        assert!(cfg!(debug_assertions), "the counts are checked in debug builds only");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().to_path_buf();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let value = |round: u8| vec![round; 2048];
+            for round in 0..3u8 {
+                let db = super::open_sled(&path).expect("sled opens");
+                // Each pass replaces the last: whole segments fall dead.
+                for pass in 0..4u8 {
+                    for key in 0..6_000u32 {
+                        db.insert(key.to_be_bytes(), value(round * 4 + pass)).expect("insert");
+                    }
+                }
+                for key in (0..6_000u32).step_by(3) {
+                    db.remove(key.to_be_bytes()).expect("remove");
+                }
+                db.flush().expect("flush");
+                assert_eq!(
+                    db.get(1u32.to_be_bytes()).expect("get").as_deref(),
+                    Some(&value(round * 4 + 3)[..])
+                );
+                assert_eq!(db.get(3u32.to_be_bytes()).expect("get"), None);
+            }
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(Duration::from_secs(120))
+            .expect("sled's writes and reopens finish (a stall is a panicked IO thread: see the output above)");
+    }
 }

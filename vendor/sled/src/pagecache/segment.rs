@@ -96,6 +96,11 @@ pub(crate) struct SegmentAccountant {
     segment_cleaner: SegmentCleaner,
     ordering: BTreeMap<Lsn, LogOffset>,
     async_truncations: BTreeMap<LogOffset, OneShot<Result<()>>>,
+    // PATCHED (see PATCHED.md): how many of `segments` are Free and how many
+    // Inactive, kept as they change, so deactivating a segment does not
+    // count every segment of the file.
+    free_segments: usize,
+    inactive_segments: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -469,6 +474,27 @@ impl Segment {
 }
 
 impl SegmentAccountant {
+    /// PATCHED (see PATCHED.md): the counts `free_segments` and
+    /// `inactive_segments` as a whole scan finds them.
+    fn count_segments(&self) -> (usize, usize) {
+        let free = self.segments.iter().filter(|s| s.is_free()).count();
+        let inactive =
+            self.segments.iter().filter(|s| s.is_inactive()).count();
+        (free, inactive)
+    }
+
+    /// PATCHED (see PATCHED.md): moves segment `idx`'s share of the counts
+    /// from the state it was in (`was_free`, `was_inactive`) to the state
+    /// it is in now. Called after every change of a segment's state.
+    fn recount_segment(&mut self, idx: usize, was_free: bool, was_inactive: bool) {
+        let segment = &self.segments[idx];
+        self.free_segments =
+            self.free_segments + segment.is_free() as usize - was_free as usize;
+        self.inactive_segments = self.inactive_segments
+            + segment.is_inactive() as usize
+            - was_inactive as usize;
+    }
+
     /// Create a new `SegmentAccountant` from previously recovered segments.
     pub(super) fn start(
         config: RunningConfig,
@@ -485,6 +511,8 @@ impl SegmentAccountant {
             segment_cleaner,
             ordering: BTreeMap::default(),
             async_truncations: BTreeMap::default(),
+            free_segments: 0,
+            inactive_segments: 0,
         };
 
         ret.initialize_from_snapshot(snapshot)?;
@@ -596,6 +624,9 @@ impl SegmentAccountant {
         let segments = self.initial_segments(snapshot)?;
 
         self.segments = segments;
+        let (free, inactive) = self.count_segments();
+        self.free_segments = free;
+        self.inactive_segments = inactive;
 
         let mut to_free = vec![];
         let mut maybe_clean = vec![];
@@ -850,6 +881,7 @@ impl SegmentAccountant {
                     segment_start
                 );
                 let to_clean = self.segments[idx].inactive_to_draining(lsn);
+                self.recount_segment(idx, false, true);
                 self.segment_cleaner.add_pids(segment_start, to_clean);
             }
         }
@@ -859,6 +891,7 @@ impl SegmentAccountant {
         if self.segments[idx].can_free() {
             // can be reused immediately
             let replacement_lsn = self.segments[idx].draining_to_free(lsn);
+            self.recount_segment(idx, false, false);
 
             if self.ordering.contains_key(&replacement_lsn) {
                 let replacement_lid = self.ordering[&replacement_lsn];
@@ -944,7 +977,10 @@ impl SegmentAccountant {
         );
 
         let freeable_segments = if self.segments[idx].is_active() {
-            self.segments[idx].active_to_inactive(lsn, &self.config)?
+            let freeable =
+                self.segments[idx].active_to_inactive(lsn, &self.config)?;
+            self.recount_segment(idx, false, false);
+            freeable
         } else {
             Default::default()
         };
@@ -959,9 +995,14 @@ impl SegmentAccountant {
 
         // if we have a lot of free segments in our whole file,
         // let's start relocating the current tip to boil it down
-        let free_segs = self.segments.iter().filter(|s| s.is_free()).count();
-        let inactive_segs =
-            self.segments.iter().filter(|s| s.is_inactive()).count();
+        // PATCHED (see PATCHED.md): kept counts, not two scans of every
+        // segment of the file at each deactivation.
+        debug_assert_eq!(
+            (self.free_segments, self.inactive_segments),
+            self.count_segments()
+        );
+        let free_segs = self.free_segments;
+        let inactive_segs = self.inactive_segments;
         let free_ratio = (free_segs * 100) / (1 + free_segs + inactive_segs);
 
         if free_ratio >= SEGMENT_CLEANUP_THRESHOLD && inactive_segs > 5 {
@@ -972,6 +1013,7 @@ impl SegmentAccountant {
                 (last_index * self.config.segment_size) as LogOffset;
 
             let to_clean = self.segments[last_index].inactive_to_draining(lsn);
+            self.recount_segment(last_index, false, true);
             self.segment_cleaner.add_pids(segment_start, to_clean);
         }
 
@@ -1026,6 +1068,7 @@ impl SegmentAccountant {
         let idx = self.segment_id(lid);
 
         self.segments[idx].free_to_active(lsn);
+        self.recount_segment(idx, true, false);
 
         self.ordering.insert(lsn, lid);
 
@@ -1128,6 +1171,8 @@ impl SegmentAccountant {
         // TODO never resize like this, make it a single
         // responsibility when the tip is bumped / truncated.
         if self.segments.len() < idx + 1 {
+            // PATCHED (see PATCHED.md): the added segments are Free.
+            self.free_segments += idx + 1 - self.segments.len();
             self.segments.resize(idx + 1, Segment::default());
         }
 
