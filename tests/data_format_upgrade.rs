@@ -7,8 +7,10 @@
 //!   disbursement): every order is found by id, ref code, listing,
 //!   `Idempotency-Key` and merchant order id;
 //! - format 4, before refunds, settlements, beneficiaries and batches did
-//!   (`make-data-format-4-and-5.sh`): each is found, listed and replayed;
-//! - format 5, the same records before stored values carried their layout.
+//!   (`make-data-format-4-to-6.sh`): each is found, listed and replayed;
+//! - format 5, the same records before stored values carried their layout;
+//! - format 6, the same records before ledger entries' idempotency keys
+//!   moved from one value a merchant and checkpoint into runs.
 //!
 //! Each fixture had a checkpoint, then a journal tail cut by SIGKILL.
 
@@ -20,7 +22,7 @@ use std::path::Path;
 use support::*;
 
 /// The format this build writes.
-const CURRENT_FORMAT: &str = "6";
+const CURRENT_FORMAT: &str = "7";
 
 /// Unpacks the fixture of data format `format` into `into` (it holds
 /// `data/` and `expected.json`).
@@ -307,7 +309,15 @@ async fn a_format_5_data_dir_opens_with_its_untagged_values_read_as_layout_1() {
     assert_records_survive_the_upgrade_from(5).await;
 }
 
-/// Opens the fixture of `format` (`make-data-format-4-and-5.sh`): its
+/// Format 6 kept ledger entries' idempotency keys in one value a merchant
+/// and checkpoint: they move into runs, and the records of the entries
+/// they guard stay as they were.
+#[tokio::test]
+async fn a_format_6_data_dir_opens_with_its_entry_keys_moved_into_runs() {
+    assert_records_survive_the_upgrade_from(6).await;
+}
+
+/// Opens the fixture of `format` (`make-data-format-4-to-6.sh`): its
 /// records are found and replayed, its open work finishes, the next
 /// settlement takes what came after the first, and all of it holds after
 /// SIGKILL and a restart.

@@ -85,10 +85,6 @@ pub const CHECKPOINT_PENDING_ENTRIES_MAX: usize = 500_000;
 /// How often the checkpointer looks at the overlay's size.
 pub const CHECKPOINT_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
-/// A merchant's idempotency key runs are merged into one past this count,
-/// so looking up a key reads a bounded number of runs.
-pub const IDEMPOTENCY_RUNS_MAX: usize = 8;
-
 /// Every call into an actor gives up after this long (the operation may still
 /// complete; callers rely on idempotency keys to retry safely).
 pub const ACTOR_CALL_TIMEOUT: Duration = Duration::from_secs(15);

@@ -161,11 +161,6 @@ impl KnownKeys {
         }
     }
 
-    /// True while every key used is in the filter.
-    pub(crate) fn complete(&self) -> bool {
-        self.complete
-    }
-
     /// False only when the key was certainly never used.
     pub(crate) fn may_contain(&self, hash: u128) -> bool {
         !self.complete || self.filter.may_contain(hash)
@@ -226,9 +221,6 @@ pub struct MerchantState {
     recent_keys: HashMap<u128, u64>,
     /// Every entry idempotency key hash this merchant ever used, while they fit.
     known_entry_keys: KnownKeys,
-    /// The checkpointed key runs and the generation they were read at, for
-    /// the keys `known_entry_keys` lets through.
-    key_runs: Option<(u64, Vec<sled::IVec>)>,
     recent_entries: VecDeque<Arc<Entry>>,
     in_flight: Arc<AtomicUsize>,
     last_activity: Instant,
@@ -291,7 +283,6 @@ impl Actor for MerchantActor {
             args,
             recent_keys: HashMap::new(),
             known_entry_keys,
-            key_runs: None,
             recent_entries: VecDeque::new(),
             in_flight: Arc::new(AtomicUsize::new(0)),
             last_activity: Instant::now(),
@@ -514,16 +505,12 @@ impl MerchantState {
         if let Some(seq) = store.overlay_key_lookup(&self.args.merchant_id, hash) {
             return Ok(Some(seq));
         }
-        let generation = store.key_runs_generation();
-        if self.key_runs.as_ref().is_none_or(|(cached, _)| *cached != generation) {
-            let runs = store.key_runs(&self.args.merchant_id).map_err(|error| {
+        store
+            .checkpointed_key_lookup(&self.args.merchant_id, hash)
+            .map_err(|error| {
                 tracing::error!(%error, "idempotency index unreadable");
                 LedgerError::IndexUnreadable(error.to_string())
-            })?;
-            self.key_runs = Some((generation, runs));
-        }
-        let (_, runs) = self.key_runs.as_ref().expect("loaded above");
-        Ok(runs.iter().find_map(|run| crate::store::overlay::search_run(run, hash)))
+            })
     }
 
     fn remember_key(&mut self, key: u128, seq: u64) {

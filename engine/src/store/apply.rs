@@ -238,6 +238,11 @@ impl Store {
             })?;
             layer.push_entry(entry, payload, key_hash);
             active.entry_count += 1;
+        } else if let Some(hash) = key_hash {
+            // The book was written by a checkpoint cut short before its
+            // marker, which would have made the entry's key visible: the
+            // key goes to the next checkpoint (see `entry_keys.rs`).
+            layer.keys.insert(hash, entry.seq);
         }
         Ok(())
     }

@@ -1,13 +1,12 @@
-//! Merchants' ledgers as stored: books, entries and idempotency key runs,
+//! Merchants' ledgers as stored: books, entries and idempotency keys,
 //! the overlay's newest laid over the last checkpoint's.
 
 use super::keys::{merchant_key, merchant_seq_key, KeyPrefix};
-use super::overlay::{self, MerchantView, Overlay};
+use super::overlay::{MerchantView, Overlay};
 use super::record::{decode_value, JournalRecord};
 use super::{Store, StoreError};
 use crate::ledger::{Entry, MerchantBook};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use uuid::Uuid;
 
 impl Store {
@@ -171,12 +170,11 @@ impl Store {
                 index.extend(layer.keys.iter().map(|(hash, seq)| (*hash, *seq)));
             }
         }
-        for run in self.key_runs(merchant_id)? {
-            index.extend(overlay::decode_run(&run));
-            if index.len() > limit {
-                return Ok(None);
-            }
-        }
+        let room = limit.saturating_sub(index.len());
+        let Some(checkpointed) = self.entry_keys.of_merchant(&self.ledger_tree(), merchant_id, room)? else {
+            return Ok(None);
+        };
+        index.extend(checkpointed);
         Ok((index.len() <= limit).then_some(index))
     }
 
@@ -191,17 +189,12 @@ impl Store {
             .find_map(|layer| layer.keys.get(&hash).copied())
     }
 
-    /// A merchant's checkpointed key runs (sorted hash, seq pairs).
-    pub fn key_runs(&self, merchant_id: &Uuid) -> Result<Vec<sled::IVec>, StoreError> {
-        self.ledger_tree()
-            .scan_prefix(merchant_key(KeyPrefix::IdempotencyKeyRun, merchant_id))
-            .map(|item| Ok(item?.1))
-            .collect()
-    }
-
-    /// Changes whenever checkpointed key runs change, so cached runs can be refreshed.
-    pub fn key_runs_generation(&self) -> u64 {
-        self.key_runs_generation.load(Ordering::Acquire)
+    /// The entry that used an idempotency key hash, among a merchant's
+    /// checkpointed keys: the overlay's are `overlay_key_lookup`'s, looked
+    /// up first (a checkpoint adds its run before its layer leaves the
+    /// overlay, so no key is missed between the two).
+    pub fn checkpointed_key_lookup(&self, merchant_id: &Uuid, hash: u128) -> Result<Option<u64>, StoreError> {
+        self.entry_keys.get(&self.ledger_tree(), merchant_id, hash)
     }
 }
 

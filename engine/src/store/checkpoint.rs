@@ -1,19 +1,22 @@
 //! Checkpoints: the overlay written to sled in small batches, the marker
-//! last, then flushed and fsynced; and the compactions that keep key runs
-//! and history runs few.
+//! last, then flushed and fsynced; and the merges that keep the history's
+//! and the entry keys' runs few.
 
 use super::blocks::{self, BlockWriter};
+use super::entry_keys::EntryKeys;
 use super::history::Kind;
 use super::history::{OpenSetWrite, StagedHistory};
 use super::keys::{merchant_key, merchant_seq_key, KeyPrefix, CHECKPOINT_SEQ_KEY};
 use super::overlay::{self, Layer, LayerVersion};
 use super::record::encode_value;
+use super::runs::StagedRun;
 use super::{KindIndexes, Store, StoreError};
 use crate::limits;
 use foldhash::HashMap;
 use std::fs;
 use std::io;
 use std::path::Path;
+#[cfg(test)]
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -41,10 +44,13 @@ impl Store {
         // The overlay's reference is then the only one, so a failed layer
         // goes back without a copy.
         drop(layer);
-        let result = result.map(|staged| {
+        let result = result.map(|(staged, entry_keys)| {
             // Before the layer leaves the overlay, so no reader misses both:
             // the runs first, then the recent entries they now hold go (freed
             // outside the lock, which the applier waits on).
+            if let Some(entry_keys) = entry_keys {
+                self.entry_keys.add(entry_keys);
+            }
             for (kind, staged) in self.kinds.iter().zip(staged) {
                 kind.runs.write().expect("history lock").add(staged);
                 let written = kind.recent.write().expect("recent index lock").forget_sealed();
@@ -84,6 +90,9 @@ impl Store {
         drop(written);
         result?;
         self.compact_history();
+        if let Err(error) = self.entry_keys.compact(&self.ledger_tree()) {
+            tracing::error!(%error, "merging entry key runs failed; retried at the next checkpoint");
+        }
         Ok(covers_below)
     }
 
@@ -116,19 +125,19 @@ impl Store {
     /// Writes a layer in batches of about `CHECKPOINT_BATCH_OPS` writes,
     /// the checkpoint marker last. sled holds a process-wide write lock for
     /// a whole batch, stalling every reader; small batches keep those stalls
-    /// short. Safe to stop anywhere before the marker: a merchant's book,
-    /// entry blocks and key run always share one batch (so replay skips
-    /// exactly the entries the stored book has), and resources are whole
-    /// values that replay rewrites in order. Returns the history runs of
-    /// the layer's versions, one per kind, written but not yet visible.
-    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<Vec<StagedHistory>, StoreError> {
+    /// short. Safe to stop anywhere before the marker: a merchant's book
+    /// and entry blocks always share one batch (so replay skips exactly the
+    /// entries the stored book has, and puts their keys back: see
+    /// `entry_keys.rs`), and resources are whole values that replay
+    /// rewrites in order. Returns the history runs of the layer's versions,
+    /// one per kind, and the run of its entry keys, written but not yet visible.
+    fn write_layer(&self, layer: &overlay::Layer, covers_below: u64) -> Result<StagedLayer, StoreError> {
         let mut batch = CheckpointBatch {
             store: self,
             batch: sled::Batch::default(),
             pending: 0,
             batches_written: 0,
         };
-        let mut compact = Vec::new();
         for (merchant_id, merchant) in &layer.merchants {
             batch.insert(
                 &merchant_key(KeyPrefix::Book, merchant_id),
@@ -140,16 +149,7 @@ impl Store {
                     block.as_slice(),
                 );
             }
-            if !merchant.keys.is_empty() {
-                let mut keys: Vec<(u128, u64)> = merchant.keys.iter().map(|(hash, seq)| (*hash, *seq)).collect();
-                keys.sort_unstable();
-                batch.insert(
-                    &merchant_seq_key(KeyPrefix::IdempotencyKeyRun, merchant_id, layer.through_seq),
-                    overlay::encode_run(&keys),
-                );
-                compact.push(*merchant_id);
-            }
-            // A merchant's book, entry blocks and key run share one batch.
+            // A merchant's book and entry blocks share one batch.
             batch.flush(false)?;
         }
         for (key, value) in &layer.resources {
@@ -164,6 +164,11 @@ impl Store {
         for (kind, versions) in self.kinds.iter().zip(&layer.versions) {
             staged.push(self.write_versions(kind, versions, covers_below, &mut batch)?);
         }
+        let entry_keys = self.entry_keys.stage(layer, &mut |key, chunk| {
+            batch.batch.insert(key, chunk);
+            batch.pending += 1;
+            batch.flush(false)
+        })?;
         batch.flush(true)?;
         #[cfg(test)]
         if batch.batches_written >= self.fail_after_batches.load(Ordering::Acquire) {
@@ -179,7 +184,7 @@ impl Store {
             .write()
             .expect("recent index lock")
             .take_open_for_checkpoint();
-        let finished = self.write_marker(covers_below, &staged, open, compact);
+        let finished = self.write_marker(covers_below, &staged, entry_keys.as_ref(), open);
         if finished.is_err() {
             // What of the open set's changes reached sled is not known.
             disbursements
@@ -188,7 +193,7 @@ impl Store {
                 .expect("recent index lock")
                 .open_checkpoint_failed();
         }
-        finished.map(|()| staged)
+        finished.map(|()| (staged, entry_keys))
     }
 
     /// Writes one kind's newest versions of a layer into its blocks, and
@@ -237,14 +242,14 @@ impl Store {
         runs.stage(entries, &mut sink)
     }
 
-    /// Applies a checkpoint's marker with what goes with it, compacts the
-    /// key runs it grew, and makes it all durable.
+    /// Applies a checkpoint's marker with what goes with it, and makes it
+    /// all durable.
     fn write_marker(
         &self,
         covers_below: u64,
         staged: &[StagedHistory],
+        entry_keys: Option<&StagedRun>,
         open: OpenSetWrite,
-        compact: Vec<Uuid>,
     ) -> Result<(), StoreError> {
         let mut marker = sled::Batch::default();
         marker.insert(&CHECKPOINT_SEQ_KEY, &covers_below.to_be_bytes());
@@ -253,41 +258,20 @@ impl Store {
                 marker.insert(key, value);
             }
         }
+        for (key, value) in EntryKeys::marker_entries(entry_keys) {
+            marker.insert(key, value);
+        }
         open.add_to(&mut marker, &self.ledger_tree())?;
         self.ledger_tree().apply_batch(marker)?;
-        for merchant_id in compact {
-            self.compact_key_runs(&merchant_id)?;
-        }
-        // Before the layer leaves the overlay: a reader that misses a key
-        // there then sees the new generation and rereads the runs.
-        self.key_runs_generation.fetch_add(1, Ordering::AcqRel);
         self.sled.flush()?;
         fsync_tree(&self.path)?;
         Ok(())
     }
-
-    /// Merges a merchant's key runs into one once there are too many, so a
-    /// lookup reads a bounded number of runs.
-    fn compact_key_runs(&self, merchant_id: &Uuid) -> Result<(), StoreError> {
-        let runs: Vec<(sled::IVec, sled::IVec)> = self
-            .ledger_tree()
-            .scan_prefix(merchant_key(KeyPrefix::IdempotencyKeyRun, merchant_id))
-            .collect::<Result<_, _>>()?;
-        if runs.len() <= limits::IDEMPOTENCY_RUNS_MAX {
-            return Ok(());
-        }
-        let mut keys: Vec<(u128, u64)> = runs.iter().flat_map(|(_, run)| overlay::decode_run(run)).collect();
-        keys.sort_unstable();
-        let mut batch = sled::Batch::default();
-        for (key, _) in &runs[..runs.len() - 1] {
-            batch.remove(key.clone());
-        }
-        let (newest, _) = &runs[runs.len() - 1];
-        batch.insert(newest.clone(), overlay::encode_run(&keys));
-        self.ledger_tree().apply_batch(batch)?;
-        Ok(())
-    }
 }
+
+/// What a checkpoint wrote that becomes visible with its marker: each
+/// kind's history runs, and the run of its entry keys (if it used any).
+type StagedLayer = (Vec<StagedHistory>, Option<StagedRun>);
 
 /// A checkpoint's writes, applied to sled in batches of about
 /// `CHECKPOINT_BATCH_OPS` (see `Store::write_layer`).
@@ -514,6 +498,11 @@ mod tests {
             assert_eq!(book.balance(crate::ledger::Account::Wallet).get(), expected as i64);
             let index_keys = store.idempotency_index(merchant, usize::MAX).unwrap().unwrap();
             assert_eq!(index_keys.len() as u64, expected, "every key indexed once");
+            // The first merchant's book was in the cut checkpoint's first
+            // batch: replay skipped its entries and kept their keys.
+            let first_key = store.key_hash("k0");
+            assert_eq!(store.overlay_key_lookup(merchant, first_key), None);
+            assert_eq!(store.checkpointed_key_lookup(merchant, first_key).unwrap(), Some(1));
             assert_eq!(store.merchant_beneficiaries(merchant).unwrap().len(), 750);
             let (page, total) = store
                 .merchant_disbursements(merchant, 0, i64::MAX, |_| true, 0, 10)

@@ -23,7 +23,8 @@ use super::runs::{MergedRun, RunBuilder, RunSet, RunSpec, StagedRun};
 use super::sled_slot::SledSlot;
 use super::StoreError;
 use crate::sharded::ShardedMap;
-use entries::{created_key, encode_location, merchant_hash_key, uuid_of};
+pub(in crate::store) use entries::merchant_hash_key;
+use entries::{created_key, encode_location, uuid_of};
 pub use entries::{created_ms_of, decode_location};
 use foldhash::{HashMap, HashMapExt};
 pub use kinds::{

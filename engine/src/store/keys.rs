@@ -21,7 +21,9 @@ pub enum KeyPrefix {
     /// `EntryPosted` records, the first of them `first seq`.
     EntryBlock = b'E',
     /// `K`+merchant+run -> sorted idempotency key hashes with their entries'
-    /// seqs (`run`: the last journal seq of the checkpoint that wrote it).
+    /// seqs (`run`: the last journal seq of the checkpoint that wrote it),
+    /// in a data dir of format 6 or before; moved into the entry key runs
+    /// when opened (`entry_keys.rs`).
     IdempotencyKeyRun = b'K',
     /// `M`+name -> the store's own settings (the checkpoint marker, the
     /// key hash seed).

@@ -44,6 +44,7 @@ mod catalog;
 mod checkpoint;
 mod directory;
 mod due;
+mod entry_keys;
 pub mod history;
 mod indexing;
 pub mod journal;
@@ -115,11 +116,13 @@ pub enum StoreError {
 /// instead of keys, and format 5 every other kind too (refunds,
 /// settlements, beneficiaries, batches). Format 6 tags each stored value
 /// with its layout (`stored`); what older formats wrote reads as layout 1
-/// where it lies, so opening one rewrites nothing.
-pub const DATA_FORMAT: u32 = 6;
+/// where it lies. Format 7 keeps ledger entries' idempotency keys in runs
+/// of all merchants (`entry_keys.rs`), not in values per merchant that a
+/// build of format 6 would look for.
+pub const DATA_FORMAT: u32 = 7;
 
 /// Formats this build opens and brings to `DATA_FORMAT` (`upgrade.rs`).
-const UPGRADED_FORMATS: [u32; 3] = [3, 4, 5];
+const UPGRADED_FORMATS: [u32; 4] = [3, 4, 5, 6];
 
 /// Checks that `data_dir` holds data this build reads (a directory whose
 /// journal or state holds files but that has no `format` file is format 1),
@@ -230,7 +233,8 @@ pub struct Store {
     catalog_version: AtomicU64,
     overlay: Mutex<Overlay>,
     hash_seed: u64,
-    key_runs_generation: AtomicU64,
+    /// The checkpointed idempotency keys of ledger entries.
+    entry_keys: entry_keys::EntryKeys,
     /// Each versioned kind's indexes, indexed by `Kind`.
     kinds: [KindIndexes; KIND_COUNT],
     /// The webhook outbox's due keys, in memory while they fit.
@@ -260,6 +264,7 @@ impl Store {
                 seed
             }
         };
+        let (entry_keys, entry_keys_filled) = entry_keys::EntryKeys::load(&ledger)?;
         drop(ledger);
         let mut kinds = Vec::with_capacity(KIND_COUNT);
         let mut open_sets = Vec::with_capacity(KIND_COUNT);
@@ -277,7 +282,7 @@ impl Store {
             catalog_version: AtomicU64::new(0),
             overlay: Mutex::new(Overlay::default()),
             hash_seed,
-            key_runs_generation: AtomicU64::new(0),
+            entry_keys,
             kinds,
             due: Mutex::default(),
             fresh_keys: AtomicBool::new(false),
@@ -308,6 +313,9 @@ impl Store {
                 // Runs never filled: a data dir from before they held the kind.
                 None => store.fill_history(kind, checkpoint)?,
             }
+        }
+        if !entry_keys_filled {
+            store.fill_entry_keys()?;
         }
         store.overlay.lock().expect("overlay lock").active.through_seq = checkpoint.saturating_sub(1);
         Ok(store)

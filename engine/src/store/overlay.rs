@@ -293,61 +293,10 @@ pub const CONTINUED_TAIL_BYTES_MAX: usize = ENTRY_BLOCK_BYTES_MAX / 2;
 /// it, merchants start new blocks).
 pub const REMEMBERED_TAIL_BYTES_MAX: usize = 8 << 20;
 
-/// Encodes sorted `(hash, seq)` pairs as a key run.
-pub fn encode_run(keys: &[(u128, u64)]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(keys.len() * 24);
-    for (hash, seq) in keys {
-        bytes.extend_from_slice(&hash.to_be_bytes());
-        bytes.extend_from_slice(&seq.to_be_bytes());
-    }
-    bytes
-}
-
-/// Decodes a key run.
-pub fn decode_run(bytes: &[u8]) -> impl Iterator<Item = (u128, u64)> + '_ {
-    bytes.chunks_exact(24).map(|chunk| {
-        let hash = u128::from_be_bytes(chunk[..16].try_into().expect("16 bytes"));
-        let seq = u64::from_be_bytes(chunk[16..].try_into().expect("8 bytes"));
-        (hash, seq)
-    })
-}
-
-/// Binary search of a key run for `hash`.
-pub fn search_run(bytes: &[u8], hash: u128) -> Option<u64> {
-    let count = bytes.len() / 24;
-    let (mut low, mut high) = (0usize, count);
-    while low < high {
-        let middle = (low + high) / 2;
-        let chunk = &bytes[middle * 24..middle * 24 + 24];
-        let found = u128::from_be_bytes(chunk[..16].try_into().expect("16 bytes"));
-        match found.cmp(&hash) {
-            std::cmp::Ordering::Less => low = middle + 1,
-            std::cmp::Ordering::Greater => high = middle,
-            std::cmp::Ordering::Equal => return Some(u64::from_be_bytes(chunk[16..].try_into().expect("8 bytes"))),
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn runs_are_searchable_after_encoding() {
-        let mut keys: Vec<(u128, u64)> = (0..500u64).map(|i| ((i as u128) * 7919 % 1000, i)).collect();
-        keys.sort();
-        keys.dedup_by_key(|k| k.0);
-        let run = encode_run(&keys);
-        for (hash, seq) in &keys {
-            assert_eq!(search_run(&run, *hash), Some(*seq));
-        }
-        assert_eq!(search_run(&run, 1_000_001), None);
-        assert_eq!(decode_run(&run).count(), keys.len());
-    }
-
-    /// The layer after one holds nothing of it, goes on from its journal
-    /// sequence, and has room for as many versions of each kind.
     #[test]
     fn the_next_layer_is_empty_with_room_for_what_the_last_held() {
         let mut last = Layer {

@@ -1,11 +1,13 @@
 //! Older data dirs brought to this layout when the store opens: the
-//! disbursement runs filled from a dir that kept only blocks, and every
-//! other kind moved from one sled key per record and index (orders,
-//! webhook events and delivery attempts in data format 3; refunds,
-//! settlements, beneficiaries and batches in format 4) into its blocks and
-//! runs. Each step is whole or not at all: its runs' metadata
-//! and format key go in one sled batch, flushed and fsynced, and a step cut
-//! short is done again from the start at the next open.
+//! disbursement runs filled from a dir that kept only blocks, every other
+//! kind moved from one sled key per record and index (orders, webhook
+//! events and delivery attempts in data format 3; refunds, settlements,
+//! beneficiaries and batches in format 4) into its blocks and runs, and
+//! ledger entries' idempotency keys (one value a merchant and checkpoint
+//! up to format 6) into their runs. Each step is whole or not at all: its
+//! runs' metadata and format key go in one sled batch, flushed and
+//! fsynced, and a step cut short is done again from the start at the next
+//! open.
 
 use super::blocks::{self, BlockWriter, Location};
 use super::checkpoint::fsync_tree;
@@ -119,6 +121,20 @@ impl Store {
         };
         if moved > 0 {
             tracing::info!(moved, kind = name, "records kept as keys moved into blocks");
+        }
+        Ok(())
+    }
+
+    /// Moves the idempotency keys of ledger entries, kept in one value a
+    /// merchant and checkpoint up to data format 6, into the entry key runs
+    /// (`entry_keys.rs`); flushed and fsynced. A new data dir takes the same
+    /// path, with nothing to move.
+    pub(super) fn fill_entry_keys(&self) -> Result<(), StoreError> {
+        let moved = self.entry_keys.fill_from_merchant_runs(&self.ledger_tree())?;
+        self.sled.flush()?;
+        fsync_tree(&self.path)?;
+        if moved > 0 {
+            tracing::info!(moved, "ledger entry idempotency keys moved into runs");
         }
         Ok(())
     }

@@ -53,14 +53,10 @@ impl MerchantState {
     }
 
     /// The entries and their idempotency keys: storage holds them once
-    /// applied. The checkpointed key runs read for a lookup the filter let
-    /// through go too, unless the filter gave up and every lookup needs them.
+    /// applied.
     fn forget_recent_entries(&mut self) {
         forget_entries(&mut self.recent_entries);
         forget_all(&mut self.recent_keys);
-        if self.known_entry_keys.complete() {
-            self.key_runs = None;
-        }
     }
 
     fn forget_recent_records(&mut self) {

@@ -33,7 +33,8 @@ pub(super) fn uuid_of(bytes: &[u8]) -> Uuid {
     Uuid::from_slice(&bytes[..16]).expect("16-byte id")
 }
 
-pub(super) fn merchant_hash_key(merchant_id: &Uuid, hash: u128) -> [u8; 32] {
+/// Merchant, then a key hash: the key of a merchant lookup.
+pub(in crate::store) fn merchant_hash_key(merchant_id: &Uuid, hash: u128) -> [u8; 32] {
     let mut key = [0u8; 32];
     key[..16].copy_from_slice(merchant_id.as_bytes());
     key[16..].copy_from_slice(&hash.to_be_bytes());
