@@ -170,12 +170,10 @@ impl Store {
                 index.extend(layer.keys.iter().map(|(hash, seq)| (*hash, *seq)));
             }
         }
-        let room = limit.saturating_sub(index.len());
-        let Some(checkpointed) = self.entry_keys.of_merchant(&self.ledger_tree(), merchant_id, room)? else {
-            return Ok(None);
-        };
-        index.extend(checkpointed);
-        Ok((index.len() <= limit).then_some(index))
+        let within = self
+            .entry_keys
+            .add_merchant_keys(&self.ledger_tree(), merchant_id, &mut index, limit)?;
+        Ok(within.then_some(index))
     }
 
     /// The entry that used an idempotency key hash, among the keys not yet

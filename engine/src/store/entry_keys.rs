@@ -17,6 +17,7 @@ use super::keys::{named_key, KeyPrefix};
 use super::overlay::Layer;
 use super::runs::{RunBuilder, RunSet, RunSpec, StagedRun};
 use super::StoreError;
+use std::collections::HashMap;
 use std::sync::RwLock;
 use uuid::Uuid;
 
@@ -115,33 +116,29 @@ impl EntryKeys {
             .map(|seq| read_seq(&seq)))
     }
 
-    /// Every checkpointed key of a merchant with its entry, or `None` when
-    /// there are more than `limit`.
-    pub(super) fn of_merchant(
+    /// Adds every checkpointed key of a merchant, with its entry, to
+    /// `index`; false as soon as `index` holds more than `limit`.
+    pub(super) fn add_merchant_keys(
         &self,
         tree: &sled::Tree,
         merchant_id: &Uuid,
+        index: &mut HashMap<u128, u64>,
         limit: usize,
-    ) -> Result<Option<Vec<(u128, u64)>>, StoreError> {
-        // Half-open: a hash of all ones is out of practical reach, as in
-        // the history's lookups.
+    ) -> Result<bool, StoreError> {
+        // Half-open: a hash of all ones is out of practical reach.
         let (from, to) = (
             merchant_hash_key(merchant_id, 0),
             merchant_hash_key(merchant_id, u128::MAX),
         );
+        let mut within = index.len() <= limit;
         let runs = self.runs.read().expect("entry keys lock");
-        let Some(found) = runs.range_within(tree, &from, &to, limit)? else {
-            return Ok(None);
-        };
-        Ok(Some(
-            found
-                .into_iter()
-                .map(|(key, seq)| {
-                    let hash = u128::from_be_bytes(key[16..].try_into().expect("a 32-byte key"));
-                    (hash, read_seq(&seq))
-                })
-                .collect(),
-        ))
+        runs.visit_range(tree, &from, &to, &mut |key, seq| {
+            let hash = u128::from_be_bytes(key[16..].try_into().expect("a 32-byte key"));
+            index.insert(hash, read_seq(seq));
+            within = index.len() <= limit;
+            within
+        })?;
+        Ok(within)
     }
 
     /// Moves the per-merchant key values of an older data dir into one run,

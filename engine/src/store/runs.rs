@@ -416,9 +416,29 @@ impl RunSet {
         to: &[u8],
         limit: usize,
     ) -> Result<Option<Vec<IndexRecord>>, StoreError> {
-        let spec = self.spec;
         let mut found: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-        // Oldest first: a newer run's value replaces an older one's.
+        let mut over = false;
+        // A newer run's value replaces an older one's.
+        self.visit_range(tree, from, to, &mut |key, value| {
+            found.insert(key.to_vec(), value.to_vec());
+            over = found.len() > limit;
+            !over
+        })?;
+        Ok((!over).then(|| found.into_iter().collect()))
+    }
+
+    /// Hands every record in `[from, to)` of every run to `visit` (key,
+    /// then value), oldest run first, so of a key in several runs the
+    /// newest comes last; reads one chunk at a time and copies nothing.
+    /// Stops once `visit` returns false.
+    pub fn visit_range(
+        &self,
+        tree: &sled::Tree,
+        from: &[u8],
+        to: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        let spec = self.spec;
         for run in &self.runs {
             let fences = &run.meta.fences;
             let first = sorted_partition(fences, spec.key_len, |fence| fence <= from).saturating_sub(1);
@@ -426,17 +446,14 @@ impl RunSet {
             for chunk_index in first..last {
                 let chunk = read_chunk(tree, spec.tag, run.id, chunk_index as u32)?;
                 for record in chunk.chunks_exact(spec.record_len()) {
-                    let key = &record[..spec.key_len];
-                    if key >= from && key < to {
-                        found.insert(key.to_vec(), record[spec.key_len..].to_vec());
-                        if found.len() > limit {
-                            return Ok(None);
-                        }
+                    let (key, value) = record.split_at(spec.key_len);
+                    if key >= from && key < to && !visit(key, value) {
+                        return Ok(());
                     }
                 }
             }
         }
-        Ok(Some(found.into_iter().collect()))
+        Ok(())
     }
 
     /// Entries in all runs (a key in several runs counts in each).
