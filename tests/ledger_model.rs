@@ -94,7 +94,7 @@ async fn open(dir: &Path) -> Engine {
     let mut config = EngineConfig::new(dir);
     // Checkpoints race with the operations on purpose.
     config.checkpoint_interval = Duration::from_millis(15);
-    // A tiny key memory forces lookups through the overlay and key runs.
+    // A tiny key memory forces lookups through the overlay and the entry key runs.
     config.idempotency_keys_in_memory = 3;
     Engine::open(config, Arc::new(SystemClock)).await.expect("engine opens")
 }

@@ -12,8 +12,8 @@
 //!
 //! Every key of the `ledger` tree starts with a `KeyPrefix` (`keys.rs`),
 //! whose variants are the map of what is on disk, each with its key layout.
-//! A checkpoint writes each merchant's book, entry blocks and idempotency
-//! key run; the newest version of every resource (disbursements, orders,
+//! A checkpoint writes each merchant's book and entry blocks, one run of
+//! every merchant's new entry idempotency keys (`entry_keys.rs`); the newest version of every resource (disbursements, orders,
 //! refunds, settlements, beneficiaries, batches, webhook events, where each
 //! event's delivery stands, and delivery attempts) into its kind's blocks, indexed in memory for recent
 //! (and open) ones and in sorted runs on disk for all history
@@ -31,7 +31,7 @@
 //!
 //! Files: `keys.rs` (key prefixes and key building), `directory.rs` and
 //! `catalog.rs` (kept in memory), `apply.rs` (records to trees and the
-//! overlay), `indexing.rs` (what each kind is indexed under), `books.rs` (ledger reads), `checkpoint.rs`, `queries/`
+//! overlay), `indexing.rs` (what each kind is indexed under), `books.rs` (ledger reads), `entry_keys.rs`, `checkpoint.rs`, `queries/`
 //! (one file of reads per kind, over `versions.rs`), `upgrade.rs` (older data
 //! dirs brought to this layout); beneath them `journal.rs`, `record.rs`,
 //! `stored/` (each record's layouts),

@@ -72,7 +72,7 @@ impl MerchantState {
             kind: EntryKind::Disbursement,
             // The disbursement's own idempotency key guards the debit; a
             // ledger key derived from an id made just now could never repeat,
-            // and indexing one per disbursement cost a growing key run.
+            // and indexing one per disbursement would grow the key index for nothing.
             idempotency_key: None,
             memo: format!("disbursement {id}"),
             postings,
