@@ -15,7 +15,7 @@
 use super::history::merchant_hash_key;
 use super::keys::{named_key, KeyPrefix};
 use super::overlay::Layer;
-use super::runs::{RunBuilder, RunSet, RunSpec, StagedRun};
+use super::runs::{InOrderRun, RunBuilder, RunSet, RunSpec, StagedRun};
 use super::StoreError;
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -143,37 +143,51 @@ impl EntryKeys {
 
     /// Moves the per-merchant key values of an older data dir into one run,
     /// then removes them, in one batch with the format key; flushed by the
-    /// caller. Cut short, it is done again from the start: the run's chunks
-    /// are then written again under the same id.
+    /// caller. Memory holds one merchant's keys at a time: the values come
+    /// in merchant order, so the run is written as they are read. Cut
+    /// short, it is done again from the start, its chunks written again
+    /// under the same id.
     pub(super) fn fill_from_merchant_runs(&self, tree: &sled::Tree) -> Result<u64, StoreError> {
-        let mut run = RunBuilder::new(SPEC);
-        let mut old_keys = Vec::new();
-        let mut moved = 0u64;
-        for item in tree.scan_prefix([KeyPrefix::IdempotencyKeyRun.byte()]) {
-            let (key, value) = item?;
-            let merchant_id = key
-                .get(1..17)
-                .and_then(|bytes| Uuid::from_slice(bytes).ok())
-                .ok_or_else(|| StoreError::Io(std::io::Error::other("a key run's key is cut short")))?;
-            // Newer runs hold higher keys and are pushed later: of one hash,
-            // the last pushed wins, as the newest run won before.
-            for (hash, seq) in decode_merchant_run(&value) {
-                run.push(&merchant_hash_key(&merchant_id, hash), &seq.to_be_bytes());
-                moved += 1;
-            }
-            old_keys.push(key);
+        let prefix = [KeyPrefix::IdempotencyKeyRun.byte()];
+        // A first pass counts the keys, which size the run's filter.
+        let mut expected = 0u64;
+        for value in tree.scan_prefix(prefix).values() {
+            expected += (value?.len() / MERCHANT_RUN_RECORD) as u64;
         }
         let mut runs = self.runs.write().expect("entry keys lock");
-        let mut batch = sled::Batch::default();
-        let staged = if run.is_empty() {
+        let mut old_keys = Vec::new();
+        let staged = if expected == 0 {
+            for key in tree.scan_prefix(prefix).keys() {
+                old_keys.push(key?);
+            }
             None
         } else {
             let mut sink = |key: Vec<u8>, chunk: Vec<u8>| -> Result<(), StoreError> {
                 tree.insert(key, chunk)?;
                 Ok(())
             };
-            Some(runs.stage(&run, &mut sink)?)
+            let mut run = runs.stage_in_order(expected, &mut sink);
+            let mut merchant: Option<(Uuid, Vec<(u128, u64)>)> = None;
+            for item in tree.scan_prefix(prefix) {
+                let (key, value) = item?;
+                let merchant_id = key
+                    .get(1..17)
+                    .and_then(|bytes| Uuid::from_slice(bytes).ok())
+                    .ok_or_else(|| StoreError::Io(std::io::Error::other("a key run's key is cut short")))?;
+                if merchant.as_ref().is_some_and(|(id, _)| *id != merchant_id) {
+                    let (id, keys) = merchant.take().expect("checked above");
+                    push_merchant_keys(&mut run, &id, keys)?;
+                }
+                let (_, keys) = merchant.get_or_insert_with(|| (merchant_id, Vec::new()));
+                keys.extend(decode_merchant_run(&value));
+                old_keys.push(key);
+            }
+            if let Some((id, keys)) = merchant {
+                push_merchant_keys(&mut run, &id, keys)?;
+            }
+            Some(run.finish()?)
         };
+        let mut batch = sled::Batch::default();
         for (key, value) in EntryKeys::marker_entries(staged.as_ref()) {
             batch.insert(key, value);
         }
@@ -184,18 +198,39 @@ impl EntryKeys {
         if let Some(staged) = staged {
             runs.add(staged);
         }
-        Ok(moved)
+        Ok(expected)
     }
 }
+
+/// Writes one merchant's keys, gathered from its values oldest first, in
+/// hash order; of one hash the newest value's entry, as a lookup found it.
+fn push_merchant_keys(
+    run: &mut InOrderRun<'_>,
+    merchant_id: &Uuid,
+    mut keys: Vec<(u128, u64)>,
+) -> Result<(), StoreError> {
+    // Stable: of equal hashes the newest stays last.
+    keys.sort_by_key(|(hash, _)| *hash);
+    for (at, (hash, seq)) in keys.iter().enumerate() {
+        if keys.get(at + 1).is_some_and(|(next, _)| next == hash) {
+            continue;
+        }
+        run.push(&merchant_hash_key(merchant_id, *hash), &seq.to_be_bytes())?;
+    }
+    Ok(())
+}
+
+/// Bytes of one key in an older data dir's per-merchant value: its hash,
+/// then its entry's seq, big-endian.
+const MERCHANT_RUN_RECORD: usize = 24;
 
 fn read_seq(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(bytes.try_into().expect("an 8-byte seq"))
 }
 
-/// The `(hash, seq)` pairs of an older data dir's per-merchant key value:
-/// 24-byte records, hash then seq, big-endian.
+/// The `(hash, seq)` pairs of an older data dir's per-merchant key value.
 fn decode_merchant_run(bytes: &[u8]) -> impl Iterator<Item = (u128, u64)> + '_ {
-    bytes.chunks_exact(24).map(|record| {
+    bytes.chunks_exact(MERCHANT_RUN_RECORD).map(|record| {
         let hash = u128::from_be_bytes(record[..16].try_into().expect("16 bytes"));
         (hash, read_seq(&record[16..]))
     })
@@ -283,8 +318,11 @@ mod tests {
             let tree = store.ledger_tree();
             let mut written = Vec::new();
             // Two values for the first merchant (two checkpoints), one for the second.
-            for (merchant, run, keys) in [(0, 10u64, 0..300u64), (0, 20, 300..310), (1, 10, 0..5)] {
-                let mut pairs: Vec<(u128, u64)> = keys.map(|n| (store.key_hash(&format!("key-{n}")), n + 1)).collect();
+            // The second value repeats key 299 with a newer entry: the newest wins.
+            for (merchant, run, keys) in [(0, 10u64, 0..300u64), (0, 20, 299..310), (1, 10, 0..5)] {
+                let mut pairs: Vec<(u128, u64)> = keys
+                    .map(|n| (store.key_hash(&format!("key-{n}")), n + 1 + run))
+                    .collect();
                 pairs.sort_unstable();
                 let mut value = Vec::new();
                 for (hash, seq) in &pairs {
@@ -306,8 +344,14 @@ mod tests {
         assert_eq!(tree.scan_prefix([KeyPrefix::IdempotencyKeyRun.byte()]).count(), 0);
         assert_eq!(tree.get(FORMAT_KEY).unwrap().as_deref(), Some(FORMAT));
         drop(tree);
+        let repeated = store.key_hash("key-299");
         for (merchant, hash, seq) in &written {
-            assert_eq!(store.checkpointed_key_lookup(merchant, *hash).unwrap(), Some(*seq));
+            let newest = if *hash == repeated && *merchant == merchants[0] {
+                299 + 1 + 20
+            } else {
+                *seq
+            };
+            assert_eq!(store.checkpointed_key_lookup(merchant, *hash).unwrap(), Some(newest));
         }
         assert_eq!(
             store

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use in_order::InOrderRun;
 pub use merge::MergedRun;
 
 /// Where a chunk is cut: small enough that sled keeps it inline in its
@@ -606,6 +607,7 @@ fn short_parts(id: u64, tag: u8) -> StoreError {
     ))
 }
 
+mod in_order;
 mod merge;
 #[cfg(test)]
 mod tests;

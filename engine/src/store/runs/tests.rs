@@ -95,6 +95,44 @@ fn a_run_answers_every_key_it_holds_and_none_it_does_not() {
     assert_eq!(keys, [1_000, 1_002, 1_004, 1_006, 1_008].map(|n| key(n).to_vec()));
 }
 
+/// A run written in key order as records come is the run `stage` makes of
+/// the same records: every key found by lookup and range, and a reload
+/// sees it too.
+#[test]
+fn a_run_written_in_key_order_answers_as_a_staged_one() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    write_run(&mut set, &tree, &[(1, 1), (3, 1)]);
+    let mut sink = |key: Vec<u8>, chunk: Vec<u8>| {
+        tree.insert(key, chunk)?;
+        Ok(())
+    };
+    let mut run = set.stage_in_order(2_000, &mut sink);
+    for n in (0..4_000).step_by(2) {
+        run.push(&key(n), &value(n, 2)).unwrap();
+    }
+    let staged = run.finish().unwrap();
+    let (head, meta) = staged.meta_entry();
+    tree.insert(head, meta).unwrap();
+    set.add(staged);
+    let mut model: BTreeMap<u64, u64> = (0..4_000).step_by(2).map(|n| (n, 2)).collect();
+    model.insert(1, 1);
+    model.insert(3, 1);
+    assert_matches(&set, &tree, &model, 4_100);
+    assert_matches(&RunSet::load(&tree, LOOKUP).unwrap(), &tree, &model, 4_100);
+}
+
+#[test]
+#[should_panic(expected = "records in key order")]
+fn a_run_written_in_key_order_refuses_a_key_out_of_order() {
+    let tree = tree();
+    let set = RunSet::load(&tree, LOOKUP).unwrap();
+    let mut sink = |_: Vec<u8>, _: Vec<u8>| Ok(());
+    let mut run = set.stage_in_order(2, &mut sink);
+    run.push(&key(2), &value(2, 1)).unwrap();
+    run.push(&key(1), &value(1, 1)).unwrap();
+}
+
 #[test]
 fn the_newest_run_wins_and_a_reload_sees_the_same() {
     let tree = tree();
