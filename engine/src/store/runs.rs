@@ -26,7 +26,6 @@ use super::keys::KeyPrefix;
 use super::record::{decode_plain, encode_plain};
 use super::StoreError;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use in_order::InOrderRun;
@@ -374,89 +373,6 @@ impl RunSet {
         self.spec
     }
 
-    /// The newest value of `key`, if any run has it.
-    pub fn get(&self, tree: &sled::Tree, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        let spec = self.spec;
-        for run in self.runs.iter().rev() {
-            if let Some(at) = spec.random_at {
-                let bloom = &run.meta.bloom;
-                if !crate::bloom::holds(bloom, random_bytes(key, at), BLOOM_PROBES) {
-                    continue;
-                }
-            }
-            // Fences are sorted (each chunk's first key, chunks in key
-            // order): the chunk that may hold `key` is the last one whose
-            // fence is at or before it, found by halving, not by a walk
-            // whose length grows with the run.
-            let after = sorted_partition(&run.meta.fences, spec.key_len, |fence| fence <= key);
-            if after == 0 {
-                continue;
-            }
-            let chunk = read_chunk(tree, spec.tag, run.id, after as u32 - 1)?;
-            let record_len = spec.record_len();
-            let at = sorted_partition(&chunk, record_len, |record| &record[..spec.key_len] < key);
-            if let Some(record) = chunk.get(at * record_len..(at + 1) * record_len) {
-                if &record[..spec.key_len] == key {
-                    return Ok(Some(record[spec.key_len..].to_vec()));
-                }
-            }
-        }
-        Ok(None)
-    }
-
-    /// Every key in `[from, to)` with its newest value, in key order.
-    pub fn range(&self, tree: &sled::Tree, from: &[u8], to: &[u8]) -> Result<Vec<IndexRecord>, StoreError> {
-        Ok(self.range_within(tree, from, to, usize::MAX)?.unwrap_or_default())
-    }
-
-    /// Like `range`, or `None` as soon as more than `limit` keys are found.
-    pub fn range_within(
-        &self,
-        tree: &sled::Tree,
-        from: &[u8],
-        to: &[u8],
-        limit: usize,
-    ) -> Result<Option<Vec<IndexRecord>>, StoreError> {
-        let mut found: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-        let mut over = false;
-        // A newer run's value replaces an older one's.
-        self.visit_range(tree, from, to, &mut |key, value| {
-            found.insert(key.to_vec(), value.to_vec());
-            over = found.len() > limit;
-            !over
-        })?;
-        Ok((!over).then(|| found.into_iter().collect()))
-    }
-
-    /// Hands every record in `[from, to)` of every run to `visit` (key,
-    /// then value), oldest run first, so of a key in several runs the
-    /// newest comes last; reads one chunk at a time and copies nothing.
-    /// Stops once `visit` returns false.
-    pub fn visit_range(
-        &self,
-        tree: &sled::Tree,
-        from: &[u8],
-        to: &[u8],
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<(), StoreError> {
-        let spec = self.spec;
-        for run in &self.runs {
-            let fences = &run.meta.fences;
-            let first = sorted_partition(fences, spec.key_len, |fence| fence <= from).saturating_sub(1);
-            let last = sorted_partition(fences, spec.key_len, |fence| fence < to);
-            for chunk_index in first..last {
-                let chunk = read_chunk(tree, spec.tag, run.id, chunk_index as u32)?;
-                for record in chunk.chunks_exact(spec.record_len()) {
-                    let (key, value) = record.split_at(spec.key_len);
-                    if key >= from && key < to && !visit(key, value) {
-                        return Ok(());
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Entries in all runs (a key in several runs counts in each).
     pub fn entries(&self) -> u64 {
         self.runs.iter().map(|run| run.meta.len).sum()
@@ -609,5 +525,6 @@ fn short_parts(id: u64, tag: u8) -> StoreError {
 
 mod in_order;
 mod merge;
+mod reads;
 #[cfg(test)]
 mod tests;
