@@ -396,8 +396,9 @@ async fn assert_records_survive_the_upgrade_from(format: u32) {
         "{after_first:?} (run: {})",
         run.body
     );
+    // By id: a settlement the run made may have moved on since (paid out).
     for next in run.body["data"].as_array().unwrap() {
-        assert!(after_first.contains(next), "{next}");
+        assert!(after_first.iter().any(|s| s["id"] == next["id"]), "{next}");
     }
 
     server.kill();
