@@ -196,7 +196,9 @@ fn wait_off_the_runtime<T>(wait: impl FnOnce() -> T) -> T {
 /// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
 /// by a few milliseconds.
 pub(super) fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(5);
+    let mut lock_refused = false;
     loop {
         // Background flushing is off: sled is made durable only at
         // checkpoints, where it is also fsynced.
@@ -204,13 +206,23 @@ pub(super) fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
             .path(path)
             .flush_every_ms(None)
             .cache_capacity(limits::SLED_CACHE_BYTES);
+        let attempt = Instant::now();
         match config.open() {
             Err(sled::Error::Io(error))
                 if error.to_string().contains("could not acquire lock") && Instant::now() < deadline =>
             {
+                lock_refused = true;
                 std::thread::sleep(Duration::from_millis(10));
             }
-            other => return Ok(other?),
+            other => {
+                if lock_refused {
+                    tracing::info!(
+                        waited_ms = attempt.duration_since(started).as_millis() as u64,
+                        "waited for sled's lock, held by a closing instance in this process"
+                    );
+                }
+                return Ok(other?);
+            }
         }
     }
 }
