@@ -264,12 +264,28 @@ impl Store {
                 seed
             }
         };
-        let (entry_keys, entry_keys_filled) = entry_keys::EntryKeys::load(&ledger)?;
+        // Each kind's run metadata is many small sled reads, on a cold start
+        // mostly from disk: the kinds are read side by side, so their reads
+        // overlap.
+        let shared_sled = &sled;
+        let (entry_keys, loaded) = std::thread::scope(|scope| {
+            let loading: Vec<_> = Kind::ALL
+                .into_iter()
+                .map(|kind| scope.spawn(move || KindIndexes::load(shared_sled, kind.spec())))
+                .collect();
+            let entry_keys = entry_keys::EntryKeys::load(&ledger);
+            let loaded: Vec<_> = loading
+                .into_iter()
+                .map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect();
+            (entry_keys, loaded)
+        });
+        let (entry_keys, entry_keys_filled) = entry_keys?;
         drop(ledger);
         let mut kinds = Vec::with_capacity(KIND_COUNT);
         let mut open_sets = Vec::with_capacity(KIND_COUNT);
-        for kind in Kind::ALL {
-            let (indexes, open) = KindIndexes::load(&sled, kind.spec())?;
+        for kind_loaded in loaded {
+            let (indexes, open) = kind_loaded?;
             kinds.push(indexes);
             open_sets.push(open);
         }
