@@ -10,12 +10,19 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 impl Store {
-    /// The book of a merchant as of the layer being flushed, or sled.
-    pub(super) fn book_below_active(&self, overlay: &Overlay, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
-        if let Some(layer) = overlay.flushing.as_ref().and_then(|f| f.merchants.get(merchant_id)) {
-            return Ok(layer.book.clone());
+    /// The book a merchant's new active layer starts from: the flushing
+    /// layer's, the one remembered since the last checkpoint, or sled's.
+    /// Call it only as the active layer starts holding the merchant (it
+    /// takes the remembered one).
+    pub(super) fn book_below_active(
+        &self,
+        overlay: &mut Overlay,
+        merchant_id: &Uuid,
+    ) -> Result<MerchantBook, StoreError> {
+        match overlay.take_book(merchant_id) {
+            Some(book) => Ok(book),
+            None => self.sled_book(merchant_id),
         }
-        self.sled_book(merchant_id)
     }
 
     fn sled_book(&self, merchant_id: &Uuid) -> Result<MerchantBook, StoreError> {
@@ -49,6 +56,9 @@ impl Store {
                 .or_else(|| overlay.flushing.as_ref().and_then(|f| f.merchants.get(merchant_id)));
             if let Some(layer) = newest {
                 return Ok(layer.book.clone());
+            }
+            if let Some(book) = overlay.remembered_book(merchant_id) {
+                return Ok(book.clone());
             }
         }
         self.sled_book(merchant_id)
@@ -381,6 +391,36 @@ mod tests {
         let blobs = fs::read_dir(dir.path().join("blobs")).map_or(0, |files| files.count());
         assert_eq!(blobs, 0, "no tree node grew past sled's blob threshold");
         assert_eq!(wallet_balance(&store, &merchant), 3000);
+    }
+
+    /// While sled reopens after a checkpoint, the applier starts the next
+    /// layer of a merchant the checkpoint wrote without reading sled (it
+    /// holds the overlay's lock, so every writer and reader would wait), and
+    /// a reader finds that merchant's book without sled too.
+    #[test]
+    fn after_a_checkpoint_a_merchants_next_entry_and_book_need_no_sled_read() {
+        let (dir, merchant, mut poster) = one_merchant(10);
+        let store = Store::open(dir.path()).unwrap();
+        poster.post(&store, 3);
+        store.checkpoint().unwrap();
+        assert!(store.overlay.lock().unwrap().active.merchants.is_empty());
+        let reopening = store.sled.hold_as_a_reopen();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let balance = wallet_balance(&store, &merchant);
+                poster.post(&store, 2);
+                let _ = done.send((balance, wallet_balance(&store, &merchant)));
+            });
+            let answered = finished.recv_timeout(std::time::Duration::from_secs(10));
+            drop(reopening);
+            assert_eq!(answered, Ok((3, 5)), "answered while sled was held");
+        });
+        assert!(store.overlay.lock().unwrap().remembered_book(&merchant).is_none());
+        store.checkpoint().unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(wallet_balance(&store, &merchant), 5);
     }
 
     /// The sled keys of a merchant's entry blocks.

@@ -169,6 +169,14 @@ pub struct Overlay {
     tails: HashMap<Uuid, (u64, Vec<u8>)>,
     /// Bytes in `tails`, at most `REMEMBERED_TAIL_BYTES_MAX`.
     tail_bytes: usize,
+    /// Merchants' books as sled holds them, so the applier starts a
+    /// merchant's next layer without reading sled: a read there waits while
+    /// sled reopens, and the applier holds the overlay's lock, so every
+    /// writer and reader would wait with it. Invariant, as for `tails`: a
+    /// merchant has one here only while neither layer holds that merchant,
+    /// and it is then equal to sled's book of the merchant. At most
+    /// `REMEMBERED_BOOKS_MAX`; beyond it, merchants' books are read from sled.
+    books: HashMap<Uuid, MerchantBook>,
 }
 
 impl Overlay {
@@ -194,15 +202,41 @@ impl Overlay {
         }
     }
 
-    /// After `written` is in sled: remembers the newest block of each of its
-    /// merchants that the active layer does not hold, when small enough.
+    /// The book a new layer of `merchant_id` starts from, if the overlay
+    /// knows it: the flushing layer's (newer than sled's), else the
+    /// remembered one, which is forgotten either way as the active layer
+    /// is about to hold the merchant.
+    pub fn take_book(&mut self, merchant_id: &Uuid) -> Option<MerchantBook> {
+        let remembered = self.books.remove(merchant_id);
+        match self
+            .flushing
+            .as_ref()
+            .and_then(|layer| layer.merchants.get(merchant_id))
+        {
+            Some(flushing) => Some(flushing.book.clone()),
+            None => remembered,
+        }
+    }
+
+    /// The book sled holds of a merchant no layer holds, if remembered.
+    pub fn remembered_book(&self, merchant_id: &Uuid) -> Option<&MerchantBook> {
+        self.books.get(merchant_id)
+    }
+
+    /// After `written` is in sled: remembers the book and newest block of
+    /// each of its merchants that the active layer does not hold (the block
+    /// when small enough).
     pub fn remember_tails(&mut self, written: &Layer) {
         for (merchant_id, layer) in &written.merchants {
             if let Some((_, block)) = self.tails.remove(merchant_id) {
                 self.tail_bytes -= block.len();
             }
+            self.books.remove(merchant_id);
             if self.active.merchants.contains_key(merchant_id) {
                 continue;
+            }
+            if self.books.len() < REMEMBERED_BOOKS_MAX {
+                self.books.insert(*merchant_id, layer.book.clone());
             }
             if let Some((first_seq, block)) = layer.blocks.last() {
                 if block.len() < CONTINUED_TAIL_BYTES_MAX && self.tail_bytes + block.len() <= REMEMBERED_TAIL_BYTES_MAX
@@ -293,6 +327,11 @@ pub const CONTINUED_TAIL_BYTES_MAX: usize = ENTRY_BLOCK_BYTES_MAX / 2;
 /// it, merchants start new blocks).
 pub const REMEMBERED_TAIL_BYTES_MAX: usize = 8 << 20;
 
+/// How many merchants' books the overlay remembers (about 128 bytes each,
+/// 4 MiB in all), so the applier reads no book from sled for up to this
+/// many merchants active since the last checkpoint.
+pub const REMEMBERED_BOOKS_MAX: usize = 32 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,6 +407,37 @@ mod tests {
             Some((5, 600))
         );
         assert_eq!(overlay.tail_bytes, 0, "the stale one is forgotten too");
+    }
+
+    /// A remembered book is only ever sled's book of a merchant no layer
+    /// holds: one the active layer holds is not remembered, a flushing
+    /// layer's newer book wins, and taking one forgets it.
+    #[test]
+    fn books_are_remembered_only_for_merchants_no_layer_holds() {
+        let (quiet, busy) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let with_last_seq = |merchant_id, last_seq| {
+            let mut layer = merchant_with_blocks(merchant_id, &[(last_seq, 100)]);
+            layer.book.last_seq = last_seq;
+            layer
+        };
+        let mut written = Layer::default();
+        written.merchants.insert(quiet, with_last_seq(quiet, 5));
+        written.merchants.insert(busy, with_last_seq(busy, 6));
+        let mut overlay = Overlay::default();
+        overlay.active.merchants.insert(busy, with_last_seq(busy, 7));
+        overlay.remember_tails(&written);
+        assert_eq!(overlay.remembered_book(&busy), None, "the active layer's book is newer");
+        assert_eq!(overlay.remembered_book(&quiet).map(|book| book.last_seq), Some(5));
+        assert_eq!(overlay.take_book(&quiet).map(|book| book.last_seq), Some(5));
+        assert_eq!(overlay.take_book(&quiet), None, "taken once");
+
+        overlay.remember_tails(&written);
+        let mut flushing = Layer::default();
+        flushing.merchants.insert(quiet, with_last_seq(quiet, 9));
+        overlay.flushing = Some(Arc::new(flushing));
+        assert_eq!(overlay.take_book(&quiet).map(|book| book.last_seq), Some(9));
+        overlay.flushing = None;
+        assert_eq!(overlay.take_book(&quiet), None, "the stale one is forgotten too");
     }
 
     /// A failed checkpoint puts its layer back under the active one: a newer

@@ -133,6 +133,13 @@ impl SledSlot {
         Ok(())
     }
 
+    /// Holds the slot as a reopen does, for tests of what must not wait on
+    /// one: every sled read waits until the guard is dropped.
+    #[cfg(test)]
+    pub fn hold_as_a_reopen(&self) -> impl Sized + '_ {
+        self.handles.write().expect("sled slot lock")
+    }
+
     /// Closes sled and opens it again, which writes the snapshot the next
     /// recovery starts from. Call it with no write to sled under way (the
     /// checkpointer, between checkpoints). Readers wait meanwhile. Returns
