@@ -1,12 +1,13 @@
-//! Applying durable journal records: merchants and the catalog straight to
-//! their sled trees, everything else to the overlay, where readers see it
-//! at once and the next checkpoint finds it.
+//! Applying durable journal records: to the overlay, where readers see
+//! them at once and the next checkpoint finds them (merchants and the
+//! catalog to their in-memory maps as well). Applying never reads or
+//! writes sled.
 
 use super::catalog::catalog_key;
 use super::history::{Hashes, Indexed, Kind};
 use super::indexing;
 use super::keys::{prefixed, KeyPrefix};
-use super::overlay::{MerchantLayer, Overlay};
+use super::overlay::{MerchantLayer, Overlay, RecordTree};
 use super::record::{self, encode_value, JournalRecord};
 use super::{Store, StoreError};
 use crate::domain::{
@@ -35,8 +36,11 @@ impl Store {
         payload: &[u8],
         spans: &[std::ops::Range<usize>],
     ) -> Result<(), StoreError> {
-        self.apply_to_trees(record, payload)?;
+        let tree_record = self.apply_to_memory(record, payload);
         let mut overlay = self.overlay.lock().expect("overlay lock");
+        if let Some((tree, key, value)) = tree_record {
+            overlay.active.put_tree_record(tree, key, value);
+        }
         let mut encoded = EncodedVersions {
             payload,
             spans: spans.iter(),
@@ -61,16 +65,18 @@ impl Store {
         Ok(())
     }
 
-    /// The parts of a record written straight to sled trees (merchants, catalog).
-    fn apply_to_trees(&self, record: &JournalRecord, payload: &[u8]) -> Result<(), StoreError> {
+    /// The parts of a record held in memory outside the overlay (the
+    /// merchant directory, the catalog), and the tree record that keeps
+    /// them, which the overlay takes to the next checkpoint.
+    fn apply_to_memory(&self, record: &JournalRecord, payload: &[u8]) -> Option<(RecordTree, Vec<u8>, Vec<u8>)> {
         match record {
             JournalRecord::MerchantSaved(merchant) => {
-                self.merchants_tree()
-                    .insert(merchant.id.as_bytes(), encode_value(&**merchant))?;
+                let encoded = encode_value(&**merchant);
                 self.directory
                     .write()
                     .expect("directory lock")
                     .insert((**merchant).clone());
+                Some((RecordTree::Merchants, merchant.id.as_bytes().to_vec(), encoded))
             }
             JournalRecord::OrganizationSaved(_)
             | JournalRecord::BankSaved(_)
@@ -79,15 +85,15 @@ impl Store {
             | JournalRecord::VendorRoutingSaved(_)
             | JournalRecord::PayoutRoutingSaved(_)
             | JournalRecord::MerchantUserSaved(_) => {
-                self.catalog_tree().insert(catalog_key(record), payload)?;
+                let key = catalog_key(record);
                 self.apply_to_catalog(record.clone());
                 self.catalog_version.fetch_add(1, Ordering::AcqRel);
+                Some((RecordTree::Catalog, key, payload.to_vec()))
             }
             // Wrapped records are order, refund and disbursement changes: none uses its bytes here.
-            JournalRecord::Evented { record, .. } => self.apply_to_trees(record, &[])?,
-            _ => {}
+            JournalRecord::Evented { record, .. } => self.apply_to_memory(record, &[]),
+            _ => None,
         }
-        Ok(())
     }
 
     /// The parts of a record that go to the overlay, all under one lock so

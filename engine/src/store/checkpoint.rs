@@ -7,7 +7,7 @@ use super::entry_keys::EntryKeys;
 use super::history::Kind;
 use super::history::{OpenSetWrite, StagedHistory};
 use super::keys::{merchant_key, merchant_seq_key, KeyPrefix, CHECKPOINT_SEQ_KEY};
-use super::overlay::{self, Layer, LayerVersion};
+use super::overlay::{self, Layer, LayerVersion, RecordTree};
 use super::record::encode_value;
 use super::runs::StagedRun;
 use super::{KindIndexes, Store, StoreError};
@@ -69,6 +69,9 @@ impl Store {
                         restored.merge_newer(merchant_id, newer);
                     }
                     restored.resources.extend(std::mem::take(&mut overlay.active.resources));
+                    restored
+                        .tree_records
+                        .extend(std::mem::take(&mut overlay.active.tree_records));
                     // The failed checkpoint may have written some of the
                     // restored layer's keys: only the active layer's stay fresh.
                     restored.fresh = std::mem::take(&mut overlay.active.fresh);
@@ -138,6 +141,15 @@ impl Store {
             pending: 0,
             batches_written: 0,
         };
+        // Before the marker, which the ledger's batches end with: sled
+        // recovers a prefix of its log, so a marker found has these too.
+        for ((tree, key), value) in &layer.tree_records {
+            let tree = match tree {
+                RecordTree::Merchants => self.merchants_tree(),
+                RecordTree::Catalog => self.catalog_tree(),
+            };
+            tree.insert(key.as_slice(), value.as_slice())?;
+        }
         for (merchant_id, merchant) in &layer.merchants {
             batch.insert(
                 &merchant_key(KeyPrefix::Book, merchant_id),
@@ -333,6 +345,48 @@ mod tests {
     use crate::money::MinorUnits;
     use crate::store::record::JournalRecord;
     use crate::store::tests::{assert_disbursements_stored, test_disbursement};
+
+    /// Merchant and catalog records are applied while sled reopens, without
+    /// waiting for it (the applier never reaches sled), and the checkpoint
+    /// after it writes them to their trees, where the next open finds them.
+    #[test]
+    fn merchant_and_catalog_records_apply_during_a_reopen_and_reach_sled_at_the_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let merchant = crate::store::stored::tests::merchant();
+        let bank = crate::domain::Bank {
+            id: Uuid::from_u128(3),
+            name: "Bank Negara Indonesia".into(),
+            short_code: "BNI".into(),
+            is_enabled: true,
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let records = [
+                JournalRecord::MerchantSaved(Box::new(merchant.clone())),
+                JournalRecord::BankSaved(bank.clone()),
+            ];
+            let reopening = store.sled.hold_as_a_reopen();
+            let (done, finished) = std::sync::mpsc::channel();
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    for (seq, record) in (1..).zip(&records) {
+                        store.apply(seq, record, &record.encode()).unwrap();
+                    }
+                    let _ = done.send(());
+                });
+                let applied = finished.recv_timeout(std::time::Duration::from_secs(10));
+                drop(reopening);
+                assert_eq!(applied, Ok(()), "applied while sled was held");
+            });
+            assert_eq!(store.directory().get(&merchant.id).as_deref(), Some(&merchant));
+            assert!(store.merchants_tree().get(merchant.id.as_bytes()).unwrap().is_none());
+            store.checkpoint().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.checkpoint_seq().unwrap(), 3, "the records are covered");
+        assert_eq!(store.directory().get(&merchant.id).as_deref(), Some(&merchant));
+        assert_eq!(store.catalog().banks.get("BNI"), Some(&bank));
+    }
 
     /// sled closed and reopened between checkpoints: readers on other
     /// threads read all along and always find what was checkpointed; a

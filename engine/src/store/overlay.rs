@@ -49,6 +49,20 @@ pub struct Layer {
     /// Per versioned kind (indexed by `Kind`), the newest version of each
     /// resource changed in this layer, written to the kind's blocks.
     pub versions: [HashMap<Uuid, LayerVersion>; KIND_COUNT],
+    /// Merchant and catalog records for their own trees, the newest of each
+    /// key. The applier never writes sled itself (a write there waits while
+    /// sled reopens): the checkpoint does, with the rest of the layer.
+    pub tree_records: BTreeMap<(RecordTree, Vec<u8>), Vec<u8>>,
+}
+
+/// The sled trees besides the ledger's, each holding one record a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RecordTree {
+    /// Merchant records, by merchant id.
+    Merchants,
+    /// Platform catalog records (banks, e-wallets, vendors, routing,
+    /// organizations, users), by `catalog_key`.
+    Catalog,
 }
 
 impl Layer {
@@ -64,6 +78,7 @@ impl Layer {
             resources: BTreeMap::new(),
             fresh: HashSet::with_capacity(previous.fresh.len()),
             versions: std::array::from_fn(|kind| HashMap::with_capacity(previous.versions[kind].len())),
+            tree_records: BTreeMap::new(),
         }
     }
 
@@ -76,7 +91,14 @@ impl Layer {
             resources: layer.resources.clone(),
             fresh: layer.fresh.clone(),
             versions: layer.versions.clone(),
+            tree_records: layer.tree_records.clone(),
         }
+    }
+
+    /// Sets a merchant or catalog record (a later one of a key replaces it).
+    pub fn put_tree_record(&mut self, tree: RecordTree, key: Vec<u8>, value: Vec<u8>) {
+        self.tree_records.insert((tree, key), value);
+        self.entry_count += 1;
     }
 
     /// Sets resource keys (a later write of a key replaces the earlier one).

@@ -146,6 +146,11 @@ impl SledSlot {
     /// how long they waited, or `None` when a handle stayed out too long
     /// (the next call tries again).
     pub fn reopen(&self) -> Result<Option<Duration>, StoreError> {
+        // Whatever is still buffered is written while readers go on, so the
+        // flush that closing does under the lock finds little left.
+        let flushing = Instant::now();
+        self.flush()?;
+        let preflush = flushing.elapsed();
         // New handles wait from here; those out are each one operation, done
         // in microseconds. One held by a thread now waiting for another (a
         // nested read) would never be returned while this waits: past
@@ -158,18 +163,30 @@ impl SledSlot {
             }
             std::thread::sleep(QUIET_POLL);
         }
+        let quiet = waiting.elapsed();
         let handles = slot.take().expect("sled is open outside a reopen");
         if let Err(error) = handles.db.flush() {
             *slot = Some(handles);
             return Err(error.into());
         }
+        let flushed = waiting.elapsed();
         drop(handles);
+        let closed = waiting.elapsed();
         let deadline = Instant::now() + OPEN_RETRY_FOR;
         loop {
             match Handles::open(&self.path) {
                 Ok(handles) => {
                     *slot = Some(handles);
-                    return Ok(Some(waiting.elapsed()));
+                    let waited = waiting.elapsed();
+                    tracing::debug!(
+                        preflush_ms = preflush.as_millis() as u64,
+                        quiet_ms = quiet.as_millis() as u64,
+                        flush_ms = (flushed - quiet).as_millis() as u64,
+                        close_ms = (closed - flushed).as_millis() as u64,
+                        open_ms = (waited - closed).as_millis() as u64,
+                        "sled reopened; readers waited from quiet on"
+                    );
+                    return Ok(Some(waited));
                 }
                 Err(error) if Instant::now() < deadline => {
                     tracing::error!(%error, "reopening the state store failed; retrying");

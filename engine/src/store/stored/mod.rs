@@ -27,7 +27,7 @@ mod event_tests;
 mod events;
 mod resources;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 pub(crate) use accounts::*;
 pub(crate) use events::*;

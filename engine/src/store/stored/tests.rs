@@ -257,7 +257,7 @@ fn delivery() -> EventDeliveryVersion {
     }
 }
 
-fn merchant() -> MerchantRecord {
+pub(in crate::store) fn merchant() -> MerchantRecord {
     MerchantRecord {
         id: id(2),
         organization_id: id(31),
