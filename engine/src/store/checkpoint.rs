@@ -82,7 +82,7 @@ impl Store {
                     None
                 }
                 (Ok(_), Some(flushed)) => {
-                    overlay.remember_tails(&flushed);
+                    overlay.remember_written(&flushed);
                     Some(flushed)
                 }
                 (_, flushed) => flushed,

@@ -248,7 +248,7 @@ impl Overlay {
     /// After `written` is in sled: remembers the book and newest block of
     /// each of its merchants that the active layer does not hold (the block
     /// when small enough).
-    pub fn remember_tails(&mut self, written: &Layer) {
+    pub fn remember_written(&mut self, written: &Layer) {
         for (merchant_id, layer) in &written.merchants {
             if let Some((_, block)) = self.tails.remove(merchant_id) {
                 self.tail_bytes -= block.len();
@@ -406,7 +406,7 @@ mod tests {
             .active
             .merchants
             .insert(busy, merchant_with_blocks(busy, &[(2, 500)]));
-        overlay.remember_tails(&written);
+        overlay.remember_written(&written);
         assert_eq!(overlay.tail_bytes, 300);
         assert_eq!(overlay.take_tail(&busy), None, "the active layer's block is newer");
         assert_eq!(overlay.take_tail(&big), None, "too long to continue");
@@ -418,7 +418,7 @@ mod tests {
         assert_eq!(overlay.tail_bytes, 0);
 
         // A flushing layer that holds the merchant has its newer block.
-        overlay.remember_tails(&written);
+        overlay.remember_written(&written);
         let mut flushing = Layer::default();
         flushing
             .merchants
@@ -447,13 +447,13 @@ mod tests {
         written.merchants.insert(busy, with_last_seq(busy, 6));
         let mut overlay = Overlay::default();
         overlay.active.merchants.insert(busy, with_last_seq(busy, 7));
-        overlay.remember_tails(&written);
+        overlay.remember_written(&written);
         assert_eq!(overlay.remembered_book(&busy), None, "the active layer's book is newer");
         assert_eq!(overlay.remembered_book(&quiet).map(|book| book.last_seq), Some(5));
         assert_eq!(overlay.take_book(&quiet).map(|book| book.last_seq), Some(5));
         assert_eq!(overlay.take_book(&quiet), None, "taken once");
 
-        overlay.remember_tails(&written);
+        overlay.remember_written(&written);
         let mut flushing = Layer::default();
         flushing.merchants.insert(quiet, with_last_seq(quiet, 9));
         overlay.flushing = Some(Arc::new(flushing));

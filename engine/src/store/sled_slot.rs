@@ -146,11 +146,6 @@ impl SledSlot {
     /// how long they waited, or `None` when a handle stayed out too long
     /// (the next call tries again).
     pub fn reopen(&self) -> Result<Option<Duration>, StoreError> {
-        // Whatever is still buffered is written while readers go on, so the
-        // flush that closing does under the lock finds little left.
-        let flushing = Instant::now();
-        self.flush()?;
-        let preflush = flushing.elapsed();
         // New handles wait from here; those out are each one operation, done
         // in microseconds. One held by a thread now waiting for another (a
         // nested read) would never be returned while this waits: past
@@ -179,7 +174,6 @@ impl SledSlot {
                     *slot = Some(handles);
                     let waited = waiting.elapsed();
                     tracing::debug!(
-                        preflush_ms = preflush.as_millis() as u64,
                         quiet_ms = quiet.as_millis() as u64,
                         flush_ms = (flushed - quiet).as_millis() as u64,
                         close_ms = (closed - flushed).as_millis() as u64,
