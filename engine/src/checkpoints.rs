@@ -21,11 +21,11 @@ use crate::limits;
 use crate::operations::Operations;
 use std::sync::atomic::Ordering;
 
-/// Reopens sled after a checkpoint, so that a start after a crash reads
-/// only what sled logged since. Returns how many milliseconds readers
-/// waited, if it did.
-fn reopen_sled(store: &crate::store::Store) -> Option<u64> {
-    match store.reopen_sled() {
+/// Logs how reopening sled after a checkpoint went (it is reopened so
+/// that a start after a crash reads only what sled logged since). Returns
+/// how many milliseconds readers of sled waited, if it reopened.
+fn note_reopen(reopened: crate::store::SledReopen) -> Option<u64> {
+    match reopened {
         Ok(Some(waited)) => {
             let waited_ms = waited.as_millis() as u64;
             tracing::info!(waited_ms, "state store reopened: a restart reads its log from here");
@@ -63,7 +63,12 @@ impl Operations {
             .storage()
             .sled_reopen_due(journal_bytes, self.core.sled_reopen_journal_bytes());
         let written = tokio::task::spawn_blocking(move || {
-            let covered = store.checkpoint()?;
+            let (covered, reopened) = if reopen_due {
+                let (covered, reopened) = store.checkpoint_and_reopen_sled()?;
+                (covered, note_reopen(reopened))
+            } else {
+                (store.checkpoint()?, None)
+            };
             if let Some(cutoff_ms) = retention_cutoff_ms {
                 // Only what a good checkpoint holds is swept; a failed sweep
                 // drops nothing and the next checkpoint sweeps again.
@@ -75,7 +80,6 @@ impl Operations {
             if let Err(error) = journal.drop_segments_below(covered) {
                 tracing::warn!(%error, "dropping journal segments a checkpoint covers failed");
             }
-            let reopened = if reopen_due { reopen_sled(&store) } else { None };
             Ok::<(u64, Option<u64>), crate::store::StoreError>((covered, reopened))
         })
         .await

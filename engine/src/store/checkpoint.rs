@@ -10,7 +10,7 @@ use super::keys::{merchant_key, merchant_seq_key, KeyPrefix, CHECKPOINT_SEQ_KEY}
 use super::overlay::{self, Layer, LayerVersion, RecordTree};
 use super::record::encode_value;
 use super::runs::StagedRun;
-use super::{KindIndexes, Store, StoreError};
+use super::{KindIndexes, SledReopen, Store, StoreError};
 use crate::limits;
 use foldhash::HashMap;
 use std::fs;
@@ -26,6 +26,22 @@ impl Store {
     /// last), flushes and fsyncs. Returns the first journal sequence not
     /// covered, below which journal segments may be dropped.
     pub fn checkpoint(&self) -> Result<u64, StoreError> {
+        self.checkpoint_then(false).map(|(covers_below, _)| covers_below)
+    }
+
+    /// A checkpoint, then sled reopened (see `reopen_sled`) while the layer
+    /// it wrote is still read from memory: readers of what that layer holds
+    /// (the newest versions, and the recent index of their ids) do not wait
+    /// out sled's open. Returns the first sequence not covered, and how the
+    /// reopen went (it is not tried after a failed checkpoint).
+    pub fn checkpoint_and_reopen_sled(&self) -> Result<(u64, SledReopen), StoreError> {
+        self.checkpoint_then(true)
+            .map(|(covers_below, reopened)| (covers_below, reopened.unwrap_or(Ok(None))))
+    }
+
+    /// A checkpoint, with sled reopened between writing the layer and
+    /// letting it go when `reopen_sled`; the reopen's outcome if tried.
+    fn checkpoint_then(&self, reopen_sled: bool) -> Result<(u64, Option<SledReopen>), StoreError> {
         let layer = {
             let mut overlay = self.overlay.lock().expect("overlay lock");
             assert!(overlay.flushing.is_none(), "one checkpoint at a time");
@@ -46,17 +62,24 @@ impl Store {
         drop(layer);
         let result = result.map(|(staged, entry_keys)| {
             // Before the layer leaves the overlay, so no reader misses both:
-            // the runs first, then the recent entries they now hold go (freed
-            // outside the lock, which the applier waits on).
+            // the runs first, then (below) the recent entries they now hold
+            // go, freed outside the lock, which the applier waits on.
             if let Some(entry_keys) = entry_keys {
                 self.entry_keys.add(entry_keys);
             }
             for (kind, staged) in self.kinds.iter().zip(staged) {
                 kind.runs.write().expect("history lock").add(staged);
+            }
+        });
+        // While the layer and its recent entries are still read: a reader
+        // of them does not touch sled, so it does not wait for the reopen.
+        let reopened = (reopen_sled && result.is_ok()).then(|| self.sled.reopen());
+        if result.is_ok() {
+            for kind in self.kinds.iter() {
                 let written = kind.recent.write().expect("recent index lock").forget_sealed();
                 drop(written);
             }
-        });
+        }
         // Whatever happened, the layer stays readable until it is in sled:
         // on failure it goes back under the active one.
         let written = {
@@ -96,7 +119,7 @@ impl Store {
         if let Err(error) = self.entry_keys.compact(&self.ledger_tree()) {
             tracing::error!(%error, "merging entry key runs failed; retried at the next checkpoint");
         }
-        Ok(covers_below)
+        Ok((covers_below, reopened))
     }
 
     /// Entries applied into the overlay since the last checkpoint.
@@ -386,6 +409,57 @@ mod tests {
         assert_eq!(store.checkpoint_seq().unwrap(), 3, "the records are covered");
         assert_eq!(store.directory().get(&merchant.id).as_deref(), Some(&merchant));
         assert_eq!(store.catalog().banks.get("BNI"), Some(&bank));
+    }
+
+    /// A checkpoint that reopens sled keeps what it wrote readable from
+    /// memory until sled is open again: the newest versions, by id and by
+    /// ref code, are read while the reopen holds sled, and the reopen is
+    /// reported; what was checkpointed before is read from sled after it.
+    #[test]
+    fn what_a_checkpoint_wrote_is_read_without_waiting_for_its_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let merchant = Uuid::new_v4();
+        let disbursements: Vec<Disbursement> = (0..200).map(|n| test_disbursement(merchant, n)).collect();
+        for (seq, disbursement) in (1..).zip(&disbursements) {
+            let record = JournalRecord::DisbursementUpdated(Arc::new(disbursement.clone()));
+            store.apply(seq, &record, &record.encode()).unwrap();
+            if seq == 100 {
+                store.checkpoint().unwrap();
+            }
+        }
+        let (older, written) = disbursements.split_at(100);
+        let (holding, reopen_holds) = std::sync::mpsc::channel();
+        let (go_on, reopen_waits) = std::sync::mpsc::channel();
+        store.sled.pause_next_reopen((holding, reopen_waits));
+        let store = &store;
+        std::thread::scope(|scope| {
+            let checkpoint = scope.spawn(|| store.checkpoint_and_reopen_sled());
+            assert_eq!(reopen_holds.recv_timeout(std::time::Duration::from_secs(10)), Ok(()));
+            let (read, reads_done) = std::sync::mpsc::channel();
+            scope.spawn(move || {
+                for disbursement in written {
+                    let by_id = store.disbursement(&disbursement.id).unwrap();
+                    let by_ref = store.disbursement_by_ref(&disbursement.ref_code).unwrap();
+                    assert_eq!(by_id.as_ref(), Some(disbursement));
+                    assert_eq!(by_ref.as_ref(), Some(disbursement));
+                }
+                let _ = read.send(());
+            });
+            let reads = reads_done.recv_timeout(std::time::Duration::from_secs(10));
+            go_on.send(()).unwrap();
+            assert_eq!(reads, Ok(()), "read while the reopen held sled");
+            let (covers_below, reopened) = checkpoint.join().unwrap().unwrap();
+            assert_eq!(covers_below, 201);
+            assert!(matches!(reopened, Ok(Some(_))), "reopened: {reopened:?}");
+        });
+        for disbursement in older.iter().chain(written) {
+            assert_eq!(
+                store.disbursement(&disbursement.id).unwrap().as_ref(),
+                Some(disbursement)
+            );
+        }
+        assert_eq!(store.checkpoint_seq().unwrap(), 201);
     }
 
     /// sled closed and reopened between checkpoints: readers on other

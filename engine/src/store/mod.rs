@@ -414,10 +414,14 @@ impl Store {
     /// checkpoints, by the checkpointer: no write may be under way. Returns
     /// how long reads waited, or `None` when it found no moment without a
     /// reader and left the reopen to a later call.
-    pub fn reopen_sled(&self) -> Result<Option<std::time::Duration>, StoreError> {
+    pub fn reopen_sled(&self) -> SledReopen {
         self.sled.reopen()
     }
 }
+
+/// How a reopen of sled went: how long readers of sled waited, or `None`
+/// when a handle stayed out and the reopen was left for later.
+pub type SledReopen = Result<Option<std::time::Duration>, StoreError>;
 
 /// A version block that is missing or does not parse.
 fn corrupt_block(key: &[u8]) -> StoreError {

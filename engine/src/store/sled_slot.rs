@@ -62,7 +62,16 @@ pub struct SledSlot {
     handles: RwLock<Option<Handles>>,
     /// One clone per handle out, plus this one.
     tokens: Arc<()>,
+    /// For tests of what must not wait on a reopen: a reopen that finds
+    /// one says so on the first channel once it holds the slot, and waits
+    /// on the second before it opens sled again.
+    #[cfg(test)]
+    pause_reopen: std::sync::Mutex<Option<ReopenPause>>,
 }
+
+/// Where a paused reopen tells it holds the slot, and waits to go on.
+#[cfg(test)]
+pub type ReopenPause = (std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>);
 
 /// A tree handle, holding sled open while it lives. Held for one operation
 /// (or one loop over an iterator), never kept: a kept handle only delays
@@ -87,6 +96,8 @@ impl SledSlot {
             path: path.to_path_buf(),
             handles: RwLock::new(Some(Handles::open(path)?)),
             tokens: Arc::new(()),
+            #[cfg(test)]
+            pause_reopen: std::sync::Mutex::new(None),
         })
     }
 
@@ -140,6 +151,13 @@ impl SledSlot {
         self.handles.write().expect("sled slot lock")
     }
 
+    /// Makes the next reopen pause while it holds the slot (see
+    /// `pause_reopen`).
+    #[cfg(test)]
+    pub fn pause_next_reopen(&self, pause: ReopenPause) {
+        *self.pause_reopen.lock().expect("pause lock") = Some(pause);
+    }
+
     /// Closes sled and opens it again, which writes the snapshot the next
     /// recovery starts from. Call it with no write to sled under way (the
     /// checkpointer, between checkpoints). Readers wait meanwhile. Returns
@@ -159,6 +177,11 @@ impl SledSlot {
             std::thread::sleep(QUIET_POLL);
         }
         let quiet = waiting.elapsed();
+        #[cfg(test)]
+        if let Some((holding, go_on)) = self.pause_reopen.lock().expect("pause lock").take() {
+            let _ = holding.send(());
+            let _ = go_on.recv();
+        }
         let handles = slot.take().expect("sled is open outside a reopen");
         if let Err(error) = handles.db.flush() {
             *slot = Some(handles);
