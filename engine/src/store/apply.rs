@@ -228,10 +228,10 @@ impl Store {
     fn overlay_entry(&self, overlay: &mut Overlay, entry: &Entry, payload: &[u8]) -> Result<(), StoreError> {
         let key_hash = entry.idempotency_key.as_deref().map(|key| self.key_hash(key));
         if !overlay.active.merchants.contains_key(&entry.merchant_id) {
-            let base = self.book_below_active(overlay, &entry.merchant_id)?;
-            let layer = match overlay.take_tail(&entry.merchant_id) {
-                Some(tail) => MerchantLayer::continuing(base, tail),
-                None => MerchantLayer::new(base),
+            let below = self.below_active(overlay, &entry.merchant_id)?;
+            let layer = match below.tail {
+                Some(tail) => MerchantLayer::continuing(below.book, tail),
+                None => MerchantLayer::new(below.book),
             };
             overlay.active.merchants.insert(entry.merchant_id, layer);
         }

@@ -2,7 +2,7 @@
 //! the overlay's newest laid over the last checkpoint's.
 
 use super::keys::{merchant_key, merchant_seq_key, KeyPrefix};
-use super::overlay::{MerchantView, Overlay};
+use super::overlay::{MerchantView, Overlay, WrittenBelow};
 use super::record::{decode_value, JournalRecord};
 use super::{Store, StoreError};
 use crate::ledger::{Entry, MerchantBook};
@@ -10,18 +10,18 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 impl Store {
-    /// The book a merchant's new active layer starts from: the flushing
-    /// layer's, the one remembered since the last checkpoint, or sled's.
-    /// Call it only as the active layer starts holding the merchant (it
-    /// takes the remembered one).
-    pub(super) fn book_below_active(
-        &self,
-        overlay: &mut Overlay,
-        merchant_id: &Uuid,
-    ) -> Result<MerchantBook, StoreError> {
-        match overlay.take_book(merchant_id) {
-            Some(book) => Ok(book),
-            None => self.sled_book(merchant_id),
+    /// What a merchant's new active layer starts from: the flushing
+    /// layer's book and newest block, the ones remembered since the last
+    /// checkpoint, or sled's book (and a new block). Call it only as the
+    /// active layer starts holding the merchant (it takes the remembered
+    /// ones).
+    pub(super) fn below_active(&self, overlay: &mut Overlay, merchant_id: &Uuid) -> Result<WrittenBelow, StoreError> {
+        match overlay.take_below(merchant_id) {
+            Some(below) => Ok(below),
+            None => Ok(WrittenBelow {
+                book: self.sled_book(merchant_id)?,
+                tail: None,
+            }),
         }
     }
 

@@ -181,33 +181,41 @@ pub struct Overlay {
     pub active: Layer,
     /// Being written to sled; still read until that is done.
     pub flushing: Option<Arc<Layer>>,
-    /// Merchants' newest entry blocks as sled holds them, while small
-    /// enough to continue (`MerchantLayer::continuing`), so the applier
-    /// extends them without reading sled. Invariant: a merchant has one
-    /// here only while neither layer holds that merchant, and it is then
-    /// byte for byte sled's newest `E` block of the merchant: it is set
-    /// when a checkpoint has written a layer and the active layer does not
-    /// hold the merchant, and taken out when a layer starts holding it.
-    tails: HashMap<Uuid, (u64, Vec<u8>)>,
-    /// Bytes in `tails`, at most `REMEMBERED_TAIL_BYTES_MAX`.
+    /// What sled holds of merchants a checkpoint wrote, so the applier
+    /// starts a merchant's next layer without reading sled: a read there
+    /// waits while sled reopens, and the applier holds the overlay's lock,
+    /// so every writer and reader would wait with it. Invariant: a merchant
+    /// is here only while neither layer holds it, and then its book is
+    /// sled's book of the merchant and its tail, if any, byte for byte
+    /// sled's newest `E` block of the merchant. Set when a checkpoint has
+    /// written a layer and the active layer does not hold the merchant;
+    /// taken out when a layer starts holding it. At most
+    /// `REMEMBERED_BOOKS_MAX` merchants; beyond it, books are read from sled.
+    remembered: HashMap<Uuid, WrittenBelow>,
+    /// Bytes of the remembered tails, at most `REMEMBERED_TAIL_BYTES_MAX`.
     tail_bytes: usize,
-    /// Merchants' books as sled holds them, so the applier starts a
-    /// merchant's next layer without reading sled: a read there waits while
-    /// sled reopens, and the applier holds the overlay's lock, so every
-    /// writer and reader would wait with it. Invariant, as for `tails`: a
-    /// merchant has one here only while neither layer holds that merchant,
-    /// and it is then equal to sled's book of the merchant. At most
-    /// `REMEMBERED_BOOKS_MAX`; beyond it, merchants' books are read from sled.
-    books: HashMap<Uuid, MerchantBook>,
+}
+
+/// A merchant's book and newest entry block (its first sequence number and
+/// bytes) as the layers below a new active layer of the merchant hold them.
+#[derive(Debug)]
+pub struct WrittenBelow {
+    /// The book the new layer starts from.
+    pub book: MerchantBook,
+    /// The block it continues, when small enough to (see
+    /// `MerchantLayer::continuing`): the applier then extends it without
+    /// reading sled.
+    pub tail: Option<(u64, Vec<u8>)>,
 }
 
 impl Overlay {
-    /// The block a new layer of `merchant_id` continues, if any: the
-    /// flushing layer's newest block of the merchant (newer than sled's),
-    /// else the remembered one, when small enough.
-    pub fn take_tail(&mut self, merchant_id: &Uuid) -> Option<(u64, Vec<u8>)> {
-        let remembered = self.tails.remove(merchant_id);
-        if let Some((_, block)) = &remembered {
+    /// What a new active layer of `merchant_id` starts from, if the overlay
+    /// knows it: the flushing layer's book and newest block (newer than
+    /// sled's), else the remembered ones, which are forgotten either way as
+    /// the active layer is about to hold the merchant.
+    pub fn take_below(&mut self, merchant_id: &Uuid) -> Option<WrittenBelow> {
+        let remembered = self.remembered.remove(merchant_id);
+        if let Some((_, block)) = remembered.as_ref().and_then(|written| written.tail.as_ref()) {
             self.tail_bytes -= block.len();
         }
         match self
@@ -215,34 +223,21 @@ impl Overlay {
             .as_ref()
             .and_then(|layer| layer.merchants.get(merchant_id))
         {
-            Some(flushing) => flushing
-                .blocks
-                .last()
-                .filter(|(_, block)| block.len() < CONTINUED_TAIL_BYTES_MAX)
-                .cloned(),
-            None => remembered,
-        }
-    }
-
-    /// The book a new layer of `merchant_id` starts from, if the overlay
-    /// knows it: the flushing layer's (newer than sled's), else the
-    /// remembered one, which is forgotten either way as the active layer
-    /// is about to hold the merchant.
-    pub fn take_book(&mut self, merchant_id: &Uuid) -> Option<MerchantBook> {
-        let remembered = self.books.remove(merchant_id);
-        match self
-            .flushing
-            .as_ref()
-            .and_then(|layer| layer.merchants.get(merchant_id))
-        {
-            Some(flushing) => Some(flushing.book.clone()),
+            Some(flushing) => Some(WrittenBelow {
+                book: flushing.book.clone(),
+                tail: flushing
+                    .blocks
+                    .last()
+                    .filter(|(_, block)| block.len() < CONTINUED_TAIL_BYTES_MAX)
+                    .cloned(),
+            }),
             None => remembered,
         }
     }
 
     /// The book sled holds of a merchant no layer holds, if remembered.
     pub fn remembered_book(&self, merchant_id: &Uuid) -> Option<&MerchantBook> {
-        self.books.get(merchant_id)
+        self.remembered.get(merchant_id).map(|written| &written.book)
     }
 
     /// After `written` is in sled: remembers the book and newest block of
@@ -250,23 +245,23 @@ impl Overlay {
     /// when small enough).
     pub fn remember_written(&mut self, written: &Layer) {
         for (merchant_id, layer) in &written.merchants {
-            if let Some((_, block)) = self.tails.remove(merchant_id) {
+            if let Some((_, block)) = self.remembered.remove(merchant_id).and_then(|old| old.tail) {
                 self.tail_bytes -= block.len();
             }
-            self.books.remove(merchant_id);
-            if self.active.merchants.contains_key(merchant_id) {
+            if self.active.merchants.contains_key(merchant_id) || self.remembered.len() >= REMEMBERED_BOOKS_MAX {
                 continue;
             }
-            if self.books.len() < REMEMBERED_BOOKS_MAX {
-                self.books.insert(*merchant_id, layer.book.clone());
+            let tail = layer.blocks.last().filter(|(_, block)| {
+                block.len() < CONTINUED_TAIL_BYTES_MAX && self.tail_bytes + block.len() <= REMEMBERED_TAIL_BYTES_MAX
+            });
+            if let Some((_, block)) = tail {
+                self.tail_bytes += block.len();
             }
-            if let Some((first_seq, block)) = layer.blocks.last() {
-                if block.len() < CONTINUED_TAIL_BYTES_MAX && self.tail_bytes + block.len() <= REMEMBERED_TAIL_BYTES_MAX
-                {
-                    self.tail_bytes += block.len();
-                    self.tails.insert(*merchant_id, (*first_seq, block.clone()));
-                }
-            }
+            let below = WrittenBelow {
+                book: layer.book.clone(),
+                tail: tail.cloned(),
+            };
+            self.remembered.insert(*merchant_id, below);
         }
     }
 }
@@ -387,79 +382,61 @@ mod tests {
         }
     }
 
-    /// A remembered tail is only ever sled's newest block of a merchant no
-    /// layer holds: one the active layer holds is not remembered, a
-    /// flushing layer's newer block wins, and taking one forgets it.
+    /// What is remembered of a merchant is only ever sled's book and newest
+    /// block of a merchant no layer holds: one the active layer holds is
+    /// not remembered, a block too long to continue is not kept, a flushing
+    /// layer's newer book and block win, and taking them forgets them.
     #[test]
-    fn tails_are_remembered_only_for_merchants_no_layer_holds() {
+    fn books_and_tails_are_remembered_only_for_merchants_no_layer_holds() {
         let (quiet, busy, big) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let with_last_seq = |merchant_id, blocks: &[(u64, usize)], last_seq| {
+            let mut layer = merchant_with_blocks(merchant_id, blocks);
+            layer.book.last_seq = last_seq;
+            layer
+        };
+        let below = |below: Option<WrittenBelow>| {
+            below.map(|below| {
+                let tail = below.tail.map(|(seq, block)| (seq, block.len()));
+                (below.book.last_seq, tail)
+            })
+        };
         let mut written = Layer::default();
         written
             .merchants
-            .insert(quiet, merchant_with_blocks(quiet, &[(1, 4000), (5, 300)]));
-        written.merchants.insert(busy, merchant_with_blocks(busy, &[(2, 300)]));
+            .insert(quiet, with_last_seq(quiet, &[(1, 4000), (5, 300)], 6));
+        written.merchants.insert(busy, with_last_seq(busy, &[(2, 300)], 2));
         written
             .merchants
-            .insert(big, merchant_with_blocks(big, &[(3, CONTINUED_TAIL_BYTES_MAX)]));
+            .insert(big, with_last_seq(big, &[(3, CONTINUED_TAIL_BYTES_MAX)], 3));
         let mut overlay = Overlay::default();
         overlay
             .active
             .merchants
-            .insert(busy, merchant_with_blocks(busy, &[(2, 500)]));
+            .insert(busy, with_last_seq(busy, &[(2, 500)], 4));
         overlay.remember_written(&written);
         assert_eq!(overlay.tail_bytes, 300);
-        assert_eq!(overlay.take_tail(&busy), None, "the active layer's block is newer");
-        assert_eq!(overlay.take_tail(&big), None, "too long to continue");
+        assert_eq!(overlay.remembered_book(&busy), None, "the active layer's book is newer");
         assert_eq!(
-            overlay.take_tail(&quiet).map(|(seq, block)| (seq, block.len())),
-            Some((5, 300))
+            below(overlay.take_below(&busy)),
+            None,
+            "the active layer's block is newer"
         );
-        assert_eq!(overlay.take_tail(&quiet), None, "taken once");
+        assert_eq!(overlay.remembered_book(&quiet).map(|book| book.last_seq), Some(6));
+        assert_eq!(below(overlay.take_below(&big)), Some((3, None)), "too long to continue");
+        assert_eq!(below(overlay.take_below(&quiet)), Some((6, Some((5, 300)))));
+        assert_eq!(below(overlay.take_below(&quiet)), None, "taken once");
+        assert_eq!(overlay.remembered_book(&quiet), None);
         assert_eq!(overlay.tail_bytes, 0);
 
-        // A flushing layer that holds the merchant has its newer block.
+        // A flushing layer that holds the merchant has its newer book and block.
         overlay.remember_written(&written);
         let mut flushing = Layer::default();
-        flushing
-            .merchants
-            .insert(quiet, merchant_with_blocks(quiet, &[(5, 600)]));
+        flushing.merchants.insert(quiet, with_last_seq(quiet, &[(5, 600)], 9));
         overlay.flushing = Some(Arc::new(flushing));
-        assert_eq!(
-            overlay.take_tail(&quiet).map(|(seq, block)| (seq, block.len())),
-            Some((5, 600))
-        );
+        assert_eq!(below(overlay.take_below(&quiet)), Some((9, Some((5, 600)))));
         assert_eq!(overlay.tail_bytes, 0, "the stale one is forgotten too");
-    }
-
-    /// A remembered book is only ever sled's book of a merchant no layer
-    /// holds: one the active layer holds is not remembered, a flushing
-    /// layer's newer book wins, and taking one forgets it.
-    #[test]
-    fn books_are_remembered_only_for_merchants_no_layer_holds() {
-        let (quiet, busy) = (Uuid::from_u128(1), Uuid::from_u128(2));
-        let with_last_seq = |merchant_id, last_seq| {
-            let mut layer = merchant_with_blocks(merchant_id, &[(last_seq, 100)]);
-            layer.book.last_seq = last_seq;
-            layer
-        };
-        let mut written = Layer::default();
-        written.merchants.insert(quiet, with_last_seq(quiet, 5));
-        written.merchants.insert(busy, with_last_seq(busy, 6));
-        let mut overlay = Overlay::default();
-        overlay.active.merchants.insert(busy, with_last_seq(busy, 7));
-        overlay.remember_written(&written);
-        assert_eq!(overlay.remembered_book(&busy), None, "the active layer's book is newer");
-        assert_eq!(overlay.remembered_book(&quiet).map(|book| book.last_seq), Some(5));
-        assert_eq!(overlay.take_book(&quiet).map(|book| book.last_seq), Some(5));
-        assert_eq!(overlay.take_book(&quiet), None, "taken once");
-
-        overlay.remember_written(&written);
-        let mut flushing = Layer::default();
-        flushing.merchants.insert(quiet, with_last_seq(quiet, 9));
-        overlay.flushing = Some(Arc::new(flushing));
-        assert_eq!(overlay.take_book(&quiet).map(|book| book.last_seq), Some(9));
         overlay.flushing = None;
-        assert_eq!(overlay.take_book(&quiet), None, "the stale one is forgotten too");
+        assert_eq!(below(overlay.take_below(&quiet)), None);
     }
 
     /// A failed checkpoint puts its layer back under the active one: a newer
