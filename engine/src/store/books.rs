@@ -202,7 +202,7 @@ impl Store {
     /// up first (a checkpoint adds its run before its layer leaves the
     /// overlay, so no key is missed between the two).
     pub fn checkpointed_key_lookup(&self, merchant_id: &Uuid, hash: u128) -> Result<Option<u64>, StoreError> {
-        self.entry_keys.get(&self.ledger_tree(), merchant_id, hash)
+        self.entry_keys.get(|| self.ledger_tree(), merchant_id, hash)
     }
 }
 

@@ -108,8 +108,14 @@ impl EntryKeys {
         }
     }
 
-    /// The entry that used `hash` among the checkpointed keys of a merchant.
-    pub(super) fn get(&self, tree: &sled::Tree, merchant_id: &Uuid, hash: u128) -> Result<Option<u64>, StoreError> {
+    /// The entry that used `hash` among the checkpointed keys of a merchant
+    /// (`tree` is called only if a run may hold it: see `RunSet::get`).
+    pub(super) fn get<T: std::ops::Deref<Target = sled::Tree>>(
+        &self,
+        tree: impl FnOnce() -> T,
+        merchant_id: &Uuid,
+        hash: u128,
+    ) -> Result<Option<u64>, StoreError> {
         let runs = self.runs.read().expect("entry keys lock");
         Ok(runs
             .get(tree, &merchant_hash_key(merchant_id, hash))?

@@ -461,7 +461,7 @@ impl HistoryRuns {
     pub fn location(&self, id: &Uuid) -> Result<Option<Location>, StoreError> {
         Ok(self
             .locations
-            .get(&self.sled.ledger(), id.as_bytes())?
+            .get(|| self.sled.ledger(), id.as_bytes())?
             .map(|v| decode_location(self.spec.blocks, &v)))
     }
 
@@ -471,7 +471,7 @@ impl HistoryRuns {
             return Ok(None);
         };
         Ok(refs
-            .get(&self.sled.ledger(), &ref_hash.to_be_bytes())?
+            .get(|| self.sled.ledger(), &ref_hash.to_be_bytes())?
             .map(|v| uuid_of(&v)))
     }
 
@@ -479,7 +479,7 @@ impl HistoryRuns {
     pub fn id_by_lookup(&self, lookup: usize, merchant_id: &Uuid, hash: u128) -> Result<Option<Uuid>, StoreError> {
         let key = merchant_hash_key(merchant_id, hash);
         Ok(self.lookups[lookup]
-            .get(&self.sled.ledger(), &key)?
+            .get(|| self.sled.ledger(), &key)?
             .map(|v| uuid_of(&v)))
     }
 
@@ -499,7 +499,7 @@ impl HistoryRuns {
             return Ok(None);
         };
         // `to` itself is a key that could exist.
-        let last = set.get(&self.sled.ledger(), &to)?.map(|_| u128::MAX);
+        let last = set.get(|| self.sled.ledger(), &to)?.map(|_| u128::MAX);
         let mut hashes: Vec<u128> = found
             .iter()
             .map(|(key, _)| u128::from_be_bytes(key[16..32].try_into().expect("32-byte key")))

@@ -112,6 +112,17 @@ mod tests {
         done
     }
 
+    /// The record of a first attempt that delivered `event`.
+    fn attempt_recorded(event: &WebhookEvent) -> JournalRecord {
+        let attempt = attempts(std::slice::from_ref(event), 1).remove(0);
+        JournalRecord::WebhookAttemptRecorded {
+            event_id: event.id,
+            delivery: delivered(event).delivery(),
+            previously_due_ms: event.next_attempt_at_ms,
+            attempt: Box::new(attempt),
+        }
+    }
+
     fn assert_events_stored(store: &Store, events: &[WebhookEvent], delivered_below: usize) {
         for (n, event) in events.iter().enumerate() {
             let found = store.webhook_event(&event.id).unwrap().unwrap();
@@ -237,16 +248,7 @@ mod tests {
         let events = events(4);
         let due: Vec<&WebhookEvent> = events.iter().filter(|event| event.url.is_some()).collect();
         assert_eq!(due.len(), 2);
-        let record_for = |event: &WebhookEvent| {
-            let done = delivered(event);
-            let attempt = attempts(std::slice::from_ref(event), 1).remove(0);
-            JournalRecord::WebhookAttemptRecorded {
-                event_id: event.id,
-                delivery: done.delivery(),
-                previously_due_ms: event.next_attempt_at_ms,
-                attempt: Box::new(attempt),
-            }
-        };
+        let record_for = attempt_recorded;
         {
             let store = Store::open(dir.path()).unwrap();
             let created = JournalRecord::Evented {
@@ -310,6 +312,54 @@ mod tests {
             .merchant_webhook_attempts(&due[0].merchant_id, i64::MIN, |_| true, 0, 10)
             .unwrap();
         assert_eq!(total, 3);
+    }
+
+    /// Looking up where a new event's delivery stands needs no sled read
+    /// when no checkpointed run can hold it: it is answered while sled is
+    /// held as a reopen holds it (the delivery thread asks this of every
+    /// event it sends).
+    #[test]
+    fn a_new_events_delivery_is_looked_up_without_waiting_for_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut events = events(8);
+        for (n, event) in events.iter_mut().enumerate() {
+            // The checkpointed deliveries' ids sort after the new events'.
+            event.id = Uuid::from_u128(if n < 4 { u128::MAX - n as u128 } else { n as u128 });
+            event.url = Some("https://merchant.example/hook".into());
+        }
+        let created = JournalRecord::Evented {
+            record: Box::new(JournalRecord::OrderCreated(Box::new(test_order(Uuid::new_v4(), 0)))),
+            events: events.iter().cloned().map(std::sync::Arc::new).collect(),
+        };
+        store.apply(1, &created, &created.encode()).unwrap();
+        for (seq, event) in (2..).zip(&events[..4]) {
+            let record = attempt_recorded(event);
+            store.apply(seq, &record, &record.encode()).unwrap();
+        }
+        store.checkpoint().unwrap();
+        let reopening = store.sled.hold_as_a_reopen();
+        let (read, reads_done) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let found: Vec<Option<bool>> = events[4..]
+                    .iter()
+                    .map(|event| {
+                        store
+                            .event_delivery(&event.id)
+                            .unwrap()
+                            .map(|delivery| delivery.delivered)
+                    })
+                    .collect();
+                let _ = read.send(found);
+            });
+            let found = reads_done.recv_timeout(std::time::Duration::from_secs(10));
+            drop(reopening);
+            assert_eq!(found, Ok(vec![None; 4]), "looked up while sled was held");
+        });
+        for event in &events[..4] {
+            assert_eq!(store.webhook_event(&event.id).unwrap().unwrap(), delivered(event));
+        }
     }
 
     /// Events journaled with their spans are kept as the record's own

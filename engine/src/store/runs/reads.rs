@@ -4,27 +4,43 @@
 use super::{random_bytes, read_chunk, sorted_partition, IndexRecord, RunSet, BLOOM_PROBES};
 use crate::store::StoreError;
 use std::collections::BTreeMap;
+use std::ops::Deref;
 
 impl RunSet {
-    /// The newest value of `key`, if any run has it.
-    pub fn get(&self, tree: &sled::Tree, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+    /// The newest value of `key`, if any run has it. `tree` is called only
+    /// when a run's filter and fences let the key through: a key no run
+    /// can hold is answered from memory, without a tree handle (taking one
+    /// waits while sled reopens).
+    pub fn get<T: Deref<Target = sled::Tree>>(
+        &self,
+        tree: impl FnOnce() -> T,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
         let spec = self.spec;
-        for run in self.runs.iter().rev() {
-            if let Some(at) = spec.random_at {
-                let bloom = &run.meta.bloom;
-                if !crate::bloom::holds(bloom, random_bytes(key, at), BLOOM_PROBES) {
-                    continue;
+        let mut chunks = self
+            .runs
+            .iter()
+            .rev()
+            .filter_map(|run| {
+                if let Some(at) = spec.random_at {
+                    if !crate::bloom::holds(&run.meta.bloom, random_bytes(key, at), BLOOM_PROBES) {
+                        return None;
+                    }
                 }
-            }
-            // Fences are sorted (each chunk's first key, chunks in key
-            // order): the chunk that may hold `key` is the last one whose
-            // fence is at or before it, found by halving, not by a walk
-            // whose length grows with the run.
-            let after = sorted_partition(&run.meta.fences, spec.key_len, |fence| fence <= key);
-            if after == 0 {
-                continue;
-            }
-            let chunk = read_chunk(tree, spec.tag, run.id, after as u32 - 1)?;
+                // Fences are sorted (each chunk's first key, chunks in key
+                // order): the chunk that may hold `key` is the last one
+                // whose fence is at or before it, found by halving, not by
+                // a walk whose length grows with the run.
+                let after = sorted_partition(&run.meta.fences, spec.key_len, |fence| fence <= key);
+                (after > 0).then(|| (run.id, after as u32 - 1))
+            })
+            .peekable();
+        if chunks.peek().is_none() {
+            return Ok(None);
+        }
+        let tree = tree();
+        for (run_id, chunk) in chunks {
+            let chunk = read_chunk(&tree, spec.tag, run_id, chunk)?;
             let record_len = spec.record_len();
             let at = sorted_partition(&chunk, record_len, |record| &record[..spec.key_len] < key);
             if let Some(record) = chunk.get(at * record_len..(at + 1) * record_len) {

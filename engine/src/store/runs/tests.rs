@@ -69,7 +69,7 @@ fn stage_and_add(set: &mut RunSet, tree: &sled::Tree, builder: &RunBuilder) {
 fn assert_matches(set: &RunSet, tree: &sled::Tree, model: &BTreeMap<u64, u64>, space: u64) {
     for n in 0..space {
         let expected = model.get(&n).map(|version| value(n, *version).to_vec());
-        assert_eq!(set.get(tree, &key(n)).unwrap(), expected, "key {n}");
+        assert_eq!(set.get(|| tree, &key(n)).unwrap(), expected, "key {n}");
     }
     let all = set.range(tree, &[0u8; 16], &[0xffu8; 16]).unwrap();
     let expected: Vec<(Vec<u8>, Vec<u8>)> = model
@@ -87,7 +87,7 @@ fn a_run_answers_every_key_it_holds_and_none_it_does_not() {
     write_run(&mut set, &tree, &entries);
     assert!(set.runs[0].meta.chunks > 1, "cut into chunks");
     for n in 0..10_000u64 {
-        let found = set.get(&tree, &key(n)).unwrap();
+        let found = set.get(|| &tree, &key(n)).unwrap();
         assert_eq!(found, (n % 2 == 0).then(|| value(n, 1).to_vec()), "key {n}");
     }
     let middle = set.range(&tree, &key(1_000), &key(1_010)).unwrap();
