@@ -151,6 +151,12 @@ struct RunHead {
 pub struct Run {
     id: u64,
     meta: RunMeta,
+    /// Its greatest key, when known: a key above it is in none of its
+    /// chunks, so a lookup of a newer time-ordered id (an event's, say)
+    /// passes the run without its filter or a read. Known for the runs
+    /// this process wrote; left unknown for those loaded at open rather
+    /// than read a chunk of each (merges replace them with known ones).
+    last_key: Option<Box<[u8]>>,
 }
 
 /// A merge in progress: the run it writes and the runs it replaces.
@@ -231,6 +237,8 @@ struct RunWriter<'a> {
     id: u64,
     meta: RunMeta,
     chunk: Vec<u8>,
+    /// The key of the last record pushed (records come in key order).
+    last_key: Vec<u8>,
     sink: &'a mut dyn FnMut(Vec<u8>, Vec<u8>) -> Result<(), StoreError>,
 }
 
@@ -255,6 +263,7 @@ impl<'a> RunWriter<'a> {
                 bloom: vec![0; bloom_words],
             },
             chunk: Vec::with_capacity(spec.records_per_chunk() * spec.record_len()),
+            last_key: Vec::with_capacity(spec.key_len),
             sink,
         }
     }
@@ -267,6 +276,8 @@ impl<'a> RunWriter<'a> {
         if let Some(at) = self.spec.random_at {
             crate::bloom::set(&mut self.meta.bloom, random_bytes(key, at), BLOOM_PROBES);
         }
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
         self.chunk.extend_from_slice(record);
         self.meta.len += 1;
         if self.chunk.len() / self.spec.record_len() >= self.spec.records_per_chunk() {
@@ -297,6 +308,7 @@ impl<'a> RunWriter<'a> {
         Ok(Run {
             id: self.id,
             meta: self.meta,
+            last_key: (!self.last_key.is_empty()).then(|| self.last_key.into_boxed_slice()),
         })
     }
 }
@@ -324,6 +336,7 @@ impl RunSet {
             runs.push(Arc::new(Run {
                 id: run_id(&key)?,
                 meta: decode_plain(&value)?,
+                last_key: None,
             }));
         }
         for item in tree.scan_prefix([PREFIX, HEAD_MARK, spec.tag]) {
@@ -335,7 +348,11 @@ impl RunSet {
                 parts.extend_from_slice(&part?);
             }
             let meta = RunMeta::from_parts(decode_plain(&value)?, &parts, id, spec.tag)?;
-            runs.push(Arc::new(Run { id, meta }));
+            runs.push(Arc::new(Run {
+                id,
+                meta,
+                last_key: None,
+            }));
         }
         runs.sort_by_key(|run| run.id);
         let next_id = runs.last().map_or(1, |run| run.id + 1);

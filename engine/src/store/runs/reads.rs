@@ -8,7 +8,7 @@ use std::ops::Deref;
 
 impl RunSet {
     /// The newest value of `key`, if any run has it. `tree` is called only
-    /// when a run's filter and fences let the key through: a key no run
+    /// when a run's last key, filter and fences let the key through: a key no run
     /// can hold is answered from memory, without a tree handle (taking one
     /// waits while sled reopens).
     pub fn get<T: Deref<Target = sled::Tree>>(
@@ -22,6 +22,9 @@ impl RunSet {
             .iter()
             .rev()
             .filter_map(|run| {
+                if run.last_key.as_deref().is_some_and(|last| key > last) {
+                    return None;
+                }
                 if let Some(at) = spec.random_at {
                     if !crate::bloom::holds(&run.meta.bloom, random_bytes(key, at), BLOOM_PROBES) {
                         return None;

@@ -95,6 +95,33 @@ fn a_run_answers_every_key_it_holds_and_none_it_does_not() {
     assert_eq!(keys, [1_000, 1_002, 1_004, 1_006, 1_008].map(|n| key(n).to_vec()));
 }
 
+/// A key above the last of every run this process wrote (an id newer than
+/// any indexed, as time-ordered ids are) is answered without a read: the
+/// tree is never asked for. After a reload the last keys are not known,
+/// and the same keys are still found by reading.
+#[test]
+fn a_key_above_every_runs_last_is_answered_without_a_read() {
+    let tree = tree();
+    let mut set = RunSet::load(&tree, LOOKUP).unwrap();
+    write_run(&mut set, &tree, &(0..3_000).map(|n| (n, 1)).collect::<Vec<_>>());
+    write_run(&mut set, &tree, &(3_000..3_100).map(|n| (n, 1)).collect::<Vec<_>>());
+    let no_read = || -> &sled::Tree { panic!("the tree was asked for") };
+    for n in 3_100..13_100 {
+        assert_eq!(set.get(no_read, &key(n)).unwrap(), None, "key {n}");
+    }
+    assert_eq!(set.get(|| &tree, &key(3_099)).unwrap(), Some(value(3_099, 1).to_vec()));
+    let reloaded = RunSet::load(&tree, LOOKUP).unwrap();
+    assert!(reloaded.runs.iter().all(|run| run.last_key.is_none()));
+    assert_eq!(
+        reloaded.get(|| &tree, &key(3_099)).unwrap(),
+        Some(value(3_099, 1).to_vec())
+    );
+    assert_eq!(
+        reloaded.get(|| &tree, &key(2_999)).unwrap(),
+        Some(value(2_999, 1).to_vec())
+    );
+}
+
 /// A run written in key order as records come is the run `stage` makes of
 /// the same records: every key found by lookup and range, and a reload
 /// sees it too.
@@ -216,6 +243,7 @@ fn a_merge_cut_short_is_undone_or_finished_on_load() {
                     .map(|(a, b)| a | b)
                     .collect(),
             },
+            last_key: None,
         };
         for (index, part) in merged.meta.part_bytes().chunks(CHUNK_BYTES).enumerate() {
             tree.insert(part_key(LOOKUP.tag, new_id, index as u32), part).unwrap();
