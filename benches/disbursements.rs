@@ -12,7 +12,10 @@
 //! one journal record each) stand beside the single-request path.
 //! Next to them, the baseline of the same run: the journal alone, appending
 //! and syncing three records of a disbursement record's size per
-//! disbursement (created, handed over, settled).
+//! disbursement (created, handed over, settled); and the floor of the same
+//! run (`life_floor_*`): merchant actors that only journal, taking the turns
+//! and the three durable records a life cannot skip
+//! (`support/life_floor.rs`).
 //!
 //! Run: `cargo bench --bench disbursements` (see BENCHMARKS.md).
 //! `BENCH_HANDOVER_ONLY=1` is an extra, not the headline: the vendor holds
@@ -20,6 +23,7 @@
 //! creation and hand-over alone, without settlement or webhooks.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use life_floor::LifeFloor;
 use paygate_engine::disbursements::NewDisbursement;
 use paygate_engine::domain::BATCH_ITEMS_MAX;
 use paygate_engine::vendor::SandboxPayoutVendor;
@@ -33,6 +37,8 @@ use uuid::Uuid;
 #[path = "../src/allocator.rs"]
 mod allocator;
 // Its memory figures serve `paygate benchmark`, not this bench.
+#[path = "support/life_floor.rs"]
+mod life_floor;
 #[allow(dead_code)]
 #[path = "../src/process_stats.rs"]
 mod process_stats;
@@ -189,6 +195,14 @@ fn report_cpu(case: &str, engine: &Engine, from: Mark) {
     }
 }
 
+/// Prints the CPU a life of the floor's `case` took, warm-up included.
+fn report_floor_cpu(case: &str, cpu: Duration, lives: u64) {
+    if lives > 0 {
+        let per = cpu.as_secs_f64() * 1e6 / lives as f64;
+        println!("{case}: {per:.1} µs of CPU and 3 journal records a life ({lives} lives, warm-up included)");
+    }
+}
+
 fn durable_disbursements(c: &mut Criterion) {
     allocator::keep_freed_memory();
     let runtime = support::runtime();
@@ -219,6 +233,25 @@ fn durable_disbursements(c: &mut Criterion) {
     let records = if handover_only() { 2 } else { RECORDS_PER_DISBURSEMENT };
     let dir = support::bench_dir();
     support::journal_baseline(&mut group, &runtime, dir.path(), records * DISBURSEMENTS, record_bytes);
+
+    // The floor of the same run: the actor turns and durable records a
+    // life cannot skip, with none of its work. Not in the hand-over-only
+    // extra, whose lives never settle.
+    if !handover_only() {
+        for merchants in [1usize, 1000] {
+            let dir = support::bench_dir();
+            let floor = runtime.block_on(LifeFloor::start(dir.path(), merchants, record_bytes, SANDBOX_DELAY));
+            let case = format!("life_floor_{merchants}_merchants");
+            let cpu_before = process_cpu();
+            let lives = AtomicU64::new(0);
+            support::timed(&mut group, &runtime, &case, || async {
+                lives.fetch_add(DISBURSEMENTS as u64, Ordering::Relaxed);
+                floor.lives(DISBURSEMENTS).await
+            });
+            report_floor_cpu(&case, process_cpu().saturating_sub(cpu_before), lives.into_inner());
+            runtime.block_on(floor.stop());
+        }
+    }
 
     for merchants in [1usize, 1000] {
         let dir = support::bench_dir();

@@ -1,0 +1,158 @@
+//! The floor of the engine benches: what a disbursement's life costs in
+//! this architecture before any of its own work. Each merchant is a ractor
+//! actor; a life is the turns and durable records no implementation of it
+//! can skip: the caller's call to its merchant's actor, answered once a
+//! record is durable; the hand-over, a turn of that actor and a second
+//! record; the vendor's settlement after `delay`, a timer, a third turn
+//! and a third record. The actors decide nothing and the records are
+//! bytes of a real record's size, so the engine against this floor is the
+//! cost of its own work (validation, the ledger, the store, the vendor).
+
+use paygate_engine::store::journal::{self, Continuation, Journal};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A merchant actor that only journals.
+struct FloorMerchant;
+
+/// What a floor merchant is asked.
+enum FloorMsg {
+    /// A caller's creation: answered once its record is durable.
+    Create(RpcReplyPort<()>),
+    /// The hand-over of a created life (no caller waits).
+    HandOver,
+    /// The vendor's settlement (no caller waits).
+    Settle,
+}
+
+/// What every floor merchant shares.
+#[derive(Clone)]
+struct Shared {
+    journal: Arc<Journal>,
+    record_bytes: usize,
+    /// The vendor's settlement delay.
+    delay: Duration,
+    /// Lives created and not yet settled.
+    open: Arc<AtomicUsize>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Actor for FloorMerchant {
+    type Msg = FloorMsg;
+    type State = Shared;
+    type Arguments = Shared;
+
+    async fn pre_start(&self, _: ActorRef<FloorMsg>, shared: Shared) -> Result<Shared, ActorProcessingErr> {
+        Ok(shared)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<FloorMsg>,
+        message: FloorMsg,
+        shared: &mut Shared,
+    ) -> Result<(), ActorProcessingErr> {
+        let (then, waited): (Continuation, bool) = match message {
+            FloorMsg::Create(reply) => {
+                shared.open.fetch_add(1, Ordering::Relaxed);
+                let then = Box::new(move || {
+                    let _ = reply.send(());
+                    let _ = myself.cast(FloorMsg::HandOver);
+                });
+                (then, true)
+            }
+            FloorMsg::HandOver => {
+                let (runtime, delay) = (shared.runtime.clone(), shared.delay);
+                let then = Box::new(move || {
+                    runtime.spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        let _ = myself.cast(FloorMsg::Settle);
+                    });
+                });
+                (then, false)
+            }
+            FloorMsg::Settle => {
+                let open = shared.open.clone();
+                let then = Box::new(move || {
+                    open.fetch_sub(1, Ordering::Relaxed);
+                });
+                (then, false)
+            }
+        };
+        let done: journal::Completion = Box::new(move |_, _| Some(then));
+        shared
+            .journal
+            .queue_append(vec![7u8; shared.record_bytes], done, waited)
+            .await?;
+        Ok(())
+    }
+}
+
+/// The floor's merchants and their journal, started in `dir`.
+pub struct LifeFloor {
+    merchants: Vec<ActorRef<FloorMsg>>,
+    shared: Shared,
+}
+
+impl LifeFloor {
+    /// Starts `merchants` floor merchants over a new journal in `dir`.
+    pub async fn start(dir: &std::path::Path, merchants: usize, record_bytes: usize, delay: Duration) -> LifeFloor {
+        let outcome = journal::replay(dir, 0, |_, _| Ok(())).unwrap();
+        let shared = Shared {
+            journal: Arc::new(Journal::start(dir, outcome.next_seq).unwrap()),
+            record_bytes,
+            delay,
+            open: Arc::new(AtomicUsize::new(0)),
+            runtime: tokio::runtime::Handle::current(),
+        };
+        let mut refs = Vec::with_capacity(merchants);
+        for _ in 0..merchants {
+            let (actor, _) = Actor::spawn(None, FloorMerchant, shared.clone()).await.unwrap();
+            refs.push(actor);
+        }
+        LifeFloor {
+            merchants: refs,
+            shared,
+        }
+    }
+
+    /// `count` lives from `support::CALLERS` concurrent callers, spread over
+    /// the merchants as `support::from_callers` spreads them; returns once
+    /// every life is settled.
+    pub async fn lives(&self, count: usize) -> Duration {
+        let started = Instant::now();
+        let next = Arc::new(AtomicU64::new(0));
+        let mut tasks = Vec::with_capacity(crate::support::CALLERS);
+        for _ in 0..crate::support::CALLERS {
+            let (merchants, next) = (self.merchants.clone(), next.clone());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    if i >= count {
+                        break;
+                    }
+                    let merchant = &merchants[i % merchants.len()];
+                    let answer = merchant.call(FloorMsg::Create, None).await.unwrap();
+                    assert!(matches!(answer, ractor::rpc::CallResult::Success(())));
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        while self.shared.open.load(Ordering::Relaxed) > 0 {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        started.elapsed()
+    }
+
+    /// Stops the merchants and the journal.
+    pub async fn stop(self) {
+        for merchant in &self.merchants {
+            merchant.stop(None);
+        }
+        self.shared.journal.shutdown().await;
+    }
+}
