@@ -3,8 +3,9 @@
 //! actor; a life is the turns and durable records no implementation of it
 //! can skip: the caller's call to its merchant's actor, answered once a
 //! record is durable; the hand-over, a turn of that actor and a second
-//! record; the vendor's settlement after `delay`, a timer, a third turn
-//! and a third record. The actors decide nothing and the records are
+//! record; the vendor's settlement after `delay`, from one timer task for
+//! all lives (as the engine's `timers` task), a third turn and a third
+//! record. The actors decide nothing and the records are
 //! bytes of a real record's size, so the engine against this floor is the
 //! cost of its own work (validation, the ledger, the store, the vendor).
 
@@ -13,6 +14,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 /// A merchant actor that only journals.
 struct FloorMerchant;
@@ -36,7 +38,8 @@ struct Shared {
     delay: Duration,
     /// Lives created and not yet settled.
     open: Arc<AtomicUsize>,
-    runtime: tokio::runtime::Handle,
+    /// The timer task: settles each merchant's life at its instant.
+    settlements: mpsc::UnboundedSender<(Instant, ActorRef<FloorMsg>)>,
 }
 
 impl Actor for FloorMerchant {
@@ -64,12 +67,9 @@ impl Actor for FloorMerchant {
                 (then, true)
             }
             FloorMsg::HandOver => {
-                let (runtime, delay) = (shared.runtime.clone(), shared.delay);
+                let (settlements, delay) = (shared.settlements.clone(), shared.delay);
                 let then = Box::new(move || {
-                    runtime.spawn(async move {
-                        tokio::time::sleep(delay).await;
-                        let _ = myself.cast(FloorMsg::Settle);
-                    });
+                    let _ = settlements.send((Instant::now() + delay, myself));
                 });
                 (then, false)
             }
@@ -100,12 +100,21 @@ impl LifeFloor {
     /// Starts `merchants` floor merchants over a new journal in `dir`.
     pub async fn start(dir: &std::path::Path, merchants: usize, record_bytes: usize, delay: Duration) -> LifeFloor {
         let outcome = journal::replay(dir, 0, |_, _| Ok(())).unwrap();
+        let (settlements, mut due) = mpsc::unbounded_channel::<(Instant, ActorRef<FloorMsg>)>();
+        // One delay for every life, so they fall due in the order they were
+        // handed over: a queue, not a heap.
+        tokio::spawn(async move {
+            while let Some((at, merchant)) = due.recv().await {
+                tokio::time::sleep_until(at.into()).await;
+                let _ = merchant.cast(FloorMsg::Settle);
+            }
+        });
         let shared = Shared {
             journal: Arc::new(Journal::start(dir, outcome.next_seq).unwrap()),
             record_bytes,
             delay,
             open: Arc::new(AtomicUsize::new(0)),
-            runtime: tokio::runtime::Handle::current(),
+            settlements,
         };
         let mut refs = Vec::with_capacity(merchants);
         for _ in 0..merchants {
@@ -148,11 +157,13 @@ impl LifeFloor {
         started.elapsed()
     }
 
-    /// Stops the merchants and the journal.
+    /// Stops the merchants, the timer task and the journal.
     pub async fn stop(self) {
         for merchant in &self.merchants {
             merchant.stop(None);
         }
-        self.shared.journal.shutdown().await;
+        let LifeFloor { shared, .. } = self;
+        let Shared { journal, .. } = shared;
+        journal.shutdown().await;
     }
 }
