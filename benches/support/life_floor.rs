@@ -5,9 +5,9 @@
 //! record is durable; the hand-over, a turn of that actor and a second
 //! record; the vendor's settlement after `delay`, from one timer task for
 //! all lives (as the engine's `timers` task), a third turn and a third
-//! record. The actors decide nothing and the records are
-//! bytes of a real record's size, so the engine against this floor is the
-//! cost of its own work (validation, the ledger, the store, the vendor).
+//! record. The actors decide nothing and the records are bytes of a real
+//! record's size, so the engine against this floor is the cost of its own
+//! work (validation, the ledger, the store, the vendor).
 
 use paygate_engine::store::journal::{self, Continuation, Journal};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
