@@ -36,9 +36,9 @@ use uuid::Uuid;
 // The allocator of the `paygate` binary, with its settings.
 #[path = "../src/allocator.rs"]
 mod allocator;
-// Its memory figures serve `paygate benchmark`, not this bench.
 #[path = "support/life_floor.rs"]
 mod life_floor;
+// Its memory figures serve `paygate benchmark`, not this bench.
 #[allow(dead_code)]
 #[path = "../src/process_stats.rs"]
 mod process_stats;
@@ -184,22 +184,18 @@ fn mark(engine: &Engine) -> Mark {
 fn report_cpu(case: &str, engine: &Engine, from: Mark) {
     let (cpu_before, created_before, records_before) = from;
     let disbursements = CREATED.load(Ordering::Relaxed) - created_before;
-    let cpu = process_cpu().saturating_sub(cpu_before);
     let records = journal_records(engine) - records_before;
-    if disbursements > 0 {
-        let per = cpu.as_secs_f64() * 1e6 / disbursements as f64;
-        let records = records as f64 / disbursements as f64;
-        println!(
-            "{case}: {per:.1} µs of CPU and {records:.2} journal records a disbursement ({disbursements} disbursements, warm-up included)"
-        );
-    }
+    print_cpu(case, process_cpu().saturating_sub(cpu_before), disbursements, records);
 }
 
-/// Prints the CPU a life of the floor's `case` took, warm-up included.
-fn report_floor_cpu(case: &str, cpu: Duration, lives: u64) {
+/// Prints `cpu` and `records` per life of `case`'s `lives`, warm-up included.
+fn print_cpu(case: &str, cpu: Duration, lives: u64, records: u64) {
     if lives > 0 {
         let per = cpu.as_secs_f64() * 1e6 / lives as f64;
-        println!("{case}: {per:.1} µs of CPU and 3 journal records a life ({lives} lives, warm-up included)");
+        let records = records as f64 / lives as f64;
+        println!(
+            "{case}: {per:.1} µs of CPU and {records:.2} journal records a life ({lives} lives, warm-up included)"
+        );
     }
 }
 
@@ -248,7 +244,13 @@ fn durable_disbursements(c: &mut Criterion) {
                 lives.fetch_add(DISBURSEMENTS as u64, Ordering::Relaxed);
                 floor.lives(DISBURSEMENTS).await
             });
-            report_floor_cpu(&case, process_cpu().saturating_sub(cpu_before), lives.into_inner());
+            let lives = lives.into_inner();
+            print_cpu(
+                &case,
+                process_cpu().saturating_sub(cpu_before),
+                lives,
+                RECORDS_PER_DISBURSEMENT as u64 * lives,
+            );
             runtime.block_on(floor.stop());
         }
     }

@@ -157,13 +157,12 @@ impl LifeFloor {
         started.elapsed()
     }
 
-    /// Stops the merchants, the timer task and the journal.
+    /// Stops the merchants and the journal (the timer task ends with the
+    /// last merchant's sender).
     pub async fn stop(self) {
         for merchant in &self.merchants {
             merchant.stop(None);
         }
-        let LifeFloor { shared, .. } = self;
-        let Shared { journal, .. } = shared;
-        journal.shutdown().await;
+        self.shared.journal.shutdown().await;
     }
 }
