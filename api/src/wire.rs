@@ -207,7 +207,7 @@ pub struct DisbursementView<'a> {
 
 /// A V1 disbursement; the other channel's fields are null.
 pub fn disbursement_view(disbursement: &Disbursement) -> DisbursementView<'_> {
-    let (bank_id, account_number, account_name, ewallet_provider, ewallet_phone) = match &disbursement.destination {
+    let (bank_id, account_number, account_name, ewallet_provider, ewallet_phone) = match &*disbursement.destination {
         Destination::Bank {
             bank_id,
             account_number,
@@ -251,7 +251,7 @@ pub fn disbursement_view(disbursement: &Disbursement) -> DisbursementView<'_> {
 /// e-wallet creation response (and null in a bank one).
 pub fn created_disbursement_view(disbursement: &Disbursement) -> DisbursementView<'_> {
     let mut view = disbursement_view(disbursement);
-    if let Destination::Ewallet { .. } = &disbursement.destination {
+    if let Destination::Ewallet { .. } = &*disbursement.destination {
         view.vendor_disbursement_id = None;
     }
     view

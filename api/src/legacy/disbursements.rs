@@ -50,7 +50,7 @@ pub struct LegacyBank {
 
 /// A disbursement as Legacy clients see it (answers and webhooks).
 pub fn legacy_disbursement(state: &AppState, disbursement: &Disbursement) -> LegacyDisbursement {
-    let (account_number, account_name, bank) = match &disbursement.destination {
+    let (account_number, account_name, bank) = match &*disbursement.destination {
         Destination::Bank {
             bank_short_code,
             account_number,
@@ -104,7 +104,7 @@ impl LegacyRequest {
     /// Whether this request describes `existing` (same API, channel,
     /// account and amount): a resubmitted `orderId` then answers with it.
     fn describes(&self, existing: &Disbursement) -> bool {
-        let same_account = match &existing.destination {
+        let same_account = match &*existing.destination {
             Destination::Bank {
                 bank_short_code,
                 account_number,

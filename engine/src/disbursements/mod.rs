@@ -215,7 +215,7 @@ impl Disbursements {
         }
         Ok(DisbursementRequest {
             idempotency_key: new.idempotency_key.into_string(),
-            destination,
+            destination: Arc::new(destination),
             request_amount: amount,
             notify_url: new.notify_url.map(HttpUrl::into_string),
             source: new.source,

@@ -3,6 +3,7 @@
 
 use crate::money::MinorUnits;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use uuid::Uuid;
 
 pub mod lifecycle;
@@ -158,8 +159,8 @@ impl Destination {
 pub struct DisbursementRequest {
     /// Moves money at most once per merchant.
     pub idempotency_key: String,
-    /// Where to.
-    pub destination: Destination,
+    /// Where to; the disbursement made of it shares it.
+    pub destination: Arc<Destination>,
     /// Excluding the fee.
     pub request_amount: MinorUnits,
     /// Status webhook URL.
@@ -182,8 +183,8 @@ super::changes::resource_with_changes! {
         fixed merchant_id: Uuid,
         /// The merchant's idempotency key.
         fixed idempotency_key: String,
-        /// Where to.
-        fixed destination: Destination,
+        /// Where to; shared by its versions, as it never changes.
+        fixed destination: Arc<Destination>,
         /// Excluding the fee.
         fixed request_amount: MinorUnits,
         /// The fee.

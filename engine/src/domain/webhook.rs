@@ -3,6 +3,7 @@
 //! in the same journal record as the change, and delivered at least once.
 
 use crate::domain::{Disbursement, Order, Refund};
+use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -13,8 +14,9 @@ pub enum EventResource {
     Order(Box<Order>),
     /// A refund.
     Refund(Box<Refund>),
-    /// A disbursement.
-    Disbursement(Box<Disbursement>),
+    /// A disbursement: the version the merchant actor made, shared, so an
+    /// event adds no copy of it to the two it makes in a life.
+    Disbursement(Arc<Disbursement>),
 }
 
 impl EventResource {

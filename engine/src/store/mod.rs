@@ -502,10 +502,10 @@ mod tests {
             ref_code: format!("DSB-261121000000-{n:04}"),
             merchant_id,
             idempotency_key: format!("key-{n}"),
-            destination: crate::domain::Destination::Ewallet {
+            destination: std::sync::Arc::new(crate::domain::Destination::Ewallet {
                 provider: "OVO".into(),
                 phone: format!("62812{n:08}"),
-            },
+            }),
             request_amount: MinorUnits::new(1_000_000),
             fee: MinorUnits::new(250_000),
             final_amount: MinorUnits::new(1_250_000),

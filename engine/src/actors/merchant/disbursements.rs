@@ -174,7 +174,7 @@ impl MerchantState {
 
     /// The webhook event of a disbursement's new status, if it has
     /// somewhere to go (its notify URL or the merchant's default).
-    fn status_event(&self, disbursement: &Disbursement) -> Option<crate::domain::WebhookEvent> {
+    fn status_event(&self, disbursement: &Arc<Disbursement>) -> Option<crate::domain::WebhookEvent> {
         let url = disbursement
             .notify_url
             .clone()
@@ -183,7 +183,7 @@ impl MerchantState {
             disbursement.merchant_id,
             disbursement.updated_at_ms,
             Some(url),
-            crate::domain::EventResource::Disbursement(Box::new(disbursement.clone())),
+            crate::domain::EventResource::Disbursement(disbursement.clone()),
         ))
     }
 

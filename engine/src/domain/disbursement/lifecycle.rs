@@ -233,10 +233,10 @@ mod tests {
             ref_code: "DSB-261125000000-AAAA".into(),
             merchant_id: Uuid::new_v4(),
             idempotency_key: "k".into(),
-            destination: Destination::Ewallet {
+            destination: std::sync::Arc::new(Destination::Ewallet {
                 provider: "OVO".into(),
                 phone: "6281234567890".into(),
-            },
+            }),
             request_amount: MinorUnits::new(100),
             fee: MinorUnits::new(0),
             final_amount: MinorUnits::new(100),

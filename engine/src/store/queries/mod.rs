@@ -272,7 +272,7 @@ mod tests {
                 merchant,
                 1_000,
                 Some("http://127.0.0.1:9/hook".into()),
-                EventResource::Disbursement(Box::new(disbursement.clone())),
+                EventResource::Disbursement(Arc::new(disbursement.clone())),
             );
             let created = JournalRecord::Evented {
                 record: Box::new(JournalRecord::DisbursementUpdated(Arc::new(disbursement))),

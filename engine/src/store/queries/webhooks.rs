@@ -5,6 +5,7 @@ use crate::domain::{EventDelivery, EventDeliveryVersion, EventResource, WebhookA
 use crate::store::history::Kind;
 use crate::store::stored::{ResourceVersion, ResourceWanted, StoredEvent};
 use crate::store::{Store, StoreError};
+use std::sync::Arc;
 use uuid::Uuid;
 
 impl Store {
@@ -46,7 +47,7 @@ impl Store {
             Some(ResourceWanted::Refund(id)) => self.refund(&id)?.map(|refund| EventResource::Refund(Box::new(refund))),
             Some(ResourceWanted::Disbursement(id)) => self
                 .disbursement(&id)?
-                .map(|disbursement| EventResource::Disbursement(Box::new(disbursement))),
+                .map(|disbursement| EventResource::Disbursement(Arc::new(disbursement))),
         };
         let versions: Vec<ResourceVersion<'_>> = resource.iter().map(ResourceVersion::of).collect();
         stored.into_event_over(&versions).ok_or_else(|| StoreError::Corrupt {

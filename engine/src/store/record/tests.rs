@@ -109,12 +109,12 @@ fn disbursement(n: usize) -> Disbursement {
         ref_code: format!("DSB-261121000000-{n:04}"),
         merchant_id: Uuid::new_v4(),
         idempotency_key: format!("key-{n}"),
-        destination: crate::domain::Destination::Bank {
+        destination: std::sync::Arc::new(crate::domain::Destination::Bank {
             bank_short_code: "BCA".into(),
             bank_id: Uuid::new_v4(),
             account_number: format!("12345{n:05}"),
             account_name: "Budi Santoso".into(),
-        },
+        }),
         request_amount: MinorUnits::new(1_000_000 + n as i64),
         fee: MinorUnits::new(250_000),
         final_amount: MinorUnits::new(1_250_000 + n as i64),
@@ -173,7 +173,7 @@ fn spanned_encoding_is_the_serde_encoding_with_each_disbursement_located() {
         one.merchant_id,
         7,
         Some("https://merchant.example/hook".into()),
-        crate::domain::EventResource::Disbursement(Box::new((*one).clone())),
+        crate::domain::EventResource::Disbursement(one.clone()),
     );
     let cases: Vec<(JournalRecord, Vec<&Arc<Disbursement>>)> = vec![
         (

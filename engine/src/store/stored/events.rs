@@ -17,6 +17,7 @@ use serde::de::SeqAccess;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_with::de::DeserializeAsWrap;
 use serde_with::serde_as;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// A webhook event as the store keeps it: its resource named, or whole.
@@ -149,7 +150,7 @@ impl EventSubject {
             (EventSubject::Disbursement(id, changes), ResourceVersion::Disbursement(disbursement))
                 if disbursement.id == id =>
             {
-                Some(EventResource::Disbursement(Box::new(
+                Some(EventResource::Disbursement(Arc::new(
                     disbursement.with_changes(changes),
                 )))
             }
@@ -197,7 +198,7 @@ impl ResourceWanted {
 pub(crate) enum EventResourceV2 {
     Order(#[serde_as(as = "Box<OrderV1>")] Box<Order>),
     Refund(#[serde_as(as = "Box<RefundV1>")] Box<Refund>),
-    Disbursement(#[serde_as(as = "Box<DisbursementV1>")] Box<Disbursement>),
+    Disbursement(#[serde_as(as = "Arc<DisbursementV1>")] Arc<Disbursement>),
 }
 
 /// Layout 2 of [`EventSubject`].
@@ -263,7 +264,7 @@ impl From<WebhookEventV1> for StoredEvent {
         let resource = match old.resource {
             EventResourceV1::Order(order) => EventResource::Order(order),
             EventResourceV1::Refund(refund, _order) => EventResource::Refund(refund),
-            EventResourceV1::Disbursement(disbursement) => EventResource::Disbursement(disbursement),
+            EventResourceV1::Disbursement(disbursement) => EventResource::Disbursement(disbursement.into()),
         };
         StoredEvent {
             id: old.id,

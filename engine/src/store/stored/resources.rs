@@ -15,6 +15,7 @@ use crate::domain::{Beneficiary, Channel, Disbursement, DisbursementBatch, Order
 use crate::money::MinorUnits;
 use serde::{Deserialize, Serialize};
 use serde_with::serde_as;
+use std::sync::Arc;
 use uuid::Uuid;
 
 super::enum_layout! {
@@ -60,8 +61,8 @@ super::layout_with_changes! {
         ref_code: String,
         merchant_id: Uuid,
         idempotency_key: String,
-        #[serde_as(as = "DestinationV1")]
-        destination: Destination,
+        #[serde_as(as = "Arc<DestinationV1>")]
+        destination: Arc<Destination>,
         #[serde_as(as = "MinorUnitsV1")]
         request_amount: MinorUnits,
         #[serde_as(as = "MinorUnitsV1")]

@@ -24,12 +24,12 @@ pub(super) fn disbursement() -> Disbursement {
         ref_code: "DSB-261128000000-AB12".into(),
         merchant_id: id(2),
         idempotency_key: "payout-1".into(),
-        destination: Destination::Bank {
+        destination: std::sync::Arc::new(Destination::Bank {
             bank_short_code: "BCA".into(),
             bank_id: id(3),
             account_number: "1234567890".into(),
             account_name: "Budi Santoso".into(),
-        },
+        }),
         request_amount: MinorUnits::new(1_000_000),
         fee: MinorUnits::new(250_000),
         final_amount: MinorUnits::new(1_250_000),
