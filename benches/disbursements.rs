@@ -14,8 +14,8 @@
 //! and syncing three records of a disbursement record's size per
 //! disbursement (created, handed over, settled); and the floor of the same
 //! run (`life_floor_*`): merchant actors that only journal, taking the turns
-//! and the three durable records a life cannot skip
-//! (`support/life_floor.rs`).
+//! and the three durable records a life cannot skip, with a checkpoint of
+//! the final ones to sled each second (`support/life_floor.rs`).
 //!
 //! Run: `cargo bench --bench disbursements` (see BENCHMARKS.md).
 //! `BENCH_HANDOVER_ONLY=1` is an extra, not the headline: the vendor holds
@@ -230,9 +230,9 @@ fn durable_disbursements(c: &mut Criterion) {
     let dir = support::bench_dir();
     support::journal_baseline(&mut group, &runtime, dir.path(), records * DISBURSEMENTS, record_bytes);
 
-    // The floor of the same run: the actor turns and durable records a
-    // life cannot skip, with none of its work. Not in the hand-over-only
-    // extra, whose lives never settle.
+    // The floor of the same run: the actor turns, durable records and
+    // checkpoint a life cannot skip, with none of its work. Not in the
+    // hand-over-only extra, whose lives never settle.
     if !handover_only() {
         for merchants in [1usize, 1000] {
             let dir = support::bench_dir();

@@ -5,14 +5,23 @@
 //! record is durable; the hand-over, a turn of that actor and a second
 //! record; the vendor's settlement after `delay`, from one timer task for
 //! all lives (as the engine's `timers` task), a third turn and a third
-//! record. The actors decide nothing and the records are bytes of a real
-//! record's size, so the engine against this floor is the cost of its own
-//! work (validation, the ledger, the store, the vendor).
+//! record. Its state must outlive the journal, so every
+//! `CHECKPOINT_INTERVAL` the final records of the lives settled since the
+//! last checkpoint go to sled, in values of the engine's block size, made
+//! durable as the engine's checkpoints make them: less than a checkpoint
+//! of the engine writes, which adds ledger entries and indexes. The actors
+//! decide nothing and the records are bytes of a real record's size, so
+//! the engine against this floor is the cost of its own work (validation,
+//! the ledger, the store's indexes, the vendor).
 
+use paygate_engine::limits::{CHECKPOINT_INTERVAL, SLED_CACHE_BYTES};
+use paygate_engine::store::blocks::BLOCK_BYTES;
+use paygate_engine::store::fsync_tree;
 use paygate_engine::store::journal::{self, Continuation, Journal};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -40,6 +49,8 @@ struct Shared {
     open: Arc<AtomicUsize>,
     /// The timer task: settles each merchant's life at its instant.
     settlements: mpsc::UnboundedSender<(Instant, ActorRef<FloorMsg>)>,
+    /// The final records durable since the last checkpoint took them.
+    uncheckpointed: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Actor for FloorMerchant {
@@ -57,6 +68,7 @@ impl Actor for FloorMerchant {
         message: FloorMsg,
         shared: &mut Shared,
     ) -> Result<(), ActorProcessingErr> {
+        let settles = matches!(message, FloorMsg::Settle);
         let (then, waited): (Continuation, bool) = match message {
             FloorMsg::Create(reply) => {
                 shared.open.fetch_add(1, Ordering::Relaxed);
@@ -81,7 +93,18 @@ impl Actor for FloorMerchant {
                 (then, false)
             }
         };
-        let done: journal::Completion = Box::new(move |_, _| Some(then));
+        // A final record stays in memory until a checkpoint writes it, as
+        // the engine's applier keeps a version in its overlay.
+        let uncheckpointed = settles.then(|| shared.uncheckpointed.clone());
+        let done: journal::Completion = Box::new(move |_, record| {
+            if let Some(uncheckpointed) = uncheckpointed {
+                uncheckpointed
+                    .lock()
+                    .expect("floor checkpoint lock")
+                    .extend_from_slice(record);
+            }
+            Some(then)
+        });
         shared
             .journal
             .queue_append(vec![7u8; shared.record_bytes], done, waited)
@@ -94,6 +117,7 @@ impl Actor for FloorMerchant {
 pub struct LifeFloor {
     merchants: Vec<ActorRef<FloorMsg>>,
     shared: Shared,
+    checkpoints: tokio::task::JoinHandle<()>,
 }
 
 impl LifeFloor {
@@ -115,7 +139,12 @@ impl LifeFloor {
             delay,
             open: Arc::new(AtomicUsize::new(0)),
             settlements,
+            uncheckpointed: Arc::new(Mutex::new(Vec::new())),
         };
+        let checkpoints = tokio::spawn(checkpoint_every_interval(
+            dir.join("state"),
+            shared.uncheckpointed.clone(),
+        ));
         let mut refs = Vec::with_capacity(merchants);
         for _ in 0..merchants {
             let (actor, _) = Actor::spawn(None, FloorMerchant, shared.clone()).await.unwrap();
@@ -124,6 +153,7 @@ impl LifeFloor {
         LifeFloor {
             merchants: refs,
             shared,
+            checkpoints,
         }
     }
 
@@ -160,9 +190,47 @@ impl LifeFloor {
     /// Stops the merchants and the journal (the timer task ends with the
     /// last merchant's sender).
     pub async fn stop(self) {
+        self.checkpoints.abort();
+        let _ = self.checkpoints.await;
         for merchant in &self.merchants {
             merchant.stop(None);
         }
         self.shared.journal.shutdown().await;
+    }
+}
+
+/// Every `CHECKPOINT_INTERVAL`, writes the final records taken from
+/// `uncheckpointed` to a sled database at `path` and makes them durable,
+/// off the runtime's workers, as the engine's checkpointer does.
+async fn checkpoint_every_interval(path: PathBuf, uncheckpointed: Arc<Mutex<Vec<u8>>>) {
+    let db = sled::Config::new()
+        .path(&path)
+        .flush_every_ms(None)
+        .cache_capacity(SLED_CACHE_BYTES)
+        .open()
+        .unwrap();
+    let mut interval = tokio::time::interval(CHECKPOINT_INTERVAL);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_key = 0u64;
+    loop {
+        interval.tick().await;
+        let records = std::mem::take(&mut *uncheckpointed.lock().expect("floor checkpoint lock"));
+        if records.is_empty() {
+            continue;
+        }
+        let (db, path) = (db.clone(), path.clone());
+        next_key = tokio::task::spawn_blocking(move || {
+            let mut batch = sled::Batch::default();
+            for value in records.chunks(BLOCK_BYTES) {
+                batch.insert(&next_key.to_be_bytes(), value);
+                next_key += 1;
+            }
+            db.apply_batch(batch).unwrap();
+            db.flush().unwrap();
+            fsync_tree(&path).unwrap();
+            next_key
+        })
+        .await
+        .unwrap();
     }
 }

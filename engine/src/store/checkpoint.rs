@@ -342,7 +342,7 @@ impl CheckpointBatch<'_> {
 ///
 /// sled's own threads replace snapshot files while this runs, so a file
 /// listed and then gone is skipped: what sled deleted holds nothing it needs.
-pub(super) fn fsync_tree(path: &Path) -> io::Result<()> {
+pub fn fsync_tree(path: &Path) -> io::Result<()> {
     let skip_vanished = |result: io::Result<()>| match result {
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
         other => other,

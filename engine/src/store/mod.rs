@@ -60,6 +60,7 @@ pub mod stored;
 mod upgrade;
 
 pub use books::EntriesNewestFirst;
+pub use checkpoint::fsync_tree;
 pub use directory::Directory;
 pub use keys::{order_id_suffix, KeyPrefix};
 pub use queries::OrderLookup;
