@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// A merchant actor that only journals.
 struct FloorMerchant;
@@ -117,7 +117,8 @@ impl Actor for FloorMerchant {
 pub struct LifeFloor {
     merchants: Vec<ActorRef<FloorMsg>>,
     shared: Shared,
-    checkpoints: tokio::task::JoinHandle<()>,
+    /// The checkpoint task, and what tells it to end.
+    checkpoints: (tokio::task::JoinHandle<()>, oneshot::Sender<()>),
 }
 
 impl LifeFloor {
@@ -141,9 +142,11 @@ impl LifeFloor {
             settlements,
             uncheckpointed: Arc::new(Mutex::new(Vec::new())),
         };
+        let (end_checkpoints, ended) = oneshot::channel();
         let checkpoints = tokio::spawn(checkpoint_every_interval(
             dir.join("state"),
             shared.uncheckpointed.clone(),
+            ended,
         ));
         let mut refs = Vec::with_capacity(merchants);
         for _ in 0..merchants {
@@ -153,7 +156,7 @@ impl LifeFloor {
         LifeFloor {
             merchants: refs,
             shared,
-            checkpoints,
+            checkpoints: (checkpoints, end_checkpoints),
         }
     }
 
@@ -187,11 +190,12 @@ impl LifeFloor {
         started.elapsed()
     }
 
-    /// Stops the merchants and the journal (the timer task ends with the
-    /// last merchant's sender).
+    /// Stops the checkpoints (after the one under way), the merchants and
+    /// the journal (the timer task ends with the last merchant's sender).
     pub async fn stop(self) {
-        self.checkpoints.abort();
-        let _ = self.checkpoints.await;
+        let (checkpoints, end) = self.checkpoints;
+        let _ = end.send(());
+        checkpoints.await.unwrap();
         for merchant in &self.merchants {
             merchant.stop(None);
         }
@@ -199,10 +203,14 @@ impl LifeFloor {
     }
 }
 
-/// Every `CHECKPOINT_INTERVAL`, writes the final records taken from
-/// `uncheckpointed` to a sled database at `path` and makes them durable,
-/// off the runtime's workers, as the engine's checkpointer does.
-async fn checkpoint_every_interval(path: PathBuf, uncheckpointed: Arc<Mutex<Vec<u8>>>) {
+/// Every `CHECKPOINT_INTERVAL` until `ended`, writes the final records
+/// taken from `uncheckpointed` to a sled database at `path` and makes them
+/// durable, off the runtime's workers, as the engine's checkpointer does.
+async fn checkpoint_every_interval(
+    path: PathBuf,
+    uncheckpointed: Arc<Mutex<Vec<u8>>>,
+    mut ended: oneshot::Receiver<()>,
+) {
     let db = sled::Config::new()
         .path(&path)
         .flush_every_ms(None)
@@ -213,7 +221,10 @@ async fn checkpoint_every_interval(path: PathBuf, uncheckpointed: Arc<Mutex<Vec<
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_key = 0u64;
     loop {
-        interval.tick().await;
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = &mut ended => break,
+        }
         let records = std::mem::take(&mut *uncheckpointed.lock().expect("floor checkpoint lock"));
         if records.is_empty() {
             continue;
