@@ -107,27 +107,11 @@ struct Generation {
 impl Generation {
     /// An empty generation with room for as many versions as `previous`
     /// indexed (see `Layer::sized_like`).
-    /// Each merchant that indexed lookups in `previous` starts with room
-    /// for as many, so a busy merchant's tables do not grow from empty
-    /// again in every generation.
     fn sized_like(previous: &Generation) -> Generation {
-        let mut merchants = HashMap::with_capacity(previous.merchants.len());
-        for (merchant_id, before) in &previous.merchants {
-            if before.by_lookup.iter().any(|lookup| !lookup.is_empty()) {
-                let by_lookup = std::array::from_fn(|n| HashMap::with_capacity(before.by_lookup[n].len()));
-                merchants.insert(
-                    *merchant_id,
-                    RecentMerchant {
-                        by_lookup,
-                        created: BTreeSet::new(),
-                    },
-                );
-            }
-        }
         Generation {
             entries: ShardedMap::with_capacity(previous.entries.len()),
             by_ref: ShardedMap::with_capacity(previous.by_ref.len()),
-            merchants,
+            merchants: HashMap::with_capacity(previous.merchants.len()),
         }
     }
 
