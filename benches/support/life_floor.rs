@@ -14,10 +14,10 @@
 //! the engine against this floor is the cost of its own work (validation,
 //! the ledger, the store's indexes, the vendor).
 
-use paygate_engine::limits::{CHECKPOINT_INTERVAL, SLED_CACHE_BYTES};
+use paygate_engine::limits::CHECKPOINT_INTERVAL;
 use paygate_engine::store::blocks::BLOCK_BYTES;
-use paygate_engine::store::fsync_tree;
 use paygate_engine::store::journal::{self, Continuation, Journal};
+use paygate_engine::store::{fsync_tree, open_sled};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -211,12 +211,7 @@ async fn checkpoint_every_interval(
     uncheckpointed: Arc<Mutex<Vec<u8>>>,
     mut ended: oneshot::Receiver<()>,
 ) {
-    let db = sled::Config::new()
-        .path(&path)
-        .flush_every_ms(None)
-        .cache_capacity(SLED_CACHE_BYTES)
-        .open()
-        .unwrap();
+    let db = open_sled(&path).unwrap();
     let mut interval = tokio::time::interval(CHECKPOINT_INTERVAL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_key = 0u64;

@@ -64,6 +64,7 @@ pub use checkpoint::fsync_tree;
 pub use directory::Directory;
 pub use keys::{order_id_suffix, KeyPrefix};
 pub use queries::OrderLookup;
+pub use sled_slot::open_sled;
 
 use crate::domain::{Catalog, Source};
 use history::{HistoryRuns, Kind, KindSpec, LoadedOpenSet, RecentIndex, KIND_COUNT};

@@ -236,7 +236,7 @@ fn wait_off_the_runtime<T>(wait: impl FnOnce() -> T) -> T {
 /// Opens sled, waiting briefly while a previous instance in this process
 /// still holds the file lock: sled's I/O threads can outlive a dropped `Db`
 /// by a few milliseconds.
-pub(super) fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
+pub fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
     let started = Instant::now();
     let deadline = started + Duration::from_secs(5);
     let mut lock_refused = false;
